@@ -20,6 +20,7 @@ export function toSafeNumber(value: bigint, what = 'int64'): number {
 }
 
 const UUID_BYTES = 16;
+const MAX_STRING_BYTES = 0x7fff;
 export const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
 
 /** Kafka prints a Uuid as base64url without padding; we carry it in that form. */
@@ -41,10 +42,13 @@ export function uuidToBytes(uuid: string): Buffer {
 export class Reader {
   offset: number;
   readonly end: number;
+  // DataView accessors are several times faster than Buffer's readInt*BE / readBigInt64BE.
+  private readonly view: DataView;
 
   constructor(readonly buf: Buffer, offset = 0, end = buf.length) {
     this.offset = offset;
     this.end = end;
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   }
 
   remaining(): number {
@@ -60,14 +64,14 @@ export class Reader {
     return at;
   }
 
-  int8(): number { return this.buf.readInt8(this.need(1, 'int8')); }
-  uint8(): number { return this.buf.readUInt8(this.need(1, 'uint8')); }
-  int16(): number { return this.buf.readInt16BE(this.need(2, 'int16')); }
-  uint16(): number { return this.buf.readUInt16BE(this.need(2, 'uint16')); }
-  int32(): number { return this.buf.readInt32BE(this.need(4, 'int32')); }
-  uint32(): number { return this.buf.readUInt32BE(this.need(4, 'uint32')); }
-  int64(): bigint { return this.buf.readBigInt64BE(this.need(8, 'int64')); }
-  float64(): number { return this.buf.readDoubleBE(this.need(8, 'float64')); }
+  int8(): number { return this.view.getInt8(this.need(1, 'int8')); }
+  uint8(): number { return this.view.getUint8(this.need(1, 'uint8')); }
+  int16(): number { return this.view.getInt16(this.need(2, 'int16')); }
+  uint16(): number { return this.view.getUint16(this.need(2, 'uint16')); }
+  int32(): number { return this.view.getInt32(this.need(4, 'int32')); }
+  uint32(): number { return this.view.getUint32(this.need(4, 'uint32')); }
+  int64(): bigint { return this.view.getBigInt64(this.need(8, 'int64')); }
+  float64(): number { return this.view.getFloat64(this.need(8, 'float64')); }
 
   boolean(): boolean {
     return this.int8() !== 0;
@@ -80,15 +84,27 @@ export class Reader {
 
   /** Unsigned varint of at most 5 bytes (32 bits). */
   uvarint(): number {
+    let off = this.offset;
+    // Lengths, counts and tags are almost always below 128: one byte.
+    if (off < this.end) {
+      const first = this.buf[off]!;
+      if (first < 0x80) {
+        this.offset = off + 1;
+        return first;
+      }
+    }
     let value = 0;
+    let scale = 1;
     for (let i = 0; i < 5; i++) {
-      if (this.offset >= this.end) throw new DecodeError('uvarint: truncated');
-      const b = this.buf[this.offset++]!;
-      value += (b & 0x7f) * 2 ** (7 * i);
-      if ((b & 0x80) === 0) {
+      if (off >= this.end) throw new DecodeError('uvarint: truncated');
+      const b = this.buf[off++]!;
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) {
         if (value > 0xffffffff) throw new DecodeError('uvarint: exceeds 32 bits');
+        this.offset = off;
         return value;
       }
+      scale *= 128;
     }
     throw new DecodeError('uvarint: longer than 5 bytes');
   }
@@ -147,12 +163,18 @@ export class Reader {
   compactString(): string {
     const n = this.uvarint() - 1;
     if (n < 0) throw new DecodeError('compact string: null where not nullable');
-    return this.text(n);
+    return this.compactText(n);
   }
 
   compactNullableString(): string | null {
     const n = this.uvarint() - 1;
-    return n < 0 ? null : this.text(n);
+    return n < 0 ? null : this.compactText(n);
+  }
+
+  // Kafka caps every string at 32767 bytes, compact ones included.
+  private compactText(n: number): string {
+    if (n > MAX_STRING_BYTES) throw new DecodeError(`string: length ${n} exceeds ${MAX_STRING_BYTES}`);
+    return this.text(n);
   }
 
   bytes(): Buffer {
@@ -208,6 +230,10 @@ export class Reader {
    * to that field and returns true; unknown tags are skipped.
    */
   taggedFields(known?: (tag: number, field: Reader) => boolean): void {
+    if (this.offset < this.end && this.buf[this.offset] === 0) {
+      this.offset++;
+      return;
+    }
     const count = this.uvarint();
     this.checkCount(count, 2);
     let lastTag = -1;
@@ -228,8 +254,9 @@ export class Reader {
 }
 
 const CHUNK_BYTES = 16 * 1024;
-// Byte fields at least this large are kept as references instead of being copied.
-const ZERO_COPY_BYTES = 4096;
+// Byte fields at least this large (record batches, in practice) are kept as references
+// instead of being copied; below it a copy costs less than another chunk in the writev.
+const ZERO_COPY_BYTES = 1024;
 
 /**
  * Writes primitives into pooled chunks. Large byte fields (record batches) are appended
@@ -238,12 +265,14 @@ const ZERO_COPY_BYTES = 4096;
 export class Writer {
   private readonly chunks: Buffer[] = [];
   private buf: Buffer;
+  private view: DataView;
   private pos = 0;
   private start = 0;
   private total = 0;
 
   constructor(initialBytes = 256) {
     this.buf = Buffer.allocUnsafe(initialBytes);
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
   }
 
   get length(): number {
@@ -254,6 +283,7 @@ export class Writer {
     if (this.pos + n <= this.buf.length) return;
     this.seal();
     this.buf = Buffer.allocUnsafe(Math.max(n, CHUNK_BYTES, this.buf.length));
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
     this.pos = 0;
     this.start = 0;
   }
@@ -266,14 +296,40 @@ export class Writer {
     }
   }
 
-  int8(v: number): this { this.ensure(1); this.pos = this.buf.writeInt8(v, this.pos); return this; }
-  uint8(v: number): this { this.ensure(1); this.pos = this.buf.writeUInt8(v, this.pos); return this; }
-  int16(v: number): this { this.ensure(2); this.pos = this.buf.writeInt16BE(v, this.pos); return this; }
-  uint16(v: number): this { this.ensure(2); this.pos = this.buf.writeUInt16BE(v, this.pos); return this; }
-  int32(v: number): this { this.ensure(4); this.pos = this.buf.writeInt32BE(v, this.pos); return this; }
-  uint32(v: number): this { this.ensure(4); this.pos = this.buf.writeUInt32BE(v, this.pos); return this; }
-  int64(v: bigint): this { this.ensure(8); this.pos = this.buf.writeBigInt64BE(BigInt.asIntN(64, v), this.pos); return this; }
-  float64(v: number): this { this.ensure(8); this.pos = this.buf.writeDoubleBE(v, this.pos); return this; }
+  // Values outside a type's range are refused rather than silently wrapped (int64 wraps
+  // modulo 2^64, as BigInt.asIntN does).
+  int8(v: number): this {
+    if (((v << 24) >> 24) !== v) throw new EncodeError(`int8 out of range: ${v}`);
+    this.ensure(1); this.view.setInt8(this.pos, v); this.pos += 1; return this;
+  }
+
+  uint8(v: number): this {
+    if ((v & 0xff) !== v) throw new EncodeError(`uint8 out of range: ${v}`);
+    this.ensure(1); this.view.setUint8(this.pos, v); this.pos += 1; return this;
+  }
+
+  int16(v: number): this {
+    if (((v << 16) >> 16) !== v) throw new EncodeError(`int16 out of range: ${v}`);
+    this.ensure(2); this.view.setInt16(this.pos, v); this.pos += 2; return this;
+  }
+
+  uint16(v: number): this {
+    if ((v & 0xffff) !== v) throw new EncodeError(`uint16 out of range: ${v}`);
+    this.ensure(2); this.view.setUint16(this.pos, v); this.pos += 2; return this;
+  }
+
+  int32(v: number): this {
+    if ((v | 0) !== v) throw new EncodeError(`int32 out of range: ${v}`);
+    this.ensure(4); this.view.setInt32(this.pos, v); this.pos += 4; return this;
+  }
+
+  uint32(v: number): this {
+    if (v >>> 0 !== v) throw new EncodeError(`uint32 out of range: ${v}`);
+    this.ensure(4); this.view.setUint32(this.pos, v); this.pos += 4; return this;
+  }
+
+  int64(v: bigint): this { this.ensure(8); this.view.setBigInt64(this.pos, v); this.pos += 8; return this; }
+  float64(v: number): this { this.ensure(8); this.view.setFloat64(this.pos, v); this.pos += 8; return this; }
   boolean(v: boolean): this { return this.int8(v ? 1 : 0); }
 
   uuid(v: string): this {
@@ -324,14 +380,22 @@ export class Writer {
     return this;
   }
 
-  private text(v: string): Buffer {
-    return Buffer.from(v, 'utf8');
+  // Strings are encoded straight into the chunk, without an intermediate Buffer.
+  private text(v: string, n: number): this {
+    this.ensure(n);
+    this.pos += this.buf.write(v, this.pos, n, 'utf8');
+    return this;
+  }
+
+  private textLength(v: string): number {
+    const n = Buffer.byteLength(v, 'utf8');
+    if (n > MAX_STRING_BYTES) throw new EncodeError(`string longer than ${MAX_STRING_BYTES} bytes`);
+    return n;
   }
 
   string(v: string): this {
-    const b = this.text(v);
-    if (b.length > 0x7fff) throw new EncodeError(`string longer than 32767 bytes`);
-    return this.int16(b.length).raw(b);
+    const n = this.textLength(v);
+    return this.int16(n).text(v, n);
   }
 
   nullableString(v: string | null): this {
@@ -339,8 +403,8 @@ export class Writer {
   }
 
   compactString(v: string): this {
-    const b = this.text(v);
-    return this.uvarint(b.length + 1).raw(b);
+    const n = this.textLength(v);
+    return this.uvarint(n + 1).text(v, n);
   }
 
   compactNullableString(v: string | null): this {

@@ -9,6 +9,7 @@
 // The CRC-32C covers attributes to the end of the batch, so baseOffset and
 // partitionLeaderEpoch can be rewritten without re-encoding anything.
 
+import { CompressionType } from '../compression/types.ts';
 import { crc32c } from '../crc.ts';
 
 export const BASE_OFFSET = 0;
@@ -29,29 +30,24 @@ export const RECORD_BATCH_OVERHEAD = 61;
 /** Bytes before the batchLength field counts: baseOffset + batchLength. */
 export const LOG_OVERHEAD = 12;
 
-export enum CompressionType {
-  None = 0,
-  Gzip = 1,
-  Snappy = 2,
-  Lz4 = 3,
-  Zstd = 4,
-}
+export { CompressionType };
 
 export enum TimestampType {
   CreateTime = 0,
   LogAppendTime = 1,
 }
 
-const COMPRESSION_MASK = 0x07;
-const TIMESTAMP_TYPE_BIT = 0x08;
-const TRANSACTIONAL_BIT = 0x10;
-const CONTROL_BIT = 0x20;
-const DELETE_HORIZON_BIT = 0x40;
+export const COMPRESSION_MASK = 0x07;
+export const TIMESTAMP_TYPE_BIT = 0x08;
+export const TRANSACTIONAL_BIT = 0x10;
+export const CONTROL_BIT = 0x20;
+export const DELETE_HORIZON_BIT = 0x40;
 
 export const NO_PRODUCER_ID = -1n;
 export const NO_PRODUCER_EPOCH = -1;
 export const NO_SEQUENCE = -1;
 export const NO_PARTITION_LEADER_EPOCH = -1;
+export const NO_TIMESTAMP = -1;
 
 /**
  * A view over one v2 batch starting at `offset` in `buf`. It never copies: getters read

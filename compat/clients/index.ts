@@ -1,0 +1,7 @@
+import type { DriverFactory } from '../driver.ts';
+import { kafkajs } from './kafkajs.ts';
+import { kcat } from './kcat.ts';
+import { confluentKafkaPython, kafkaPython } from './python.ts';
+
+// The clients in the order of the matrix columns.
+export const CLIENTS: readonly DriverFactory[] = [kafkajs, kcat, confluentKafkaPython, kafkaPython];

@@ -1,0 +1,87 @@
+import { Kafka, logLevel } from 'kafkajs';
+import type { Admin, Producer } from 'kafkajs';
+
+// Set-up and inspection done beside the client under test: creating the topics a scenario
+// needs and reading end offsets, so that a scenario about consuming does not depend on the
+// same client's admin API. It uses kafkajs, whose own cells check these APIs in turn.
+export class Fixture {
+  private readonly kafka: Kafka;
+  private admin: Admin | null = null;
+  private producer: Producer | null = null;
+
+  constructor(bootstrap: string) {
+    this.kafka = new Kafka({
+      clientId: 'compat-fixture',
+      brokers: [bootstrap],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 5, initialRetryTime: 100 },
+    });
+  }
+
+  private async connectedAdmin(): Promise<Admin> {
+    if (!this.admin) {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      this.admin = admin;
+    }
+    return this.admin;
+  }
+
+  async createTopic(topic: string, partitions: number, configs: Record<string, string> = {}): Promise<void> {
+    const admin = await this.connectedAdmin();
+    const created = await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic,
+          numPartitions: partitions,
+          replicationFactor: 1,
+          configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })),
+        },
+      ],
+    });
+    if (!created) throw new Error(`topic ${topic} already existed`);
+  }
+
+  async endOffsets(topic: string): Promise<number[]> {
+    const admin = await this.connectedAdmin();
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.high));
+  }
+
+  async committedOffsets(group: string, topic: string, partitions: number): Promise<(number | null)[]> {
+    const admin = await this.connectedAdmin();
+    const [result] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+    const byPartition = new Map(result!.partitions.map((p) => [p.partition, Number(p.offset)]));
+    return Array.from({ length: partitions }, (_, p) => {
+      const offset = byPartition.get(p);
+      return offset === undefined || offset < 0 ? null : offset;
+    });
+  }
+
+  // Uncompressed, non-idempotent writes with explicit timestamps, to seed a topic.
+  async seed(topic: string, partition: number, values: string[], timestamps?: number[]): Promise<void> {
+    if (!this.producer) {
+      const producer = this.kafka.producer({ allowAutoTopicCreation: false });
+      await producer.connect();
+      this.producer = producer;
+    }
+    await this.producer.send({
+      topic,
+      acks: -1,
+      messages: values.map((value, i) => ({
+        partition,
+        key: `seed-${i}`,
+        value,
+        timestamp: timestamps ? String(timestamps[i]) : undefined,
+      })),
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.producer?.disconnect();
+    await this.admin?.disconnect();
+    this.producer = null;
+    this.admin = null;
+  }
+}

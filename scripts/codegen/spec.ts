@@ -1,0 +1,203 @@
+// Reads Kafka's JSON message definitions into a typed model for the emitter.
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Inclusive version range; `hi` is MAX_VERSION for an open range ("3+"). */
+export interface Range { lo: number; hi: number }
+export const MAX_VERSION = 32767;
+
+export const PRIMITIVES = new Set(['int8', 'int16', 'uint16', 'int32', 'int64', 'float64', 'bool', 'uuid', 'string', 'bytes', 'records']);
+
+export type FieldType =
+  | { kind: 'primitive'; name: string }
+  | { kind: 'struct'; name: string }
+  | { kind: 'array'; element: FieldType };
+
+export interface Field {
+  jsonName: string;
+  name: string;
+  type: FieldType;
+  versions: Range | null;
+  nullableVersions: Range | null;
+  taggedVersions: Range | null;
+  tag: number | null;
+  ignorable: boolean;
+  /** The spec's `default`, as written (a string, number, boolean or null), or undefined. */
+  default: string | number | boolean | null | undefined;
+  /** A field-level override of the message's flexibleVersions (only RequestHeader.ClientId). */
+  flexibleVersions: Range | null | undefined;
+}
+
+export interface Struct {
+  /** The spec name (e.g. TopicProduceData). */
+  name: string;
+  /** The TypeScript interface name (message name prefix for nested structs). */
+  tsName: string;
+  fields: Field[];
+}
+
+export interface Message {
+  name: string;
+  type: string;
+  apiKey: number | null;
+  validVersions: Range;
+  flexibleVersions: Range | null;
+  latestVersionUnstable: boolean;
+  listeners: string[];
+  root: Struct;
+  /** Every struct of the message in definition order, root first. */
+  structs: Struct[];
+  /** The spec file the message came from, relative to the spec folder. */
+  source: string;
+}
+
+export const SPEC_GROUPS = [
+  { dir: 'messages', out: '' },
+  { dir: 'metadata-records', out: 'metadata' },
+  { dir: 'group-coordinator-records', out: 'group-coordinator' },
+  { dir: 'transaction-coordinator-records', out: 'transaction-coordinator' },
+  { dir: 'raft-records', out: 'raft' },
+] as const;
+
+/** Where the Kafka spec lives: the repository's sibling folder `shared/kafka-spec`. */
+export function specDir(): string {
+  return resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/kafka-spec');
+}
+
+export function specAvailable(dir = specDir()): boolean {
+  return existsSync(join(dir, 'messages'));
+}
+
+export function parseVersions(text: string | undefined): Range | null {
+  if (text === undefined || text === 'none') return null;
+  const open = /^(\d+)\+$/.exec(text);
+  if (open) return { lo: Number(open[1]), hi: MAX_VERSION };
+  const closed = /^(\d+)-(\d+)$/.exec(text);
+  if (closed) return { lo: Number(closed[1]), hi: Number(closed[2]) };
+  if (/^\d+$/.test(text)) return { lo: Number(text), hi: Number(text) };
+  throw new Error(`bad version range ${text}`);
+}
+
+export function camelCase(name: string): string {
+  return name.charAt(0).toLowerCase() + name.slice(1);
+}
+
+function parseType(text: string): FieldType {
+  if (text.startsWith('[]')) return { kind: 'array', element: parseType(text.slice(2)) };
+  if (PRIMITIVES.has(text)) return { kind: 'primitive', name: text };
+  return { kind: 'struct', name: text };
+}
+
+export function structNameOf(type: FieldType): string | null {
+  if (type.kind === 'struct') return type.name;
+  if (type.kind === 'array') return structNameOf(type.element);
+  return null;
+}
+
+interface JsonField {
+  name: string; type: string; versions?: string; nullableVersions?: string; taggedVersions?: string;
+  tag?: number; ignorable?: boolean; default?: string | number | boolean | null; flexibleVersions?: string;
+  fields?: JsonField[];
+}
+
+interface JsonMessage {
+  name: string; type: string; apiKey?: number; validVersions: string; flexibleVersions?: string;
+  latestVersionUnstable?: boolean; listeners?: string[]; fields: JsonField[];
+  commonStructs?: { name: string; versions?: string; fields: JsonField[] }[];
+}
+
+export function readJson(path: string): JsonMessage {
+  const text = readFileSync(path, 'utf8').split('\n').filter((line) => !/^\s*\/\//.test(line)).join('\n');
+  return JSON.parse(text) as JsonMessage;
+}
+
+export function parseMessage(json: JsonMessage, source: string): Message {
+  const structs: Struct[] = [];
+  const byName = new Map<string, Struct>();
+  // Nested struct names carry the message name once: MetadataResponseBroker stays as is,
+  // TopicProduceData becomes ProduceRequestTopicProduceData.
+  const tsNames = new Set<string>([json.name]);
+  const tsName = (name: string) => {
+    const full = name.startsWith(json.name) ? name : json.name + name;
+    if (tsNames.has(full)) throw new Error(`${source}: struct name ${full} is not unique`);
+    tsNames.add(full);
+    return full;
+  };
+
+  const convertFields = (fields: JsonField[]): Field[] => fields.map((f) => {
+    const type = parseType(f.type);
+    const structName = structNameOf(type);
+    if (structName !== null && f.fields) {
+      if (byName.has(structName)) throw new Error(`${source}: struct ${structName} defined twice`);
+      const struct: Struct = { name: structName, tsName: tsName(structName), fields: [] };
+      byName.set(structName, struct);
+      structs.push(struct);
+      struct.fields = convertFields(f.fields);
+    }
+    const tagged = parseVersions(f.taggedVersions);
+    return {
+      jsonName: f.name,
+      name: camelCase(f.name),
+      type,
+      versions: f.versions === undefined ? tagged : parseVersions(f.versions),
+      nullableVersions: parseVersions(f.nullableVersions),
+      taggedVersions: tagged,
+      tag: f.tag ?? null,
+      ignorable: f.ignorable === true,
+      // Kafka's generator reads `default` as a string and treats a JSON null as no default
+      // (unlike the string "null"); ConsumerGroupMemberMetadataValue relies on that.
+      default: f.default === null ? undefined : f.default,
+      flexibleVersions: f.flexibleVersions === undefined ? undefined : parseVersions(f.flexibleVersions),
+    };
+  });
+
+  const root: Struct = { name: json.name, tsName: json.name, fields: [] };
+  structs.push(root);
+  // Common structs are registered first so inline fields can refer to them by name.
+  const common = (json.commonStructs ?? []).map((c) => {
+    const struct: Struct = { name: c.name, tsName: tsName(c.name), fields: [] };
+    byName.set(c.name, struct);
+    return { struct, fields: c.fields };
+  });
+  root.fields = convertFields(json.fields);
+  for (const c of common) {
+    c.struct.fields = convertFields(c.fields);
+    structs.push(c.struct);
+  }
+  const check = (fields: Field[]) => {
+    for (const f of fields) {
+      const s = structNameOf(f.type);
+      if (s !== null && !byName.has(s)) throw new Error(`${source}: unknown struct ${s}`);
+    }
+  };
+  for (const s of structs) check(s.fields);
+
+  const validVersions = parseVersions(json.validVersions);
+  if (validVersions === null) throw new Error(`${source}: no valid versions`);
+  return {
+    name: json.name,
+    type: json.type,
+    apiKey: json.apiKey ?? null,
+    validVersions,
+    flexibleVersions: parseVersions(json.flexibleVersions),
+    latestVersionUnstable: json.latestVersionUnstable === true,
+    listeners: json.listeners ?? [],
+    root,
+    structs,
+    source,
+  };
+}
+
+export interface SpecGroup { dir: string; out: string; messages: Message[] }
+
+export function readSpec(dir = specDir()): SpecGroup[] {
+  return SPEC_GROUPS.map((g) => {
+    const files = readdirSync(join(dir, g.dir)).filter((f) => f.endsWith('.json')).sort();
+    return {
+      dir: g.dir,
+      out: g.out,
+      messages: files.map((f) => parseMessage(readJson(join(dir, g.dir, f)), `${g.dir}/${f}`)),
+    };
+  });
+}

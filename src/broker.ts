@@ -1,0 +1,173 @@
+/**
+ * The composition root: builds one broker node from its configuration and wires the
+ * components handlers reach through `BrokerServices`. start() brings them up in dependency
+ * order and opens the listeners last; close() stops accepting, lets in-flight requests finish
+ * and closes components in reverse order (checkpointing logs).
+ */
+import { mkdir } from 'node:fs/promises';
+import { DEFAULT_LOG_CONFIG, LogManager, logConfigFromProperties, type LogConfig } from '../storage/index.ts';
+import { effectiveTopicConfig, type BrokerConfig, type Listener } from './config/index.ts';
+import { MetadataManager } from './metadata/manager.ts';
+import { METADATA_TOPIC } from './metadata/raft/file-log.ts';
+import { registerMetadataHandlers } from './handlers/metadata.ts';
+import { createDataPath, type DataPath } from './replication/data-path.ts';
+import { registerDataPathHandlers } from './replication/index.ts';
+import { createLogger, type Logger } from './observability/logger.ts';
+import { HandlerRegistry } from './handlers/registry.ts';
+import { registerApiVersionsHandler } from './handlers/api-versions.ts';
+import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
+import { RequestProcessor } from './server/request-processor.ts';
+
+/** What handlers receive as `ctx.broker`. */
+export interface BrokerServices {
+  readonly nodeId: number;
+  readonly config: BrokerConfig;
+  readonly logger: Logger;
+  readonly registry: HandlerRegistry;
+  /** The node's share of the metadata quorum: the MetadataImage, the controller. */
+  readonly metadata: MetadataManager;
+  /**
+   * Listeners as clients must reach them: `advertised.listeners` (else `listeners`), with a
+   * configured port 0 replaced by the bound port and an empty host by the bind address.
+   * Controller listeners are excluded.
+   */
+  advertisedListeners(): Listener[];
+}
+
+export interface BrokerOptions {
+  readonly config: BrokerConfig;
+  /** Defaults to a pino logger at `log.level` (which then follows dynamic changes). */
+  readonly logger?: Logger;
+  /** Where the default logger writes: 1 (stdout, the default) or 2 (stderr). */
+  readonly logFd?: number;
+}
+
+export class Broker implements BrokerServices {
+  readonly config: BrokerConfig;
+  readonly logger: Logger;
+  readonly nodeId: number;
+  readonly registry: HandlerRegistry;
+  readonly metadata: MetadataManager;
+  private readonly server: SocketServer;
+  private logManager: LogManager | null = null;
+  private dataPath: DataPath | null = null;
+  private state: 'new' | 'starting' | 'running' | 'closing' | 'closed' = 'new';
+
+  constructor(options: BrokerOptions) {
+    this.config = options.config;
+    this.nodeId = this.config.nodeId;
+    this.logger = options.logger
+      ?? createLogger({ level: this.config.getString('log.level'), base: { nodeId: this.nodeId }, fd: options.logFd ?? 1 });
+    this.logger.info({ config: this.config.explicitValues() }, 'broker configuration (explicitly set values)');
+    for (const name of this.config.unknownNames) {
+      this.logger.warn({ config: name }, 'The configuration was supplied but isn\'t a known config.');
+    }
+    // log.level is dynamic (per broker); a logger the caller passed in keeps the caller's level.
+    if (options.logger === undefined) {
+      this.config.onChange((name) => {
+        if (name === 'log.level') this.logger.level = this.config.getString('log.level');
+      });
+    }
+    this.registry = new HandlerRegistry();
+    registerApiVersionsHandler(this.registry);
+    this.metadata = new MetadataManager({ config: this.config, logger: this.logger.child({ component: 'metadata' }) });
+    this.server = new SocketServer(
+      new RequestProcessor(this.registry, () => this),
+      {
+        maxRequestBytes: this.config.getInt('socket.request.max.bytes'),
+        maxQueuedRequests: this.config.getInt('queued.max.requests'),
+        maxBufferedBytes: this.config.getLong('connection.max.buffered.bytes'),
+        idleMs: this.config.getLong('connections.max.idle.ms'),
+      },
+      this.logger,
+      this.config.getInt('max.connections'),
+    );
+  }
+
+  /** The listeners as bound (ports resolved). Empty before start(). */
+  get listeners(): readonly BoundListener[] {
+    return this.server.listeners;
+  }
+
+  /** The socket server, for tests that inspect connection state. */
+  get socketServer(): SocketServer {
+    return this.server;
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`broker already ${this.state}`);
+    this.state = 'starting';
+    for (const dir of this.config.logDirs) await mkdir(dir, { recursive: true });
+    this.logManager = await LogManager.startup({
+      logDirs: this.config.logDirs,
+      defaultConfig: logConfigFromProperties(effectiveTopicConfig({}, this.config)),
+      topicConfig: (topic) => this.logConfigOf(topic),
+      retentionCheckIntervalMs: this.config.getLong('log.retention.check.interval.ms'),
+      flushOffsetCheckpointIntervalMs: this.config.getInt('log.flush.offset.checkpoint.interval.ms'),
+      flushStartOffsetCheckpointIntervalMs: this.config.getInt('log.flush.start.offset.checkpoint.interval.ms'),
+      highWatermarkCheckpointIntervalMs: this.config.getLong('replica.high.watermark.checkpoint.interval.ms'),
+      cleanerEnable: this.config.getBoolean('log.cleaner.enable'),
+    });
+    await this.metadata.start();
+    this.dataPath = createDataPath({
+      config: this.config,
+      logManager: this.logManager,
+      metadata: this.metadata,
+      onError: (err, what) => this.logger.error({ err }, `failed: ${what}`),
+    });
+    await this.dataPath.start();
+    registerMetadataHandlers(this.registry, { nodeId: this.nodeId, config: this.config, metadata: this.metadata });
+    registerDataPathHandlers(this.registry, this.dataPath.services);
+    const controllers = new Set(this.config.controllerListenerNames);
+    const specs: ListenerSpec[] = this.config.listeners.map((l) => ({
+      name: l.name,
+      host: l.host,
+      port: l.port,
+      securityProtocol: l.securityProtocol,
+      role: controllers.has(l.name) ? 'controller' : 'broker',
+    }));
+    await this.server.start(specs);
+    await this.metadata.registerBroker(this.advertisedListeners());
+    this.state = 'running';
+  }
+
+  /**
+   * A topic's log config for the storage engine. The metadata log is never trimmed by topic
+   * retention: its history is bounded by Raft snapshots (metadata.max.retention.*).
+   */
+  private logConfigOf(topic: string): LogConfig {
+    if (topic === METADATA_TOPIC) return { ...DEFAULT_LOG_CONFIG, retentionMs: -1, retentionBytes: -1 };
+    return logConfigFromProperties(effectiveTopicConfig(this.metadata.image().topicConfigs(topic), this.config));
+  }
+
+  advertisedListeners(): Listener[] {
+    const bound = new Map(this.server.listeners.map((l) => [l.name, l]));
+    return this.config.advertisedListeners.map((l) => {
+      const b = bound.get(l.name);
+      return {
+        ...l,
+        host: l.host === '' ? (b?.host ?? '127.0.0.1') : l.host,
+        port: l.port === 0 && b !== undefined ? b.boundPort : l.port,
+      };
+    });
+  }
+
+  /** Graceful shutdown; safe to call more than once. */
+  async close(): Promise<void> {
+    if (this.state === 'closing' || this.state === 'closed') return;
+    this.state = 'closing';
+    this.logger.info('shutting down');
+    // Stop accepting and reading first; then complete parked fetches and produces so that
+    // requests in progress (a long-poll fetch) answer now instead of holding shutdown.
+    const connectionsClosed = this.server.close();
+    await this.dataPath?.close();
+    await connectionsClosed;
+    // The storage engine also loads __cluster_metadata-0 when it sits in a log dir (Kafka's
+    // LogManager skips it; ours does not yet). Closing that copy first lets the Raft log's
+    // own instance, which holds the newest state, write indexes and snapshots last.
+    await this.logManager?.shutdown();
+    await this.metadata.close();
+    this.state = 'closed';
+    this.logger.info('shut down');
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * The `sluice` command.
+ *
+ *   sluice dev   [--host 127.0.0.1] [--port 9092] [--data-dir ./data] [--override key=value ...]
+ *   sluice start --config server.properties [--override key=value ...]
+ *
+ * Prints one ready line on stdout once the listeners are bound; logs (JSON) go to stderr.
+ * SIGTERM/SIGINT: stop accepting, finish in-flight requests, close components, exit 0.
+ */
+import { Broker } from '../broker.ts';
+import { ConfigException, type BrokerConfig } from '../config/index.ts';
+import { USAGE, UsageError, configFromArgs } from './args.ts';
+
+/** Runs a broker node until SIGTERM/SIGINT. Returns the exit code, or -1 to keep running. */
+async function runBroker(argv: string[]): Promise<number> {
+  let config: BrokerConfig;
+  try {
+    config = configFromArgs(argv, process.env);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigException || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`sluice: ${(err as Error).message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const broker = new Broker({ config, logFd: 2 });
+  const logger = broker.logger;
+  const started = broker.start();
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'signal received, shutting down');
+    // A signal during start-up waits for it to settle, so close() sees every component.
+    started.catch(() => undefined).then(() => broker.close()).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  try {
+    await started;
+  } catch (err) {
+    logger.fatal({ err }, 'start-up failed');
+    process.stderr.write(`sluice: start-up failed: ${(err as Error).message}\n`);
+    await broker.close().catch(() => undefined);
+    return 1;
+  }
+  const addresses = broker.listeners.map((l) => `${l.name}://${l.host}:${l.boundPort}`).join(', ');
+  process.stdout.write(`sluice ready: node ${config.nodeId} listening on ${addresses}, data in ${config.logDirs.join(', ')}\n`);
+  return -1;
+}
+
+/**
+ * Subcommands by name. Node commands take the whole argv (configFromArgs reads the command
+ * name); client-side tools such as `sluice groups ...` are added here as their own entries.
+ */
+const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = {
+  dev: runBroker,
+  start: runBroker,
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [command] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return command === undefined ? 1 : 0;
+  }
+  const run = COMMANDS[command];
+  if (run === undefined) {
+    process.stderr.write(`sluice: unknown command '${command}'\n\n${USAGE}\n`);
+    return 2;
+  }
+  return run(argv);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    process.stderr.write(`sluice: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

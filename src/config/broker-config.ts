@@ -1,0 +1,334 @@
+/**
+ * The broker's effective configuration: Kafka's defaults, overlaid by static properties
+ * (server.properties < SLUICE_* environment < --override), then by dynamic configs from the
+ * metadata log (cluster-wide default < this broker), as Kafka layers them.
+ */
+import { BROKER_CONFIG_DEFS, BROKER_CONFIG_DEF_BY_NAME } from './broker-defs.ts';
+import {
+  CONFIG_TYPE_CODE, ConfigException, ConfigSource, checkValue, parseList,
+  type ConfigDef, type ConfigSourceCode,
+} from './types.ts';
+
+export interface ConfigSynonym {
+  readonly name: string;
+  readonly value: string | null;
+  readonly source: ConfigSourceCode;
+}
+
+/** One entry as DescribeConfigs reports it. Sensitive values are reported as null. */
+export interface DescribedConfig {
+  readonly name: string;
+  readonly value: string | null;
+  readonly readOnly: boolean;
+  readonly source: ConfigSourceCode;
+  readonly sensitive: boolean;
+  readonly documentation: string;
+  /** DescribeConfigs v3+ config_type code. */
+  readonly configType: number;
+  readonly synonyms: readonly ConfigSynonym[];
+}
+
+/** Broker configs that stand in for each other, highest precedence first (Kafka's synonyms). */
+const BROKER_SYNONYM_GROUPS: readonly (readonly string[])[] = [
+  ['log.retention.ms', 'log.retention.minutes', 'log.retention.hours'],
+  ['log.roll.ms', 'log.roll.hours'],
+  ['log.roll.jitter.ms', 'log.roll.jitter.hours'],
+  ['log.flush.interval.ms', 'log.flush.scheduler.interval.ms'],
+  ['log.dirs', 'log.dir'],
+  ['node.id', 'broker.id'],
+];
+const SYNONYMS_OF = new Map<string, readonly string[]>();
+for (const group of BROKER_SYNONYM_GROUPS) for (const name of group) SYNONYMS_OF.set(name, group.slice(group.indexOf(name)));
+
+export interface Listener {
+  /** Listener name (PLAINTEXT, CONTROLLER, ...). */
+  readonly name: string;
+  /** Host to bind or advertise; '' means the default (127.0.0.1). */
+  readonly host: string;
+  readonly port: number;
+  readonly securityProtocol: string;
+}
+
+export interface StaticSources {
+  /** From server.properties. */
+  readonly file?: ReadonlyMap<string, string>;
+  /** From SLUICE_* environment variables. */
+  readonly env?: ReadonlyMap<string, string>;
+  /** From --override flags, in order (later wins). */
+  readonly overrides?: ReadonlyMap<string, string>;
+}
+
+type ChangeListener = (name: string) => void;
+
+export class BrokerConfig {
+  private readonly staticValues = new Map<string, string>();
+  private readonly dynamicDefault = new Map<string, string>();
+  private readonly dynamicBroker = new Map<string, string>();
+  private readonly listenersOnChange: ChangeListener[] = [];
+  /** Supplied names no definition knows; Kafka warns about these and goes on. */
+  readonly unknownNames: readonly string[];
+
+  constructor(sources: StaticSources = {}) {
+    const unknown: string[] = [];
+    for (const layer of [sources.file, sources.env, sources.overrides]) {
+      if (!layer) continue;
+      for (const [name, value] of layer) {
+        const def = BROKER_CONFIG_DEF_BY_NAME.get(name);
+        if (def === undefined) {
+          unknown.push(name);
+          continue;
+        }
+        checkValue(def, value);
+        this.staticValues.set(name, value.trim());
+      }
+    }
+    this.unknownNames = unknown;
+    this.checkConsistency();
+  }
+
+  static definitions(): readonly ConfigDef[] {
+    return BROKER_CONFIG_DEFS;
+  }
+
+  /** Every explicitly set config and its effective value (sensitive ones masked), for the start-up log. */
+  explicitValues(): Record<string, string> {
+    const result: Record<string, string> = {};
+    for (const def of BROKER_CONFIG_DEFS) {
+      if (this.isSet(def.name)) result[def.name] = def.sensitive ? '[hidden]' : this.get(def.name)!;
+    }
+    return result;
+  }
+
+  /** The effective value, or null when neither set nor defaulted. */
+  get(name: string): string | null {
+    const def = this.def(name);
+    return this.dynamicBroker.get(name) ?? this.dynamicDefault.get(name) ?? this.staticValues.get(name) ?? def.defaultValue;
+  }
+
+  /** True when some layer sets the config explicitly (its default does not count). */
+  isSet(name: string): boolean {
+    return this.dynamicBroker.has(name) || this.dynamicDefault.has(name) || this.staticValues.has(name);
+  }
+
+  source(name: string): ConfigSourceCode {
+    if (this.dynamicBroker.has(name)) return ConfigSource.DYNAMIC_BROKER_CONFIG;
+    if (this.dynamicDefault.has(name)) return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG;
+    if (this.staticValues.has(name)) return ConfigSource.STATIC_BROKER_CONFIG;
+    return ConfigSource.DEFAULT_CONFIG;
+  }
+
+  getString(name: string): string {
+    const v = this.get(name);
+    if (v === null) throw new ConfigException(name, `Missing required configuration "${name}" which has no default value.`);
+    return v;
+  }
+
+  getInt(name: string): number {
+    return Number(this.getString(name));
+  }
+
+  /**
+   * Longs as JS numbers, exact to 2^53; larger values (Long.MAX_VALUE, "never") are clamped to
+   * Number.MAX_SAFE_INTEGER, storage's NEVER.
+   */
+  getLong(name: string): number {
+    return Math.min(Number(this.getString(name)), Number.MAX_SAFE_INTEGER);
+  }
+
+  getDouble(name: string): number {
+    return Number(this.getString(name));
+  }
+
+  getBoolean(name: string): boolean {
+    return this.getString(name).toLowerCase() === 'true';
+  }
+
+  getList(name: string): string[] {
+    const v = this.get(name);
+    return v === null ? [] : parseList(v);
+  }
+
+  // Derived values, resolved through synonyms as Kafka does.
+
+  get nodeId(): number {
+    return this.isSet('node.id') ? this.getInt('node.id') : this.getInt('broker.id');
+  }
+
+  get processRoles(): string[] {
+    return this.getList('process.roles');
+  }
+
+  get logDirs(): string[] {
+    return this.get('log.dirs') !== null ? this.getList('log.dirs') : [this.getString('log.dir')];
+  }
+
+  /** Where the metadata log lives: metadata.log.dir, else the first log dir. */
+  get metadataLogDir(): string {
+    return this.get('metadata.log.dir') ?? this.logDirs[0]!;
+  }
+
+  get logRetentionMs(): number {
+    if (this.get('log.retention.ms') !== null) return this.getLong('log.retention.ms');
+    if (this.get('log.retention.minutes') !== null) return this.getInt('log.retention.minutes') * 60_000;
+    return this.getInt('log.retention.hours') * 3_600_000;
+  }
+
+  get logRollMs(): number {
+    return this.get('log.roll.ms') !== null ? this.getLong('log.roll.ms') : this.getInt('log.roll.hours') * 3_600_000;
+  }
+
+  get securityProtocolMap(): Map<string, string> {
+    const map = new Map<string, string>();
+    for (const entry of parseList(this.getString('listener.security.protocol.map'))) {
+      const [listener, protocol] = entry.split(':').map((s) => s.trim());
+      if (listener && protocol) map.set(listener.toUpperCase(), protocol.toUpperCase());
+    }
+    // As Kafka's effectiveListenerSecurityProtocolMap: a controller listener without an entry is PLAINTEXT.
+    for (const name of this.controllerListenerNames) if (!map.has(name)) map.set(name, 'PLAINTEXT');
+    return map;
+  }
+
+  get controllerListenerNames(): string[] {
+    return this.getList('controller.listener.names').map((n) => n.toUpperCase());
+  }
+
+  /** Listeners to bind. */
+  get listeners(): Listener[] {
+    return parseListeners(this.getString('listeners'), this.securityProtocolMap, 'listeners');
+  }
+
+  /** What Metadata/DescribeCluster report; controller listeners are never advertised to clients. */
+  get advertisedListeners(): Listener[] {
+    const raw = this.get('advertised.listeners');
+    const controllers = new Set(this.controllerListenerNames);
+    const source = raw === null ? this.listeners : parseListeners(raw, this.securityProtocolMap, 'advertised.listeners');
+    return source.filter((l) => !controllers.has(l.name));
+  }
+
+  /** `controller.quorum.voters` as {nodeId, host, port}. */
+  get quorumVoters(): { nodeId: number; host: string; port: number }[] {
+    return this.getList('controller.quorum.voters').map((entry) => {
+      const m = /^(\d+)@(.*):(\d+)$/.exec(entry);
+      if (!m) throw new ConfigException('controller.quorum.voters', `Invalid value ${entry} for configuration controller.quorum.voters: expected {id}@{host}:{port}`);
+      return { nodeId: Number(m[1]), host: m[2]!.replace(/^\[|\]$/g, ''), port: Number(m[3]) };
+    });
+  }
+
+  /**
+   * Applies a dynamic config from the metadata log (a ConfigRecord for the broker resource:
+   * `scope` 'cluster' for the default resource "", 'broker' for this node's id). null deletes.
+   */
+  setDynamic(name: string, value: string | null, scope: 'cluster' | 'broker'): void {
+    const def = this.def(name);
+    if (def.updateMode === 'read-only') throw new ConfigException(name, `Cannot update these configs dynamically: [${name}]`);
+    if (scope === 'cluster' && def.updateMode === 'per-broker') throw new ConfigException(name, `Cannot update these configs at default cluster level, broker id must be specified: [${name}]`);
+    const layer = scope === 'cluster' ? this.dynamicDefault : this.dynamicBroker;
+    if (value === null) layer.delete(name);
+    else {
+      checkValue(def, value);
+      layer.set(name, value.trim());
+    }
+    for (const listener of this.listenersOnChange) listener(name);
+  }
+
+  /** Called after any dynamic change, with the config name. */
+  onChange(listener: ChangeListener): void {
+    this.listenersOnChange.push(listener);
+  }
+
+  /** DescribeConfigs for the broker resource: every config when `names` is null. */
+  describe(names: readonly string[] | null, includeSynonyms: boolean): DescribedConfig[] {
+    const defs = names === null ? BROKER_CONFIG_DEFS : names.flatMap((n) => BROKER_CONFIG_DEF_BY_NAME.get(n) ?? []);
+    return defs.map((def) => {
+      const synonyms = includeSynonyms ? this.synonymsOf(def.name) : [];
+      return {
+        name: def.name,
+        value: def.sensitive ? null : this.get(def.name),
+        readOnly: def.updateMode === 'read-only',
+        source: this.source(def.name),
+        sensitive: def.sensitive,
+        documentation: def.documentation,
+        configType: CONFIG_TYPE_CODE[def.type],
+        synonyms,
+      };
+    });
+  }
+
+  /**
+   * Every layer at which `name` and the broker configs it falls back to are set, in
+   * precedence order, as DescribeConfigs synonyms.
+   */
+  synonymsOf(name: string): ConfigSynonym[] {
+    const result: ConfigSynonym[] = [];
+    for (const synonym of SYNONYMS_OF.get(name) ?? [name]) {
+      const def = this.def(synonym);
+      const hide = (v: string | null): string | null => (def.sensitive ? null : v);
+      const layers: [ReadonlyMap<string, string>, ConfigSourceCode][] = [
+        [this.dynamicBroker, ConfigSource.DYNAMIC_BROKER_CONFIG],
+        [this.dynamicDefault, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG],
+        [this.staticValues, ConfigSource.STATIC_BROKER_CONFIG],
+      ];
+      for (const [layer, source] of layers) {
+        const v = layer.get(synonym);
+        if (v !== undefined) result.push({ name: synonym, value: hide(v), source });
+      }
+      if (def.defaultValue !== null) result.push({ name: synonym, value: hide(def.defaultValue), source: ConfigSource.DEFAULT_CONFIG });
+    }
+    return result;
+  }
+
+  private def(name: string): ConfigDef {
+    const def = BROKER_CONFIG_DEF_BY_NAME.get(name);
+    if (def === undefined) throw new ConfigException(name, `Unknown broker configuration ${name}`);
+    return def;
+  }
+
+  /** Cross-field rules Kafka checks at start-up (KafkaConfig.validateValues). */
+  private checkConsistency(): void {
+    if (this.isSet('node.id') && this.isSet('broker.id') && this.getInt('node.id') !== this.getInt('broker.id')) {
+      throw new ConfigException('broker.id', 'If both node.id and broker.id are set, they must be equal');
+    }
+    const roles = this.processRoles;
+    if (roles.length > 0 && this.nodeId < 0) {
+      throw new ConfigException('node.id', 'Missing configuration `node.id` which is required when `process.roles` is set');
+    }
+    const names = new Set<string>();
+    for (const l of this.listeners) {
+      if (names.has(l.name)) throw new ConfigException('listeners', `Each listener must have a different name, ${l.name} is repeated`);
+      names.add(l.name);
+    }
+    for (const l of this.advertisedListeners) {
+      if (l.host === '0.0.0.0' || l.host === '::') {
+        throw new ConfigException('advertised.listeners', `advertised.listeners cannot use the nonroutable meta-address ${l.host}. Use a routable IP address.`);
+      }
+    }
+    if (roles.includes('controller')) {
+      const voters = this.quorumVoters;
+      if (voters.length === 0) throw new ConfigException('controller.quorum.voters', 'If process.roles contains controller, controller.quorum.voters must not be empty');
+      if (!voters.some((v) => v.nodeId === this.nodeId)) {
+        throw new ConfigException('controller.quorum.voters', `If process.roles contains controller, the node id ${this.nodeId} must be included in controller.quorum.voters`);
+      }
+    }
+    for (const name of this.controllerListenerNames) {
+      if (roles.includes('broker') && !roles.includes('controller') && names.has(name)) {
+        throw new ConfigException('listeners', `The listeners config must not contain KRaft controller listener ${name} when process.roles=broker`);
+      }
+    }
+  }
+}
+
+/** Parses `NAME://host:port,...`; a bare protocol name (PLAINTEXT) is its own listener name. */
+export function parseListeners(value: string, protocolMap: ReadonlyMap<string, string>, configName: string): Listener[] {
+  return parseList(value).map((entry) => {
+    const m = /^([A-Za-z0-9_]+):\/\/(\[[^\]]*\]|[^:/]*):(\d+)$/.exec(entry);
+    if (!m) throw new ConfigException(configName, `Invalid value ${entry} for configuration ${configName}: expected LISTENER_NAME://host:port`);
+    const name = m[1]!.toUpperCase();
+    const securityProtocol = protocolMap.get(name);
+    if (securityProtocol === undefined) {
+      throw new ConfigException(configName, `No security protocol defined for listener ${name} (see listener.security.protocol.map)`);
+    }
+    const port = Number(m[3]);
+    if (port > 65535) throw new ConfigException(configName, `Invalid port ${port} in ${configName}`);
+    return { name, host: m[2]!.replace(/^\[|\]$/g, ''), port, securityProtocol };
+  });
+}

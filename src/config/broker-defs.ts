@@ -1,0 +1,161 @@
+/**
+ * Broker configuration definitions: Kafka's property names, types, defaults and
+ * documentation (KafkaConfig / ServerLogConfigs / ReplicationConfigs of the 3.9 line), plus
+ * the few limits Sluice adds, marked "Sluice:" in their documentation.
+ */
+import {
+  LONG_MAX, atLeast, between, validList, validString,
+  type ConfigDef, type ConfigType, type ConfigUpdateMode,
+} from './types.ts';
+
+interface DefOptions {
+  updateMode?: ConfigUpdateMode;
+  sensitive?: boolean;
+  validate?: (value: string) => string | null;
+}
+
+function def(name: string, type: ConfigType, defaultValue: string | null, documentation: string, options: DefOptions = {}): ConfigDef {
+  return {
+    name,
+    type,
+    defaultValue,
+    documentation,
+    updateMode: options.updateMode ?? 'read-only',
+    sensitive: options.sensitive ?? type === 'password',
+    ...(options.validate ? { validate: options.validate } : {}),
+  };
+}
+
+const CLUSTER: DefOptions = { updateMode: 'cluster-wide' };
+const COMPRESSION_TYPES = ['uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'];
+
+export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
+  // Server basics and KRaft
+  def('node.id', 'int', '-1', 'The node ID associated with the roles this process is playing when process.roles is non-empty.'),
+  def('broker.id', 'int', '-1', 'The broker id for this server. When node.id is set it must be equal to it.'),
+  def('process.roles', 'list', '', 'The roles that this process plays: \'broker\', \'controller\', or \'broker,controller\' if it is both.',
+    { validate: validList('broker', 'controller') }),
+  def('controller.quorum.voters', 'list', '', 'Map of id/endpoint information for the set of voters in a comma-separated list of {id}@{host}:{port} entries.'),
+  def('controller.listener.names', 'list', null, 'A comma-separated list of the names of the listeners used by the controller.'),
+  def('controller.quorum.election.timeout.ms', 'int', '1000', 'Maximum time in milliseconds to wait without being able to fetch from the leader before triggering a new election.'),
+  def('controller.quorum.fetch.timeout.ms', 'int', '2000', 'Maximum time without a successful fetch from the current leader before becoming a candidate and triggering an election for voters.'),
+  def('controller.quorum.election.backoff.max.ms', 'int', '1000', 'Maximum time in milliseconds before starting new elections.'),
+  def('controller.quorum.request.timeout.ms', 'int', '2000', 'The maximum amount of time the client will wait for the response of a request.'),
+  def('broker.session.timeout.ms', 'int', '9000', 'The length of time in milliseconds that a broker lease lasts if no heartbeats are made.'),
+  def('broker.heartbeat.interval.ms', 'int', '2000', 'The length of time in milliseconds between broker heartbeats.'),
+  def('metadata.log.dir', 'string', null, 'This configuration determines where we put the metadata log. If it is not set, the metadata log is placed in the first log directory from log.dirs.'),
+  def('metadata.log.segment.bytes', 'int', '1073741824', 'The maximum size of a single metadata log file.', { validate: atLeast(12) }),
+  def('metadata.log.segment.ms', 'long', '604800000', 'The maximum time before a new metadata log file is rolled out (in milliseconds).'),
+  def('metadata.log.max.record.bytes.between.snapshots', 'long', '20971520', 'The maximum number of bytes in the log between the latest snapshot and the high-watermark needed before generating a new snapshot.', { validate: atLeast(1) }),
+  def('metadata.log.max.snapshot.interval.ms', 'long', '3600000', 'The maximum number of milliseconds to wait to generate a snapshot if there are committed records in the log that are not included in the latest snapshot.', { validate: atLeast(0) }),
+  def('metadata.max.retention.bytes', 'long', '104857600', 'The maximum combined size of the metadata log and snapshots before deleting old snapshots and log files.'),
+  def('metadata.max.retention.ms', 'long', '604800000', 'The number of milliseconds to keep a metadata log file or snapshot before deleting it.'),
+
+  // Socket server
+  def('listeners', 'list', 'PLAINTEXT://:9092', 'Listener List - Comma-separated list of URIs we will listen on and the listener names. Specify hostname as 0.0.0.0 to bind to all interfaces. Leave hostname empty to bind to the default interface (Sluice binds 127.0.0.1).', { updateMode: 'per-broker' }),
+  def('advertised.listeners', 'list', null, 'Listeners to publish for clients to use, if different than the listeners config property. If this is not set, the value for listeners will be used.', { updateMode: 'per-broker' }),
+  def('listener.security.protocol.map', 'string', 'SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT', 'Map between listener names and security protocols.', { updateMode: 'per-broker' }),
+  def('inter.broker.listener.name', 'string', null, 'Name of listener used for communication between brokers. If this is unset, the listener name is defined by security.inter.broker.protocol.'),
+  def('security.inter.broker.protocol', 'string', 'PLAINTEXT', 'Security protocol used to communicate between brokers.',
+    { validate: validString('PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL') }),
+  def('socket.request.max.bytes', 'int', '104857600', 'The maximum number of bytes in a socket request.', { validate: atLeast(1) }),
+  def('socket.send.buffer.bytes', 'int', '102400', 'The SO_SNDBUF buffer of the socket server sockets. If the value is -1, the OS default will be used.'),
+  def('socket.receive.buffer.bytes', 'int', '102400', 'The SO_RCVBUF buffer of the socket server sockets. If the value is -1, the OS default will be used.'),
+  def('connections.max.idle.ms', 'long', '600000', 'Idle connections timeout: the server socket processor threads close the connections that idle more than this.'),
+  def('max.connections', 'int', '2147483647', 'The maximum number of connections we allow in the broker at any time.', { updateMode: 'cluster-wide', validate: atLeast(0) }),
+  def('queued.max.requests', 'int', '500', 'The number of queued requests allowed before blocking the network threads. Sluice: applied per connection; a connection is not read while this many of its requests wait.', { validate: atLeast(1) }),
+  def('connection.max.buffered.bytes', 'long', '16777216', 'Sluice: a connection stops being read while its queued request bytes plus unsent response bytes exceed this bound (back-pressure).', { validate: atLeast(1) }),
+
+  // Log basics
+  def('log.dirs', 'list', null, 'A comma-separated list of the directories where the log data is stored. If not set, the value in log.dir is used.'),
+  def('log.dir', 'string', '/tmp/kafka-logs', 'The directory in which the log data is kept (supplemental for log.dirs property).'),
+  def('num.partitions', 'int', '1', 'The default number of log partitions per topic.', { validate: atLeast(1) }),
+  def('default.replication.factor', 'int', '1', 'The replication factor for automatically created topics, and for topics created with -1 as the replication factor.'),
+  def('auto.create.topics.enable', 'boolean', 'true', 'Enable auto creation of topic on the server.'),
+  def('delete.topic.enable', 'boolean', 'true', 'Enables delete topic. Delete topic through the admin tool will have no effect if this config is turned off.'),
+  def('log.segment.bytes', 'int', '1073741824', 'The maximum size of a single log file.', { ...CLUSTER, validate: atLeast(14) }),
+  def('log.roll.ms', 'long', null, 'The maximum time before a new log segment is rolled out (in milliseconds). If not set, the value in log.roll.hours is used.', CLUSTER),
+  def('log.roll.hours', 'int', '168', 'The maximum time before a new log segment is rolled out (in hours), secondary to log.roll.ms property.', { validate: atLeast(1) }),
+  def('log.roll.jitter.ms', 'long', null, 'The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not set, the value in log.roll.jitter.hours is used.', CLUSTER),
+  def('log.roll.jitter.hours', 'int', '0', 'The maximum jitter to subtract from logRollTimeMillis (in hours), secondary to log.roll.jitter.ms property.', { validate: atLeast(0) }),
+  def('log.retention.ms', 'long', null, 'The number of milliseconds to keep a log file before deleting it (in milliseconds). If not set, the value in log.retention.minutes is used. If set to -1, no time limit is applied.', CLUSTER),
+  def('log.retention.minutes', 'int', null, 'The number of minutes to keep a log file before deleting it (in minutes), secondary to log.retention.ms property. If not set, the value in log.retention.hours is used.'),
+  def('log.retention.hours', 'int', '168', 'The number of hours to keep a log file before deleting it (in hours), tertiary to log.retention.ms property.'),
+  def('log.retention.bytes', 'long', '-1', 'The maximum size of the log before deleting it.', CLUSTER),
+  def('log.retention.check.interval.ms', 'long', '300000', 'The frequency in milliseconds that the log cleaner checks whether any log is eligible for deletion.', { validate: atLeast(1) }),
+  def('log.cleanup.policy', 'list', 'delete', 'The default cleanup policy for segments beyond the retention window. A comma separated list of valid policies.', { ...CLUSTER, validate: validList('delete', 'compact') }),
+  def('log.index.size.max.bytes', 'int', '10485760', 'The maximum size in bytes of the offset index.', { ...CLUSTER, validate: atLeast(4) }),
+  def('log.index.interval.bytes', 'int', '4096', 'The interval with which we add an entry to the offset index.', { ...CLUSTER, validate: atLeast(0) }),
+  def('log.flush.interval.messages', 'long', LONG_MAX, 'The number of messages accumulated on a log partition before messages are flushed to disk.', { ...CLUSTER, validate: atLeast(1) }),
+  def('log.flush.interval.ms', 'long', null, 'The maximum time in ms that a message in any topic is kept in memory before flushed to disk. If not set, the value in log.flush.scheduler.interval.ms is used.', CLUSTER),
+  def('log.flush.scheduler.interval.ms', 'long', LONG_MAX, 'The frequency in ms that the log flusher checks whether any log needs to be flushed to disk.'),
+  def('log.flush.offset.checkpoint.interval.ms', 'int', '60000', 'The frequency with which we update the persistent record of the last flush which acts as the log recovery point.', { validate: atLeast(0) }),
+  def('log.flush.start.offset.checkpoint.interval.ms', 'int', '60000', 'The frequency with which we update the persistent record of log start offset.', { validate: atLeast(0) }),
+  def('log.segment.delete.delay.ms', 'long', '60000', 'The amount of time to wait before deleting a file from the filesystem.', { ...CLUSTER, validate: atLeast(0) }),
+  def('log.preallocate', 'boolean', 'false', 'Should pre allocate file when create new segment?', CLUSTER),
+  def('log.message.timestamp.type', 'string', 'CreateTime', 'Define whether the timestamp in the message is message create time or log append time.',
+    { ...CLUSTER, validate: validString('CreateTime', 'LogAppendTime') }),
+  def('log.message.timestamp.before.max.ms', 'long', LONG_MAX, 'This configuration sets the allowable timestamp difference between the broker\'s timestamp and the message timestamp. The message timestamp can be earlier than or equal to the broker\'s timestamp, with the maximum allowable difference determined by the value set in this configuration.', { ...CLUSTER, validate: atLeast(0) }),
+  def('log.message.timestamp.after.max.ms', 'long', LONG_MAX, 'This configuration sets the allowable timestamp difference between the message timestamp and the broker\'s timestamp. The message timestamp can be later than or equal to the broker\'s timestamp, with the maximum allowable difference determined by the value set in this configuration.', { ...CLUSTER, validate: atLeast(0) }),
+  def('log.cleaner.enable', 'boolean', 'true', 'Enable the log cleaner process to run on the server.'),
+  def('log.cleaner.min.cleanable.ratio', 'double', '0.5', 'The minimum ratio of dirty log to total log for a log to eligible for cleaning.', { ...CLUSTER, validate: between(0, 1) }),
+  def('log.cleaner.delete.retention.ms', 'long', '86400000', 'The amount of time to retain tombstone message markers for log compacted topics.', { ...CLUSTER, validate: atLeast(0) }),
+  def('log.cleaner.min.compaction.lag.ms', 'long', '0', 'The minimum time a message will remain uncompacted in the log. Only applicable for logs that are being compacted.', { ...CLUSTER, validate: atLeast(0) }),
+  def('log.cleaner.max.compaction.lag.ms', 'long', LONG_MAX, 'The maximum time a message will remain ineligible for compaction in the log. Only applicable for logs that are being compacted.', { ...CLUSTER, validate: atLeast(1) }),
+  def('log.cleaner.backoff.ms', 'long', '15000', 'The amount of time to sleep when there are no logs to clean.', { ...CLUSTER, validate: atLeast(0) }),
+  def('message.max.bytes', 'int', '1048588', 'The largest record batch size allowed by Kafka (after compression if compression is enabled).', { ...CLUSTER, validate: atLeast(0) }),
+  def('compression.type', 'string', 'producer', 'Specify the final compression type for a given topic. This configuration accepts the standard compression codecs (\'gzip\', \'snappy\', \'lz4\', \'zstd\'). It additionally accepts \'uncompressed\' which is equivalent to no compression; and \'producer\' which means retain the original compression codec set by the producer.',
+    { ...CLUSTER, validate: validString(...COMPRESSION_TYPES) }),
+  def('compression.gzip.level', 'int', '-1', 'The compression level to use if compression.type is set to gzip.', { ...CLUSTER, validate: (v) => (v === '-1' || (Number(v) >= 1 && Number(v) <= 9) ? null : 'Value must be -1 or between 1 and 9') }),
+  def('compression.lz4.level', 'int', '9', 'The compression level to use if compression.type is set to lz4.', { ...CLUSTER, validate: between(1, 17) }),
+  def('compression.zstd.level', 'int', '3', 'The compression level to use if compression.type is set to zstd.', { ...CLUSTER, validate: between(-131072, 22) }),
+  def('num.recovery.threads.per.data.dir', 'int', '2', 'The number of threads per data directory to be used for log recovery at startup and flushing at shutdown.', { ...CLUSTER, validate: atLeast(1) }),
+
+  // Replication
+  def('min.insync.replicas', 'int', '1', 'When a producer sets acks to "all" (or "-1"), this configuration specifies the minimum number of replicas that must acknowledge a write for the write to be considered successful.', { ...CLUSTER, validate: atLeast(1) }),
+  def('unclean.leader.election.enable', 'boolean', 'false', 'Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even though doing so may result in data loss.', CLUSTER),
+  def('replica.lag.time.max.ms', 'long', '30000', 'If a follower hasn\'t sent any fetch requests or hasn\'t consumed up to the leaders log end offset for at least this time, the leader will remove the follower from isr.'),
+  def('replica.fetch.max.bytes', 'int', '1048576', 'The number of bytes of messages to attempt to fetch for each partition.', { validate: atLeast(0) }),
+  def('replica.fetch.min.bytes', 'int', '1', 'Minimum bytes expected for each fetch response. If not enough bytes, wait up to replica.fetch.wait.max.ms.'),
+  def('replica.fetch.wait.max.ms', 'int', '500', 'The maximum wait time for each fetcher request issued by follower replicas.'),
+  def('replica.fetch.response.max.bytes', 'int', '10485760', 'Maximum bytes expected for the entire fetch response.', { validate: atLeast(0) }),
+  def('replica.fetch.backoff.ms', 'int', '1000', 'The amount of time to sleep when fetch partition error occurs.', { validate: atLeast(0) }),
+  def('num.replica.fetchers', 'int', '1', 'Number of fetcher threads used to replicate records from each source broker.', CLUSTER),
+  def('replica.high.watermark.checkpoint.interval.ms', 'long', '5000', 'The frequency with which the high watermark is saved out to disk.'),
+  def('fetch.max.bytes', 'int', '57671680', 'The maximum number of bytes we will return for a fetch request. Must be at least 1024.', { validate: atLeast(1024) }),
+  def('max.incremental.fetch.session.cache.slots', 'int', '1000', 'The maximum number of incremental fetch sessions that we will maintain.', { validate: atLeast(0) }),
+  def('fetch.purgatory.purge.interval.requests', 'int', '1000', 'The purge interval (in number of requests) of the fetch request purgatory.'),
+  def('producer.purgatory.purge.interval.requests', 'int', '1000', 'The purge interval (in number of requests) of the producer request purgatory.'),
+
+  // Group coordinator
+  def('offsets.topic.num.partitions', 'int', '50', 'The number of partitions for the offset commit topic (should not change after deployment).', { validate: atLeast(1) }),
+  def('offsets.topic.replication.factor', 'short', '3', 'The replication factor for the offsets topic (set higher to ensure availability). Internal topic creation will fail until the cluster size meets this replication factor requirement.', { validate: atLeast(1) }),
+  def('offsets.topic.segment.bytes', 'int', '104857600', 'The offsets topic segment bytes should be kept relatively small in order to facilitate faster log compaction and cache loads.', { validate: atLeast(1) }),
+  def('offsets.topic.compression.codec', 'int', '0', 'Compression codec for the offsets topic - compression may be used to achieve "atomic" commits.'),
+  def('offsets.retention.minutes', 'int', '10080', 'For subscribed consumers, committed offset of a specific partition will be expired and discarded when the consumer group has been empty for this period.', { validate: atLeast(1) }),
+  def('offsets.retention.check.interval.ms', 'long', '600000', 'Frequency at which to check for stale offsets.', { validate: atLeast(1) }),
+  def('offsets.commit.timeout.ms', 'int', '5000', 'Offset commit will be delayed until all replicas for the offsets topic receive the commit or this timeout is reached.', { validate: atLeast(1) }),
+  def('offset.metadata.max.bytes', 'int', '4096', 'The maximum size for a metadata entry associated with an offset commit.'),
+  def('group.initial.rebalance.delay.ms', 'int', '3000', 'The amount of time the group coordinator will wait for more consumers to join a new group before performing the first rebalance.'),
+  def('group.min.session.timeout.ms', 'int', '6000', 'The minimum allowed session timeout for registered consumers.'),
+  def('group.max.session.timeout.ms', 'int', '1800000', 'The maximum allowed session timeout for registered consumers.'),
+  def('group.max.size', 'int', '2147483647', 'The maximum number of consumers that a single consumer group can accommodate.', { validate: atLeast(1) }),
+
+  // Transactions and producer ids
+  def('transaction.max.timeout.ms', 'int', '900000', 'The maximum allowed timeout for transactions. If a client\'s requested transaction time exceed this, then the broker will return an error in InitProducerIdRequest.', { validate: atLeast(1) }),
+  def('transaction.state.log.num.partitions', 'int', '50', 'The number of partitions for the transaction topic (should not change after deployment).', { validate: atLeast(1) }),
+  def('transaction.state.log.replication.factor', 'short', '3', 'The replication factor for the transaction topic (set higher to ensure availability).', { validate: atLeast(1) }),
+  def('transaction.state.log.min.isr', 'int', '2', 'The minimum number of replicas that must acknowledge a write to transaction topic in order to be considered successful.', { validate: atLeast(1) }),
+  def('transaction.state.log.segment.bytes', 'int', '104857600', 'The transaction topic segment bytes should be kept relatively small in order to facilitate faster log compaction and cache loads.', { validate: atLeast(1) }),
+  def('transactional.id.expiration.ms', 'int', '604800000', 'The time in ms that the transaction coordinator will wait without receiving any transaction status updates for the current transaction before expiring its transactional id.', { validate: atLeast(1) }),
+  def('producer.id.expiration.ms', 'int', '86400000', 'The time in ms that a topic partition leader will wait before expiring producer IDs.', { ...CLUSTER, validate: atLeast(1) }),
+
+  // Requests and quotas
+  def('request.timeout.ms', 'int', '30000', 'The configuration controls the maximum amount of time the client will wait for the response of a request.'),
+
+  // Observability
+  def('log.level', 'string', 'info', 'Sluice: the level of the broker\'s own log (pino levels: fatal, error, warn, info, debug, trace, silent). Not a Kafka config (Kafka uses log4j).',
+    { updateMode: 'per-broker', validate: validString('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') }),
+];
+
+export const BROKER_CONFIG_DEF_BY_NAME: ReadonlyMap<string, ConfigDef> = new Map(BROKER_CONFIG_DEFS.map((d) => [d.name, d]));

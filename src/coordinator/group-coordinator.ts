@@ -1,0 +1,944 @@
+// The group coordinator: Kafka's classic rebalance protocol (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup) and committed offsets, with its state kept as records in the
+// `__consumer_offsets` partitions this broker leads. It follows Kafka's GroupCoordinator
+// (core/src/main/scala/kafka/coordinator/group) rule for rule; error codes are Kafka's.
+
+import { randomUUID } from 'node:crypto';
+import { Errors } from '../../protocol/errors.ts';
+import { Group, GroupState, Member } from './group.ts';
+import type { JoinResult, Protocol, SyncResult } from './group.ts';
+import type { Scheduler, Timer } from './scheduler.ts';
+import type { CoordinatorRecord, GroupSnapshot, OffsetAndMetadata } from './records.ts';
+import { coordinatorPartitionFor } from './partitioning.ts';
+
+export interface GroupCoordinatorConfig {
+  offsetsTopicPartitions: number;
+  initialRebalanceDelayMs: number;
+  minSessionTimeoutMs: number;
+  maxSessionTimeoutMs: number;
+  maxGroupSize: number;
+  offsetMetadataMaxBytes: number;
+  offsetsRetentionMs: number;
+  offsetsRetentionCheckIntervalMs: number;
+}
+
+export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
+  offsetsTopicPartitions: 50,
+  initialRebalanceDelayMs: 3000,
+  minSessionTimeoutMs: 6000,
+  maxSessionTimeoutMs: 1_800_000,
+  maxGroupSize: 2_147_483_647,
+  offsetMetadataMaxBytes: 4096,
+  offsetsRetentionMs: 7 * 24 * 3600 * 1000,
+  offsetsRetentionCheckIntervalMs: 600_000,
+};
+
+/** Where the coordinator's records go: the leader of a `__consumer_offsets` partition. */
+export interface CoordinatorLog {
+  append(partition: number, records: CoordinatorRecord[]): Promise<void>;
+}
+
+export interface JoinGroupParams {
+  groupId: string;
+  memberId: string;
+  groupInstanceId: string | null;
+  protocolType: string;
+  protocols: Protocol[];
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+  clientId: string;
+  clientHost: string;
+  /** JoinGroup v4+: an unknown member must first obtain a member id (KIP-394). */
+  requireKnownMemberId: boolean;
+  /** JoinGroup v9+ (KIP-814): a static leader rejoining a stable group is told to skip assignment. */
+  supportsSkipAssignment: boolean;
+}
+
+export interface SyncGroupParams {
+  groupId: string;
+  generationId: number;
+  memberId: string;
+  groupInstanceId: string | null;
+  protocolType: string | null;
+  protocolName: string | null;
+  assignments: { memberId: string; assignment: Buffer }[];
+}
+
+export interface MemberIdentity {
+  memberId: string;
+  groupInstanceId: string | null;
+}
+
+export interface TopicPartition {
+  topic: string;
+  partition: number;
+}
+
+export interface OffsetCommitEntry extends TopicPartition {
+  offset: bigint;
+  leaderEpoch: number;
+  metadata: string | null;
+  /** Old commit versions' explicit expiry; -1 otherwise. */
+  expireTimestampMs: number;
+}
+
+export interface OffsetFetchEntry extends TopicPartition {
+  offset: bigint;
+  leaderEpoch: number;
+  metadata: string | null;
+  errorCode: number;
+}
+
+export interface GroupOverview {
+  groupId: string;
+  protocolType: string;
+  state: GroupState;
+}
+
+export interface GroupDescription {
+  errorCode: number;
+  groupId: string;
+  state: string;
+  protocolType: string;
+  protocolName: string;
+  members: {
+    memberId: string;
+    groupInstanceId: string | null;
+    clientId: string;
+    clientHost: string;
+    metadata: Buffer;
+    assignment: Buffer;
+  }[];
+}
+
+const NO_ERROR = Errors.NONE.code;
+
+function offsetKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
+
+export class GroupCoordinator {
+  private readonly groups = new Map<string, Group>();
+  private readonly offsets = new Map<string, Map<string, OffsetAndMetadata>>();
+  private readonly loadedPartitions = new Set<number>();
+  private readonly loadingPartitions = new Set<number>();
+  private readonly heartbeatTimers = new Map<string, Timer>();
+  private readonly joinTimers = new Map<string, Timer>();
+  private readonly syncTimers = new Map<string, Timer>();
+  /** Groups whose first rebalance waits out group.initial.rebalance.delay.ms. */
+  private readonly initialJoins = new Set<string>();
+  private expirationTimer: Timer | null = null;
+
+  constructor(
+    private readonly config: GroupCoordinatorConfig,
+    private readonly scheduler: Scheduler,
+    private readonly log: CoordinatorLog,
+  ) {}
+
+  partitionFor(groupId: string): number {
+    return coordinatorPartitionFor(groupId, this.config.offsetsTopicPartitions);
+  }
+
+  start(): void {
+    this.scheduleOffsetExpiration();
+  }
+
+  shutdown(): void {
+    this.expirationTimer?.cancel();
+    for (const timers of [this.heartbeatTimers, this.joinTimers, this.syncTimers]) {
+      for (const t of timers.values()) t.cancel();
+      timers.clear();
+    }
+  }
+
+  // ---- partition ownership --------------------------------------------------------------
+
+  /** Error to answer for a group whose partition this coordinator does not serve yet. */
+  private coordinatorError(groupId: string): number {
+    const partition = this.partitionFor(groupId);
+    if (this.loadingPartitions.has(partition)) return Errors.COORDINATOR_LOAD_IN_PROGRESS.code;
+    if (!this.loadedPartitions.has(partition)) return Errors.NOT_COORDINATOR.code;
+    return NO_ERROR;
+  }
+
+  anyPartitionLoading(): boolean {
+    return this.loadingPartitions.size > 0;
+  }
+
+  beginLoading(partition: number): void {
+    this.loadingPartitions.add(partition);
+  }
+
+  /** Applies the records read back from an offsets partition, then serves its groups. */
+  completeLoading(partition: number, records: Iterable<CoordinatorRecord>): void {
+    for (const record of records) this.replay(record);
+    const now = this.scheduler.now();
+    for (const group of this.groups.values()) {
+      if (this.partitionFor(group.groupId) !== partition) continue;
+      for (const member of group.members.values()) this.scheduleHeartbeatExpiration(group, member, now);
+    }
+    this.loadingPartitions.delete(partition);
+    this.loadedPartitions.add(partition);
+  }
+
+  /** Forgets the groups of a partition this broker no longer leads. */
+  unload(partition: number): void {
+    this.loadedPartitions.delete(partition);
+    this.loadingPartitions.delete(partition);
+    for (const [groupId, group] of this.groups) {
+      if (this.partitionFor(groupId) !== partition) continue;
+      for (const member of group.members.values()) {
+        this.cancelTimer(this.heartbeatTimers, this.memberKey(group, member.memberId));
+        member.awaitingJoin?.(this.joinError(member.memberId, Errors.NOT_COORDINATOR.code));
+        member.awaitingSync?.(this.syncError(Errors.NOT_COORDINATOR.code));
+      }
+      this.cancelTimer(this.joinTimers, groupId);
+      this.groups.delete(groupId);
+      this.offsets.delete(groupId);
+    }
+  }
+
+  private replay(record: CoordinatorRecord): void {
+    if (record.type === 'offset') {
+      const groupOffsets = this.offsets.get(record.groupId) ?? new Map<string, OffsetAndMetadata>();
+      const key = offsetKey(record.topic, record.partition);
+      if (record.value === null) groupOffsets.delete(key);
+      else groupOffsets.set(key, record.value);
+      if (groupOffsets.size > 0) this.offsets.set(record.groupId, groupOffsets);
+      else this.offsets.delete(record.groupId);
+      if (record.value !== null && !this.groups.has(record.groupId)) {
+        this.groups.set(record.groupId, new Group(record.groupId, this.scheduler.now()));
+      }
+      return;
+    }
+    if (record.value === null) {
+      this.groups.delete(record.groupId);
+      return;
+    }
+    this.groups.set(record.groupId, this.groupFromSnapshot(record.groupId, record.value));
+  }
+
+  private groupFromSnapshot(groupId: string, snapshot: GroupSnapshot): Group {
+    const group = new Group(groupId, snapshot.currentStateTimestampMs >= 0 ? snapshot.currentStateTimestampMs : this.scheduler.now());
+    group.generationId = snapshot.generationId;
+    group.protocolType = snapshot.protocolType.length > 0 ? snapshot.protocolType : null;
+    group.protocolName = snapshot.protocolName;
+    for (const m of snapshot.members) {
+      const member = new Member(m.memberId, m.groupInstanceId, m.clientId, m.clientHost, m.rebalanceTimeoutMs,
+        m.sessionTimeoutMs, snapshot.protocolType, [{ name: snapshot.protocolName ?? '', metadata: m.subscription }]);
+      member.assignment = m.assignment;
+      group.add(member);
+    }
+    group.leaderId = snapshot.leaderId;
+    group.state = group.size > 0 ? GroupState.Stable : GroupState.Empty;
+    return group;
+  }
+
+  // ---- JoinGroup -------------------------------------------------------------------------
+
+  async joinGroup(p: JoinGroupParams): Promise<JoinResult> {
+    const error = this.validateGroupRequest(p.groupId);
+    if (error !== NO_ERROR) return this.joinError(p.memberId, error);
+    if (p.sessionTimeoutMs < this.config.minSessionTimeoutMs || p.sessionTimeoutMs > this.config.maxSessionTimeoutMs) {
+      return this.joinError(p.memberId, Errors.INVALID_SESSION_TIMEOUT.code);
+    }
+    const isUnknownMember = p.memberId === '';
+    let group = this.groups.get(p.groupId);
+    if (!group) {
+      if (!isUnknownMember) return this.joinError(p.memberId, Errors.UNKNOWN_MEMBER_ID.code);
+      group = new Group(p.groupId, this.scheduler.now());
+      this.groups.set(p.groupId, group);
+    }
+    if (group.size >= this.config.maxGroupSize && !group.has(p.memberId) && !group.pendingMembers.has(p.memberId)
+      && group.staticMemberId(p.groupInstanceId) === undefined) {
+      return this.joinError(p.memberId, Errors.GROUP_MAX_SIZE_REACHED.code);
+    }
+    return new Promise<JoinResult>((resolve) => {
+      if (isUnknownMember) this.joinUnknownMember(group, p, resolve);
+      else this.joinKnownMember(group, p, resolve);
+    });
+  }
+
+  private joinUnknownMember(group: Group, p: JoinGroupParams, respond: (r: JoinResult) => void): void {
+    if (group.is(GroupState.Dead)) return respond(this.joinError(p.memberId, Errors.COORDINATOR_NOT_AVAILABLE.code));
+    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
+      return respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
+    }
+    const newMemberId = `${p.groupInstanceId ?? p.clientId}-${randomUUID()}`;
+    if (p.groupInstanceId !== null) {
+      const existing = group.staticMemberId(p.groupInstanceId);
+      if (existing !== undefined) return this.replaceStaticMember(group, p, existing, newMemberId, respond);
+      return this.addMemberAndRebalance(group, p, newMemberId, respond);
+    }
+    if (p.requireKnownMemberId) {
+      group.pendingMembers.add(newMemberId);
+      this.scheduleHeartbeatExpirationForPending(group, newMemberId, p.sessionTimeoutMs);
+      return respond(this.joinError(newMemberId, Errors.MEMBER_ID_REQUIRED.code));
+    }
+    this.addMemberAndRebalance(group, p, newMemberId, respond);
+  }
+
+  private joinKnownMember(group: Group, p: JoinGroupParams, respond: (r: JoinResult) => void): void {
+    if (group.is(GroupState.Dead)) return respond(this.joinError(p.memberId, Errors.COORDINATOR_NOT_AVAILABLE.code));
+    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
+      return respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
+    }
+    if (group.pendingMembers.has(p.memberId)) return this.addMemberAndRebalance(group, p, p.memberId, respond);
+    if (group.isStaticMemberFenced(p.groupInstanceId, p.memberId)) {
+      return respond(this.joinError(p.memberId, Errors.FENCED_INSTANCE_ID.code));
+    }
+    const member = group.members.get(p.memberId);
+    if (!member) return respond(this.joinError(p.memberId, Errors.UNKNOWN_MEMBER_ID.code));
+    switch (group.state) {
+      case GroupState.PreparingRebalance:
+        this.updateMemberAndRebalance(group, member, p, respond);
+        return;
+      case GroupState.CompletingRebalance:
+        if (member.matches(p.protocols)) {
+          // The member missed its JoinGroup response: send it again.
+          return respond(this.joinResponse(group, member.memberId, false));
+        }
+        this.updateMemberAndRebalance(group, member, p, respond);
+        return;
+      case GroupState.Stable:
+        if (group.isLeader(member.memberId) || !member.matches(p.protocols)) {
+          this.updateMemberAndRebalance(group, member, p, respond);
+        } else {
+          respond(this.joinResponse(group, member.memberId, false, false));
+        }
+        return;
+      default:
+        respond(this.joinError(p.memberId, Errors.UNKNOWN_MEMBER_ID.code));
+    }
+  }
+
+  private addMemberAndRebalance(group: Group, p: JoinGroupParams, memberId: string, respond: (r: JoinResult) => void): void {
+    const member = new Member(memberId, p.groupInstanceId, p.clientId, p.clientHost, p.rebalanceTimeoutMs,
+      p.sessionTimeoutMs, p.protocolType, p.protocols);
+    if (group.is(GroupState.PreparingRebalance) && group.generationId === 0) group.newMemberAdded = true;
+    group.add(member);
+    member.awaitingJoin = respond;
+    this.maybePrepareRebalance(group, `add member ${memberId}`);
+    this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+  }
+
+  private updateMemberAndRebalance(group: Group, member: Member, p: JoinGroupParams, respond: (r: JoinResult) => void): void {
+    member.protocols = p.protocols;
+    member.rebalanceTimeoutMs = p.rebalanceTimeoutMs;
+    member.sessionTimeoutMs = p.sessionTimeoutMs;
+    if (member.awaitingJoin) member.awaitingJoin(this.joinError(member.memberId, Errors.REBALANCE_IN_PROGRESS.code));
+    member.awaitingJoin = respond;
+    this.maybePrepareRebalance(group, `update member ${member.memberId}`);
+  }
+
+  private replaceStaticMember(group: Group, p: JoinGroupParams, oldMemberId: string, newMemberId: string,
+    respond: (r: JoinResult) => void): void {
+    const old = group.members.get(oldMemberId)!;
+    old.awaitingJoin?.(this.joinError(oldMemberId, Errors.FENCED_INSTANCE_ID.code));
+    old.awaitingJoin = null;
+    old.awaitingSync?.(this.syncError(Errors.FENCED_INSTANCE_ID.code));
+    old.awaitingSync = null;
+    this.cancelTimer(this.heartbeatTimers, this.memberKey(group, oldMemberId));
+    const previousLeader = group.leaderId;
+    const member = group.replaceStaticMember(p.groupInstanceId!, oldMemberId, newMemberId);
+    this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+    const oldProtocols = member.protocols;
+    member.protocols = p.protocols;
+    member.rebalanceTimeoutMs = p.rebalanceTimeoutMs;
+    member.sessionTimeoutMs = p.sessionTimeoutMs;
+    switch (group.state) {
+      case GroupState.Stable: {
+        if (group.selectProtocol() !== group.protocolName) {
+          member.awaitingJoin = respond;
+          this.maybePrepareRebalance(group, `static member ${newMemberId} changed protocols`);
+          return;
+        }
+        this.storeGroup(group).then((error) => {
+          if (error !== NO_ERROR) {
+            group.replaceStaticMember(p.groupInstanceId!, newMemberId, oldMemberId);
+            member.protocols = oldProtocols;
+            respond(this.joinError('', error));
+            return;
+          }
+          const isLeader = group.isLeader(newMemberId);
+          const result = this.joinResponse(group, newMemberId, isLeader && p.supportsSkipAssignment, isLeader);
+          // Returning the previous leader id to a non-leader keeps the group's assignment:
+          // a stable group would not broadcast a new one anyway.
+          if (!isLeader) result.leaderId = previousLeader ?? '';
+          respond(result);
+        });
+        return;
+      }
+      case GroupState.CompletingRebalance:
+        member.awaitingJoin = respond;
+        this.maybePrepareRebalance(group, `static member ${newMemberId} rejoined during sync`);
+        return;
+      case GroupState.PreparingRebalance:
+        member.awaitingJoin = respond;
+        this.tryCompleteJoin(group);
+        return;
+      default:
+        respond(this.joinError(p.memberId, Errors.UNKNOWN_MEMBER_ID.code));
+    }
+  }
+
+  private maybePrepareRebalance(group: Group, reason: string): void {
+    if (group.is(GroupState.Stable) || group.is(GroupState.CompletingRebalance) || group.is(GroupState.Empty)) {
+      this.prepareRebalance(group, reason);
+    } else if (group.is(GroupState.PreparingRebalance)) {
+      this.tryCompleteJoin(group);
+    }
+  }
+
+  private prepareRebalance(group: Group, _reason: string): void {
+    if (group.is(GroupState.CompletingRebalance)) {
+      for (const member of group.members.values()) {
+        member.awaitingSync?.(this.syncError(Errors.REBALANCE_IN_PROGRESS.code));
+        member.awaitingSync = null;
+      }
+      this.cancelTimer(this.syncTimers, group.groupId);
+      group.pendingSyncMembers.clear();
+    }
+    const wasEmpty = group.is(GroupState.Empty);
+    group.transitionTo(GroupState.PreparingRebalance, this.scheduler.now());
+    this.cancelTimer(this.joinTimers, group.groupId);
+    if (wasEmpty) {
+      group.newMemberAdded = false;
+      const delay = this.config.initialRebalanceDelayMs;
+      this.scheduleInitialJoin(group, delay, Math.max(group.rebalanceTimeoutMs() - delay, 0));
+    } else {
+      this.joinTimers.set(group.groupId, this.scheduler.schedule(group.rebalanceTimeoutMs(), () => {
+        this.joinTimers.delete(group.groupId);
+        this.completeJoin(group);
+      }));
+      this.tryCompleteJoin(group);
+    }
+  }
+
+  /**
+   * group.initial.rebalance.delay.ms: the first rebalance of an empty group waits so that
+   * members starting together land in one generation; each new arrival extends the wait
+   * (by at most the delay) until the rebalance timeout is used up.
+   */
+  private scheduleInitialJoin(group: Group, delayMs: number, remainingMs: number): void {
+    this.initialJoins.add(group.groupId);
+    this.joinTimers.set(group.groupId, this.scheduler.schedule(delayMs, () => {
+      this.joinTimers.delete(group.groupId);
+      this.initialJoins.delete(group.groupId);
+      if (!group.is(GroupState.PreparingRebalance)) return;
+      if (group.newMemberAdded && remainingMs > 0) {
+        group.newMemberAdded = false;
+        const next = Math.min(this.config.initialRebalanceDelayMs, remainingMs);
+        this.scheduleInitialJoin(group, next, Math.max(remainingMs - next, 0));
+        return;
+      }
+      this.completeJoin(group);
+    }));
+  }
+
+  private tryCompleteJoin(group: Group): void {
+    if (!group.is(GroupState.PreparingRebalance) || !group.hasAllMembersJoined()) return;
+    // While the initial delay runs, arrivals extend it rather than completing the join.
+    if (this.initialJoins.has(group.groupId)) return;
+    this.cancelTimer(this.joinTimers, group.groupId);
+    this.completeJoin(group);
+  }
+
+  private completeJoin(group: Group): void {
+    if (!group.is(GroupState.PreparingRebalance)) return;
+    const now = this.scheduler.now();
+    for (const member of group.allMembers()) {
+      if (!member.awaitingJoin && member.groupInstanceId === null) this.removeMember(group, member);
+    }
+    group.pendingMembers.clear();
+    group.initNextGeneration(now);
+    if (group.is(GroupState.Empty)) {
+      void this.storeGroup(group);
+      return;
+    }
+    for (const member of group.members.values()) {
+      const respond = member.awaitingJoin;
+      member.awaitingJoin = null;
+      respond?.(this.joinResponse(group, member.memberId, false));
+      this.scheduleHeartbeatExpiration(group, member, now);
+    }
+    this.scheduleSyncExpiration(group);
+  }
+
+  /** Members that do not send SyncGroup within the rebalance timeout are removed. */
+  private scheduleSyncExpiration(group: Group): void {
+    const generation = group.generationId;
+    this.cancelTimer(this.syncTimers, group.groupId);
+    this.syncTimers.set(group.groupId, this.scheduler.schedule(group.rebalanceTimeoutMs(), () => {
+      this.syncTimers.delete(group.groupId);
+      if (group.generationId !== generation || group.pendingSyncMembers.size === 0) return;
+      if (!group.is(GroupState.CompletingRebalance) && !group.is(GroupState.Stable)) return;
+      for (const memberId of [...group.pendingSyncMembers]) {
+        const member = group.members.get(memberId);
+        if (member) this.removeMember(group, member);
+      }
+      group.pendingSyncMembers.clear();
+      this.afterMemberRemoved(group, 'members failed to sync');
+    }));
+  }
+
+  private joinResponse(group: Group, memberId: string, skipAssignment: boolean, includeMembers = group.isLeader(memberId)): JoinResult {
+    const protocolName = group.protocolName;
+    return {
+      errorCode: NO_ERROR,
+      generationId: group.generationId,
+      protocolType: group.protocolType,
+      protocolName,
+      leaderId: group.leaderId ?? '',
+      memberId,
+      skipAssignment,
+      members: includeMembers && protocolName !== null
+        ? group.allMembers().map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, metadata: m.metadataFor(protocolName) }))
+        : [],
+    };
+  }
+
+  private joinError(memberId: string, errorCode: number): JoinResult {
+    return { errorCode, generationId: -1, protocolType: null, protocolName: null, leaderId: '', memberId, skipAssignment: false, members: [] };
+  }
+
+  // ---- SyncGroup -------------------------------------------------------------------------
+
+  async syncGroup(p: SyncGroupParams): Promise<SyncResult> {
+    const error = this.validateGroupRequest(p.groupId);
+    if (error !== NO_ERROR) return this.syncError(error);
+    const group = this.groups.get(p.groupId);
+    if (!group) return this.syncError(Errors.UNKNOWN_MEMBER_ID.code);
+    if (group.is(GroupState.Dead)) return this.syncError(Errors.COORDINATOR_NOT_AVAILABLE.code);
+    if (group.isStaticMemberFenced(p.groupInstanceId, p.memberId)) return this.syncError(Errors.FENCED_INSTANCE_ID.code);
+    const member = group.members.get(p.memberId);
+    if (!member) return this.syncError(Errors.UNKNOWN_MEMBER_ID.code);
+    if (p.generationId !== group.generationId) return this.syncError(Errors.ILLEGAL_GENERATION.code);
+    if ((p.protocolType !== null && p.protocolType !== group.protocolType)
+      || (p.protocolName !== null && p.protocolName !== group.protocolName)) {
+      return this.syncError(Errors.INCONSISTENT_GROUP_PROTOCOL.code);
+    }
+    switch (group.state) {
+      case GroupState.Empty:
+        return this.syncError(Errors.UNKNOWN_MEMBER_ID.code);
+      case GroupState.PreparingRebalance:
+        return this.syncError(Errors.REBALANCE_IN_PROGRESS.code);
+      case GroupState.Stable:
+        group.pendingSyncMembers.delete(member.memberId);
+        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+        return this.syncResponse(group, member.assignment);
+      case GroupState.CompletingRebalance:
+        break;
+      default:
+        return this.syncError(Errors.UNKNOWN_MEMBER_ID.code);
+    }
+    group.pendingSyncMembers.delete(member.memberId);
+    this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+    const result = new Promise<SyncResult>((resolve) => {
+      member.awaitingSync?.(this.syncError(Errors.REBALANCE_IN_PROGRESS.code));
+      member.awaitingSync = resolve;
+    });
+    if (group.isLeader(member.memberId)) {
+      const assignments = new Map(p.assignments.map((a) => [a.memberId, a.assignment]));
+      const generation = group.generationId;
+      // Members the leader left out get an empty assignment (apache/kafka#14017).
+      const snapshotAssignments = new Map<string, Buffer>();
+      for (const id of group.members.keys()) snapshotAssignments.set(id, assignments.get(id) ?? Buffer.alloc(0));
+      const storeError = await this.storeGroup(group, snapshotAssignments);
+      if (group.is(GroupState.CompletingRebalance) && group.generationId === generation) {
+        if (storeError !== NO_ERROR) {
+          for (const m of group.members.values()) {
+            m.assignment = Buffer.alloc(0);
+            m.awaitingSync?.(this.syncError(storeError));
+            m.awaitingSync = null;
+          }
+          this.prepareRebalance(group, 'failed to store the group');
+        } else {
+          for (const m of group.members.values()) {
+            m.assignment = snapshotAssignments.get(m.memberId) ?? Buffer.alloc(0);
+            m.awaitingSync?.(this.syncResponse(group, m.assignment));
+            m.awaitingSync = null;
+          }
+          group.transitionTo(GroupState.Stable, this.scheduler.now());
+        }
+      }
+    }
+    return result;
+  }
+
+  private syncResponse(group: Group, assignment: Buffer): SyncResult {
+    return { errorCode: NO_ERROR, protocolType: group.protocolType, protocolName: group.protocolName, assignment };
+  }
+
+  private syncError(errorCode: number): SyncResult {
+    return { errorCode, protocolType: null, protocolName: null, assignment: Buffer.alloc(0) };
+  }
+
+  // ---- Heartbeat and LeaveGroup ----------------------------------------------------------
+
+  heartbeat(groupId: string, memberId: string, groupInstanceId: string | null, generationId: number): number {
+    const error = this.validateGroupRequest(groupId);
+    if (error !== NO_ERROR) return error;
+    const group = this.groups.get(groupId);
+    if (!group) return Errors.UNKNOWN_MEMBER_ID.code;
+    if (group.is(GroupState.Dead)) return Errors.COORDINATOR_NOT_AVAILABLE.code;
+    if (group.isStaticMemberFenced(groupInstanceId, memberId)) return Errors.FENCED_INSTANCE_ID.code;
+    const member = group.members.get(memberId);
+    if (!member) return Errors.UNKNOWN_MEMBER_ID.code;
+    if (generationId !== group.generationId) return Errors.ILLEGAL_GENERATION.code;
+    switch (group.state) {
+      case GroupState.Empty:
+        return Errors.UNKNOWN_MEMBER_ID.code;
+      case GroupState.CompletingRebalance:
+      case GroupState.Stable:
+        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+        return NO_ERROR;
+      case GroupState.PreparingRebalance:
+        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+        return Errors.REBALANCE_IN_PROGRESS.code;
+      default:
+        return Errors.UNKNOWN_MEMBER_ID.code;
+    }
+  }
+
+  /** Returns the group-level error and one error per leaving member. */
+  leaveGroup(groupId: string, leaving: MemberIdentity[]): { errorCode: number; members: (MemberIdentity & { errorCode: number })[] } {
+    const error = this.validateGroupRequest(groupId);
+    if (error !== NO_ERROR) return { errorCode: error, members: [] };
+    const group = this.groups.get(groupId);
+    if (!group) return { errorCode: NO_ERROR, members: leaving.map((m) => ({ ...m, errorCode: Errors.UNKNOWN_MEMBER_ID.code })) };
+    if (group.is(GroupState.Dead)) return { errorCode: Errors.COORDINATOR_NOT_AVAILABLE.code, members: [] };
+    const results = leaving.map((m) => ({ ...m, errorCode: this.removeLeavingMember(group, m) }));
+    return { errorCode: NO_ERROR, members: results };
+  }
+
+  private removeLeavingMember(group: Group, leaving: MemberIdentity): number {
+    let memberId = leaving.memberId;
+    if (leaving.groupInstanceId !== null) {
+      const current = group.staticMemberId(leaving.groupInstanceId);
+      if (current === undefined) return Errors.UNKNOWN_MEMBER_ID.code;
+      if (memberId !== '' && current !== memberId) return Errors.FENCED_INSTANCE_ID.code;
+      memberId = current;
+    }
+    if (group.pendingMembers.delete(memberId)) {
+      this.cancelTimer(this.heartbeatTimers, this.memberKey(group, memberId));
+      this.tryCompleteJoin(group);
+      return NO_ERROR;
+    }
+    const member = group.members.get(memberId);
+    if (!member) return Errors.UNKNOWN_MEMBER_ID.code;
+    this.removeMember(group, member);
+    this.afterMemberRemoved(group, `member ${memberId} left`);
+    return NO_ERROR;
+  }
+
+  private removeMember(group: Group, member: Member): void {
+    this.cancelTimer(this.heartbeatTimers, this.memberKey(group, member.memberId));
+    member.awaitingJoin?.(this.joinError(member.memberId, Errors.UNKNOWN_MEMBER_ID.code));
+    member.awaitingJoin = null;
+    member.awaitingSync?.(this.syncError(Errors.UNKNOWN_MEMBER_ID.code));
+    member.awaitingSync = null;
+    group.remove(member.memberId);
+  }
+
+  private afterMemberRemoved(group: Group, reason: string): void {
+    if (group.is(GroupState.Stable) || group.is(GroupState.CompletingRebalance)) {
+      this.prepareRebalance(group, reason);
+    } else if (group.is(GroupState.PreparingRebalance)) {
+      this.tryCompleteJoin(group);
+    }
+  }
+
+  private memberKey(group: Group, memberId: string): string {
+    return `${group.groupId}\u0000${memberId}`;
+  }
+
+  private scheduleHeartbeatExpiration(group: Group, member: Member, nowMs: number): void {
+    const key = this.memberKey(group, member.memberId);
+    this.cancelTimer(this.heartbeatTimers, key);
+    member.heartbeatDeadlineMs = nowMs + member.sessionTimeoutMs;
+    this.heartbeatTimers.set(key, this.scheduler.schedule(member.sessionTimeoutMs, () => {
+      this.heartbeatTimers.delete(key);
+      if (group.members.get(member.memberId) !== member) return;
+      // A member waiting in a join or sync is alive: the rebalance timeout governs it.
+      if (member.awaitingJoin || member.awaitingSync) {
+        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+        return;
+      }
+      this.removeMember(group, member);
+      this.afterMemberRemoved(group, `member ${member.memberId} session expired`);
+    }));
+  }
+
+  private scheduleHeartbeatExpirationForPending(group: Group, memberId: string, sessionTimeoutMs: number): void {
+    const key = this.memberKey(group, memberId);
+    this.cancelTimer(this.heartbeatTimers, key);
+    this.heartbeatTimers.set(key, this.scheduler.schedule(sessionTimeoutMs, () => {
+      this.heartbeatTimers.delete(key);
+      if (group.pendingMembers.delete(memberId)) this.tryCompleteJoin(group);
+    }));
+  }
+
+  private cancelTimer(timers: Map<string, Timer>, key: string): void {
+    timers.get(key)?.cancel();
+    timers.delete(key);
+    if (timers === this.joinTimers) this.initialJoins.delete(key);
+  }
+
+  // ---- offsets ---------------------------------------------------------------------------
+
+  async commitOffsets(groupId: string, memberId: string, groupInstanceId: string | null, generationId: number,
+    entries: OffsetCommitEntry[]): Promise<number[]> {
+    const all = (code: number) => entries.map(() => code);
+    const error = this.validateGroupRequest(groupId);
+    if (error !== NO_ERROR) return all(error);
+    let group = this.groups.get(groupId);
+    if (!group) {
+      if (generationId >= 0) return all(Errors.ILLEGAL_GENERATION.code);
+      // A group that only stores offsets (no group management), e.g. a simple consumer.
+      group = new Group(groupId, this.scheduler.now());
+      this.groups.set(groupId, group);
+    }
+    if (group.is(GroupState.Dead)) return all(Errors.COORDINATOR_NOT_AVAILABLE.code);
+    if (group.isStaticMemberFenced(groupInstanceId, memberId)) return all(Errors.FENCED_INSTANCE_ID.code);
+    if (!(generationId < 0 && group.is(GroupState.Empty))) {
+      if (group.is(GroupState.CompletingRebalance)) return all(Errors.REBALANCE_IN_PROGRESS.code);
+      const member = group.members.get(memberId);
+      if (!member) return all(Errors.UNKNOWN_MEMBER_ID.code);
+      if (generationId !== group.generationId) return all(Errors.ILLEGAL_GENERATION.code);
+      this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+    }
+    return this.storeOffsets(group, entries);
+  }
+
+  private async storeOffsets(group: Group, entries: OffsetCommitEntry[]): Promise<number[]> {
+    const now = this.scheduler.now();
+    const codes: number[] = [];
+    const records: CoordinatorRecord[] = [];
+    for (const e of entries) {
+      if (e.metadata !== null && Buffer.byteLength(e.metadata) > this.config.offsetMetadataMaxBytes) {
+        codes.push(Errors.OFFSET_METADATA_TOO_LARGE.code);
+        continue;
+      }
+      codes.push(NO_ERROR);
+      records.push({
+        type: 'offset', groupId: group.groupId, topic: e.topic, partition: e.partition,
+        value: { offset: e.offset, leaderEpoch: e.leaderEpoch, metadata: e.metadata ?? '', commitTimestampMs: now, expireTimestampMs: e.expireTimestampMs },
+      });
+    }
+    if (records.length === 0) return codes;
+    const error = await this.append(group.groupId, records);
+    if (error !== NO_ERROR) return codes.map((c) => (c === NO_ERROR ? error : c));
+    for (const r of records) this.replay(r);
+    return codes;
+  }
+
+  /** Committed offsets of a group: the given partitions, or all of them when null. */
+  fetchOffsets(groupId: string, partitions: TopicPartition[] | null): { errorCode: number; offsets: OffsetFetchEntry[] } {
+    const error = this.validateGroupRequest(groupId);
+    if (error !== NO_ERROR) return { errorCode: error, offsets: [] };
+    const committed = this.offsets.get(groupId);
+    if (partitions === null) {
+      const offsets: OffsetFetchEntry[] = [];
+      for (const [key, value] of committed ?? []) {
+        const [topic, partition] = key.split('\u0000') as [string, string];
+        offsets.push({ topic, partition: Number(partition), offset: value.offset, leaderEpoch: value.leaderEpoch, metadata: value.metadata, errorCode: NO_ERROR });
+      }
+      return { errorCode: NO_ERROR, offsets };
+    }
+    return {
+      errorCode: NO_ERROR,
+      offsets: partitions.map(({ topic, partition }) => {
+        const value = committed?.get(offsetKey(topic, partition));
+        return value
+          ? { topic, partition, offset: value.offset, leaderEpoch: value.leaderEpoch, metadata: value.metadata, errorCode: NO_ERROR }
+          : { topic, partition, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: NO_ERROR };
+      }),
+    };
+  }
+
+  async deleteOffsets(groupId: string, partitions: TopicPartition[], subscribedTopics: (group: Group) => Set<string> | null):
+    Promise<{ errorCode: number; partitions: (TopicPartition & { errorCode: number })[] }> {
+    const error = this.validateGroupRequest(groupId);
+    if (error !== NO_ERROR) return { errorCode: error, partitions: [] };
+    const group = this.groups.get(groupId);
+    if (!group || group.is(GroupState.Dead)) return { errorCode: Errors.GROUP_ID_NOT_FOUND.code, partitions: [] };
+    const subscribed = group.is(GroupState.Empty) ? null : subscribedTopics(group);
+    if (subscribed === null && !group.is(GroupState.Empty)) {
+      return { errorCode: Errors.NON_EMPTY_GROUP.code, partitions: [] };
+    }
+    const results = partitions.map((tp) => ({
+      ...tp,
+      errorCode: subscribed?.has(tp.topic) ? Errors.GROUP_SUBSCRIBED_TO_TOPIC.code : NO_ERROR,
+    }));
+    const committed = this.offsets.get(groupId);
+    const records: CoordinatorRecord[] = results
+      .filter((r) => r.errorCode === NO_ERROR && committed?.has(offsetKey(r.topic, r.partition)))
+      .map((r) => ({ type: 'offset', groupId, topic: r.topic, partition: r.partition, value: null }));
+    if (records.length > 0) {
+      const appendError = await this.append(groupId, records);
+      if (appendError !== NO_ERROR) return { errorCode: appendError, partitions: [] };
+      for (const r of records) this.replay(r);
+    }
+    return { errorCode: NO_ERROR, partitions: results };
+  }
+
+  // ---- listing, describing, deleting -----------------------------------------------------
+
+  listGroups(statesFilter: string[] | null): GroupOverview[] {
+    const wanted = statesFilter && statesFilter.length > 0 ? new Set(statesFilter.map((s) => s.toLowerCase())) : null;
+    const result: GroupOverview[] = [];
+    for (const group of this.groups.values()) {
+      if (!this.loadedPartitions.has(this.partitionFor(group.groupId))) continue;
+      if (wanted && !wanted.has(group.state.toLowerCase())) continue;
+      result.push({ groupId: group.groupId, protocolType: group.protocolType ?? '', state: group.state });
+    }
+    return result;
+  }
+
+  describeGroup(groupId: string): GroupDescription {
+    const error = this.validateGroupRequest(groupId);
+    const dead = { errorCode: error, groupId, state: GroupState.Dead as string, protocolType: '', protocolName: '', members: [] };
+    if (error !== NO_ERROR) return dead;
+    const group = this.groups.get(groupId);
+    if (!group) return dead;
+    const stable = group.is(GroupState.Stable);
+    return {
+      errorCode: NO_ERROR,
+      groupId,
+      state: group.state,
+      protocolType: group.protocolType ?? '',
+      protocolName: stable ? group.protocolName ?? '' : '',
+      members: group.allMembers().map((m) => ({
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        metadata: stable && group.protocolName !== null ? m.metadataFor(group.protocolName) : Buffer.alloc(0),
+        assignment: stable ? m.assignment : Buffer.alloc(0),
+      })),
+    };
+  }
+
+  /** The group's generation and state, for tools that report on groups. */
+  group(groupId: string): Group | undefined {
+    return this.groups.get(groupId);
+  }
+
+  async deleteGroups(groupIds: string[]): Promise<{ groupId: string; errorCode: number }[]> {
+    const results: { groupId: string; errorCode: number }[] = [];
+    for (const groupId of groupIds) {
+      const error = this.validateGroupRequest(groupId);
+      if (error !== NO_ERROR) {
+        results.push({ groupId, errorCode: error });
+        continue;
+      }
+      const group = this.groups.get(groupId);
+      if (!group || group.is(GroupState.Dead)) {
+        results.push({ groupId, errorCode: Errors.GROUP_ID_NOT_FOUND.code });
+        continue;
+      }
+      if (!group.is(GroupState.Empty)) {
+        results.push({ groupId, errorCode: Errors.NON_EMPTY_GROUP.code });
+        continue;
+      }
+      results.push({ groupId, errorCode: await this.removeGroup(group) });
+    }
+    return results;
+  }
+
+  /** Writes tombstones for the group and its offsets, then forgets it. */
+  private async removeGroup(group: Group): Promise<number> {
+    const records: CoordinatorRecord[] = [];
+    for (const key of this.offsets.get(group.groupId)?.keys() ?? []) {
+      const [topic, partition] = key.split('\u0000') as [string, string];
+      records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
+    }
+    records.push({ type: 'group', groupId: group.groupId, value: null });
+    const error = await this.append(group.groupId, records);
+    if (error !== NO_ERROR) return error;
+    group.transitionTo(GroupState.Dead, this.scheduler.now());
+    this.groups.delete(group.groupId);
+    this.offsets.delete(group.groupId);
+    return NO_ERROR;
+  }
+
+  // ---- offset expiration (offsets.retention.minutes, KIP-211) ----------------------------
+
+  private scheduleOffsetExpiration(): void {
+    this.expirationTimer = this.scheduler.schedule(this.config.offsetsRetentionCheckIntervalMs, () => {
+      void this.expireOffsets().finally(() => this.scheduleOffsetExpiration());
+    });
+  }
+
+  /**
+   * A consumer group's offsets expire once it has been empty for the retention period; a
+   * group that only stores offsets expires each offset by its commit time.
+   */
+  async expireOffsets(): Promise<void> {
+    const now = this.scheduler.now();
+    for (const group of [...this.groups.values()]) {
+      if (!group.is(GroupState.Empty) || !this.loadedPartitions.has(this.partitionFor(group.groupId))) continue;
+      const committed = this.offsets.get(group.groupId);
+      const records: CoordinatorRecord[] = [];
+      for (const [key, value] of committed ?? []) {
+        const base = group.protocolType !== null ? group.stateTimestampMs : value.commitTimestampMs;
+        const expiresAt = value.expireTimestampMs >= 0 ? value.expireTimestampMs : base + this.config.offsetsRetentionMs;
+        if (expiresAt > now) continue;
+        const [topic, partition] = key.split('\u0000') as [string, string];
+        records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
+      }
+      if (records.length > 0 && (await this.append(group.groupId, records)) === NO_ERROR) {
+        for (const r of records) this.replay(r);
+      }
+      if (!this.offsets.has(group.groupId) && group.is(GroupState.Empty) && group.generationId >= 0) {
+        await this.removeGroup(group);
+      }
+    }
+  }
+
+  // ---- persistence -----------------------------------------------------------------------
+
+  private validateGroupRequest(groupId: string): number {
+    if (groupId === '') return Errors.INVALID_GROUP_ID.code;
+    return this.coordinatorError(groupId);
+  }
+
+  private snapshot(group: Group, assignments?: Map<string, Buffer>): GroupSnapshot {
+    const protocolName = group.protocolName;
+    return {
+      protocolType: group.protocolType ?? '',
+      generationId: group.generationId,
+      protocolName,
+      leaderId: group.leaderId,
+      currentStateTimestampMs: group.stateTimestampMs,
+      members: group.allMembers().map((m) => ({
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+        sessionTimeoutMs: m.sessionTimeoutMs,
+        subscription: protocolName !== null ? m.metadataFor(protocolName) : Buffer.alloc(0),
+        assignment: assignments?.get(m.memberId) ?? m.assignment,
+      })),
+    };
+  }
+
+  private storeGroup(group: Group, assignments?: Map<string, Buffer>): Promise<number> {
+    return this.append(group.groupId, [{ type: 'group', groupId: group.groupId, value: this.snapshot(group, assignments) }]);
+  }
+
+  private async append(groupId: string, records: CoordinatorRecord[]): Promise<number> {
+    try {
+      await this.log.append(this.partitionFor(groupId), records);
+      return NO_ERROR;
+    } catch (err) {
+      const code = (err as { errorCode?: number }).errorCode;
+      // Kafka maps storage failures of the offsets topic to errors clients retry elsewhere.
+      if (code === Errors.NOT_LEADER_OR_FOLLOWER.code || code === Errors.UNKNOWN_TOPIC_OR_PARTITION.code) return Errors.NOT_COORDINATOR.code;
+      if (code === Errors.MESSAGE_TOO_LARGE.code || code === Errors.RECORD_LIST_TOO_LARGE.code) return Errors.INVALID_COMMIT_OFFSET_SIZE.code;
+      return Errors.COORDINATOR_NOT_AVAILABLE.code;
+    }
+  }
+}

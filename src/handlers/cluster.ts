@@ -1,0 +1,148 @@
+/**
+ * DescribeCluster (KIP-700) and DescribeTopicPartitions (KIP-966, paged by a cursor over
+ * topics sorted by name), read from the metadata image.
+ */
+import { Errors } from '../../protocol/errors.ts';
+import { ApiKey } from '../../protocol/messages/index.ts';
+import {
+  makeDescribeClusterResponse,
+  makeDescribeClusterResponseDescribeClusterBroker,
+  type DescribeClusterRequest,
+  type DescribeClusterResponse,
+} from '../../protocol/messages/describe-cluster.ts';
+import {
+  makeDescribeTopicPartitionsResponse,
+  makeDescribeTopicPartitionsResponseCursor,
+  makeDescribeTopicPartitionsResponsePartition,
+  makeDescribeTopicPartitionsResponseTopic,
+  type DescribeTopicPartitionsRequest,
+  type DescribeTopicPartitionsResponse,
+  type DescribeTopicPartitionsResponseCursor,
+  type DescribeTopicPartitionsResponseTopic,
+} from '../../protocol/messages/describe-topic-partitions.ts';
+import { ZERO_UUID } from '../../protocol/primitives.ts';
+import { topicNameError } from '../metadata/controller.ts';
+import {
+  AUTHORIZED_OPERATIONS_OMITTED,
+  CLUSTER_OPERATIONS,
+  INTERNAL_TOPICS,
+  TOPIC_OPERATIONS,
+  brokersOnListener,
+  liveLeader,
+  offlineReplicas,
+  reportedControllerId,
+} from '../metadata/describe.ts';
+import type { MetadataHandlerServices } from './metadata.ts';
+import type { HandlerRegistry, RequestContext } from './registry.ts';
+
+/** DescribeCluster endpoint_type values (KIP-919). */
+const ENDPOINT_TYPE_BROKERS = 1;
+
+export function registerClusterHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
+  registry.register<DescribeClusterRequest, DescribeClusterResponse>(ApiKey.DescribeCluster, (ctx, request, version) =>
+    handleDescribeCluster(services, ctx, request, version),
+  );
+  registry.register<DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse>(ApiKey.DescribeTopicPartitions, (_ctx, request) =>
+    handleDescribeTopicPartitions(services, request),
+  );
+}
+
+export function handleDescribeCluster(
+  services: MetadataHandlerServices,
+  ctx: RequestContext,
+  request: DescribeClusterRequest,
+  version: number,
+): DescribeClusterResponse {
+  const image = services.metadata.image();
+  const base = {
+    throttleTimeMs: 0,
+    endpointType: version >= 1 ? request.endpointType : ENDPOINT_TYPE_BROKERS,
+    clusterId: services.metadata.clusterId,
+  };
+  if (version >= 1 && request.endpointType !== ENDPOINT_TYPE_BROKERS) {
+    return makeDescribeClusterResponse({
+      ...base,
+      errorCode: Errors.UNSUPPORTED_ENDPOINT_TYPE.code,
+      errorMessage: 'The broker listeners only describe brokers.',
+      controllerId: -1,
+    });
+  }
+  return makeDescribeClusterResponse({
+    ...base,
+    errorCode: Errors.NONE.code,
+    errorMessage: null,
+    controllerId: reportedControllerId(image, services.metadata.activeControllerId()),
+    brokers: brokersOnListener(image, ctx.session.listenerName).map((b) =>
+      makeDescribeClusterResponseDescribeClusterBroker({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack }),
+    ),
+    clusterAuthorizedOperations: request.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+  });
+}
+
+export function handleDescribeTopicPartitions(
+  services: MetadataHandlerServices,
+  request: DescribeTopicPartitionsRequest,
+): DescribeTopicPartitionsResponse {
+  const image = services.metadata.image();
+  const names = request.topics.length === 0 ? [...image.topicsByName.keys()] : [...new Set(request.topics.map((t) => t.name))];
+  names.sort();
+  const cursor = request.cursor;
+  let budget = Math.max(1, request.responsePartitionLimit);
+  const topics: DescribeTopicPartitionsResponseTopic[] = [];
+  let nextCursor: DescribeTopicPartitionsResponseCursor | null = null;
+  for (const name of names) {
+    if (cursor !== null && name < cursor.topicName) continue;
+    const topic = image.topic(name);
+    if (topic === undefined) {
+      const invalid = topicNameError(name) !== null;
+      topics.push(
+        makeDescribeTopicPartitionsResponseTopic({
+          errorCode: invalid ? Errors.INVALID_TOPIC_EXCEPTION.code : Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+          name,
+          topicId: ZERO_UUID,
+          isInternal: INTERNAL_TOPICS.has(name),
+          partitions: [],
+          topicAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+        }),
+      );
+      continue;
+    }
+    if (budget === 0) {
+      nextCursor = makeDescribeTopicPartitionsResponseCursor({ topicName: name, partitionIndex: 0 });
+      break;
+    }
+    const first = cursor !== null && name === cursor.topicName ? cursor.partitionIndex : 0;
+    const partitionIds = [...topic.partitions.keys()].filter((id) => id >= first).sort((a, b) => a - b);
+    const included = partitionIds.slice(0, budget);
+    budget -= included.length;
+    topics.push(
+      makeDescribeTopicPartitionsResponseTopic({
+        errorCode: Errors.NONE.code,
+        name,
+        topicId: topic.id,
+        isInternal: INTERNAL_TOPICS.has(name),
+        topicAuthorizedOperations: TOPIC_OPERATIONS,
+        partitions: included.map((id) => {
+          const p = topic.partitions.get(id)!;
+          const leader = liveLeader(image, p);
+          return makeDescribeTopicPartitionsResponsePartition({
+            errorCode: leader === -1 ? Errors.LEADER_NOT_AVAILABLE.code : Errors.NONE.code,
+            partitionIndex: id,
+            leaderId: leader,
+            leaderEpoch: p.leaderEpoch,
+            replicaNodes: [...p.replicas],
+            isrNodes: [...p.isr],
+            eligibleLeaderReplicas: [],
+            lastKnownElr: [],
+            offlineReplicas: offlineReplicas(image, p),
+          });
+        }),
+      }),
+    );
+    if (included.length < partitionIds.length) {
+      nextCursor = makeDescribeTopicPartitionsResponseCursor({ topicName: name, partitionIndex: partitionIds[included.length]! });
+      break;
+    }
+  }
+  return makeDescribeTopicPartitionsResponse({ throttleTimeMs: 0, topics, nextCursor });
+}

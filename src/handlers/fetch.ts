@@ -1,0 +1,158 @@
+/**
+ * Fetch: resolves topics (ids from v13), interprets the fetch session (KIP-227), reads via
+ * ReplicaManager.fetchMessages (which long-polls), and answers the partitions the session
+ * says to send. Fetch v0-v3 clients get their batches down-converted to magic 0/1.
+ */
+import { Errors } from '../../protocol/errors.ts';
+import { ApiKey } from '../../protocol/messages/index.ts';
+import {
+  makeFetchResponse, makeFetchResponseAbortedTransaction, makeFetchResponseFetchableTopicResponse, makeFetchResponseLeaderIdAndEpoch,
+  makeFetchResponsePartitionData,
+  type FetchRequest, type FetchResponse, type FetchResponsePartitionData,
+} from '../../protocol/messages/fetch.ts';
+import { ZERO_UUID } from '../../protocol/primitives.ts';
+import { v2ToLegacy } from '../../protocol/records/legacy.ts';
+import { CompressionError } from '../../protocol/compression/index.ts';
+import { FetchSessionCache, type SessionPartition } from '../replication/fetch-session.ts';
+import type { DataPathServices } from '../replication/index.ts';
+import type { FetchPartitionResult } from '../replication/replica-manager.ts';
+import type { HandlerRegistry } from './registry.ts';
+
+const EMPTY = Buffer.alloc(0);
+
+export async function handleFetch(services: DataPathServices, request: FetchRequest, version: number): Promise<FetchResponse> {
+  const usesTopicIds = version >= 13;
+  const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
+  const partitions: SessionPartition[] = [];
+  for (const topic of request.topics) {
+    const name = usesTopicIds ? services.topicNameOf(topic.topicId) ?? '' : topic.topic;
+    const topicId = usesTopicIds ? topic.topicId : services.topicIdOf(topic.topic) ?? ZERO_UUID;
+    for (const p of topic.partitions) {
+      partitions.push({
+        topic: name,
+        topicId,
+        partition: p.partition,
+        fetchOffset: Number(p.fetchOffset),
+        partitionMaxBytes: p.partitionMaxBytes,
+        currentLeaderEpoch: version >= 9 ? p.currentLeaderEpoch : -1,
+        logStartOffset: Number(p.logStartOffset),
+      });
+    }
+  }
+  const forgotten = request.forgottenTopicsData.flatMap((t) => t.partitions.map((partition) => ({
+    topic: usesTopicIds ? services.topicNameOf(t.topicId) ?? '' : t.topic,
+    topicId: usesTopicIds ? t.topicId : ZERO_UUID,
+    partition,
+  })));
+
+  const context = version >= 7
+    ? services.fetchSessions.newContext(request.sessionId, request.sessionEpoch, partitions, forgotten, usesTopicIds)
+    : { kind: 'sessionless' as const, partitions };
+  if (context.kind === 'error') return makeFetchResponse({ errorCode: context.errorCode, sessionId: 0 });
+
+  // Partitions of unknown topic ids are answered without reading.
+  const known = context.partitions.filter((p) => p.topic !== '');
+  const results = await services.replicaManager.fetchMessages({
+    replicaId,
+    maxWaitMs: request.maxWaitMs,
+    minBytes: request.minBytes,
+    maxBytes: version >= 3 ? request.maxBytes : 0x7fffffff,
+    isolationLevel: version >= 4 ? request.isolationLevel : 0,
+    partitions: known.map((p) => ({
+      topic: p.topic,
+      partition: p.partition,
+      fetchOffset: p.fetchOffset,
+      partitionMaxBytes: p.partitionMaxBytes,
+      currentLeaderEpoch: p.currentLeaderEpoch,
+    })),
+  });
+  const byKey = new Map<string, FetchPartitionResult>();
+  for (const r of results) byKey.set(`${r.topic}:${r.partition}`, r);
+
+  const answered: { request: SessionPartition; data: FetchResponsePartitionData }[] = [];
+  for (const p of context.partitions) {
+    const result = p.topic === '' ? undefined : byKey.get(`${p.topic}:${p.partition}`);
+    const data = result === undefined ? unknownTopicId(p.partition) : await partitionData(result, p.fetchOffset, version);
+    if (context.kind === 'incremental') {
+      const must = FetchSessionCache.mustRespond(context.session, p, {
+        errorCode: data.errorCode,
+        highWatermark: Number(data.highWatermark),
+        logStartOffset: Number(data.logStartOffset),
+        recordsSize: data.records?.length ?? 0,
+      });
+      if (!must) continue;
+    }
+    answered.push({ request: p, data });
+  }
+
+  let sessionId = 0;
+  if (context.kind === 'incremental') sessionId = context.session.id;
+  else if (context.kind === 'full') {
+    sessionId = services.fetchSessions.createSession(replicaId >= 0, usesTopicIds, answered.map((a) => ({
+      request: a.request,
+      data: {
+        errorCode: a.data.errorCode,
+        highWatermark: Number(a.data.highWatermark),
+        logStartOffset: Number(a.data.logStartOffset),
+        recordsSize: a.data.records?.length ?? 0,
+      },
+    })));
+  }
+
+  // Group consecutive partitions of the same topic, as Kafka's response builder does.
+  const responses: FetchResponse['responses'] = [];
+  for (const { request: p, data } of answered) {
+    const last = responses.at(-1);
+    const sameTopic = last !== undefined && (usesTopicIds ? last.topicId === p.topicId : last.topic === p.topic);
+    if (sameTopic) last.partitions.push(data);
+    else responses.push(makeFetchResponseFetchableTopicResponse({ topic: p.topic, topicId: p.topicId, partitions: [data] }));
+  }
+  return makeFetchResponse({ errorCode: Errors.NONE.code, sessionId, responses });
+}
+
+function unknownTopicId(partition: number): FetchResponsePartitionData {
+  return makeFetchResponsePartitionData({
+    partitionIndex: partition,
+    errorCode: Errors.UNKNOWN_TOPIC_ID.code,
+    highWatermark: -1n,
+    lastStableOffset: -1n,
+    logStartOffset: -1n,
+    abortedTransactions: null,
+    records: EMPTY,
+  });
+}
+
+async function partitionData(r: FetchPartitionResult, fetchOffset: number, version: number): Promise<FetchResponsePartitionData> {
+  let records = r.records;
+  let errorCode = r.errorCode;
+  // Fetch v0-v1 read magic 0, v2-v3 magic 1 (Kafka's down-conversion for old consumers).
+  if (version <= 3 && records.length > 0) {
+    try {
+      records = await v2ToLegacy(records, version <= 1 ? 0 : 1, { firstOffset: fetchOffset });
+    } catch (err) {
+      if (!(err instanceof CompressionError)) throw err;
+      // zstd has no magic 0/1 form (KIP-110): Kafka answers UNSUPPORTED_COMPRESSION_TYPE.
+      records = EMPTY;
+      errorCode = Errors.UNSUPPORTED_COMPRESSION_TYPE.code;
+    }
+  }
+  const notLeader = r.errorCode === Errors.NOT_LEADER_OR_FOLLOWER.code || r.errorCode === Errors.FENCED_LEADER_EPOCH.code;
+  return makeFetchResponsePartitionData({
+    partitionIndex: r.partition,
+    errorCode,
+    highWatermark: BigInt(r.highWatermark),
+    lastStableOffset: BigInt(r.lastStableOffset),
+    logStartOffset: BigInt(r.logStartOffset),
+    abortedTransactions: r.abortedTransactions === null
+      ? null
+      : r.abortedTransactions.map((a) => makeFetchResponseAbortedTransaction({ producerId: a.producerId, firstOffset: BigInt(a.firstOffset) })),
+    // KIP-951: tell the client who leads now when it asked the wrong broker.
+    currentLeader: notLeader ? makeFetchResponseLeaderIdAndEpoch({ leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }) : makeFetchResponseLeaderIdAndEpoch(),
+    preferredReadReplica: -1,
+    records,
+  });
+}
+
+export function registerFetchHandler(registry: HandlerRegistry, services: DataPathServices): void {
+  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) => handleFetch(services, request, version));
+}

@@ -1,0 +1,250 @@
+/**
+ * Consumer group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+ * OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete): thin
+ * translations between each version's wire shape and the GroupCoordinator.
+ */
+import { Errors } from '../../protocol/errors.ts';
+import { ApiKey } from '../../protocol/messages/index.ts';
+import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../../protocol/messages/find-coordinator.ts';
+import type { JoinGroupRequest, JoinGroupResponse } from '../../protocol/messages/join-group.ts';
+import type { SyncGroupRequest, SyncGroupResponse } from '../../protocol/messages/sync-group.ts';
+import type { HeartbeatRequest, HeartbeatResponse } from '../../protocol/messages/heartbeat.ts';
+import type { LeaveGroupRequest, LeaveGroupResponse } from '../../protocol/messages/leave-group.ts';
+import type { OffsetCommitRequest, OffsetCommitResponse } from '../../protocol/messages/offset-commit.ts';
+import type { OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartitions } from '../../protocol/messages/offset-fetch.ts';
+import type { ListGroupsRequest, ListGroupsResponse } from '../../protocol/messages/list-groups.ts';
+import type { DescribeGroupsRequest, DescribeGroupsResponse } from '../../protocol/messages/describe-groups.ts';
+import type { DeleteGroupsRequest, DeleteGroupsResponse } from '../../protocol/messages/delete-groups.ts';
+import type { OffsetDeleteRequest, OffsetDeleteResponse } from '../../protocol/messages/offset-delete.ts';
+import type { GroupCoordinatorService } from '../coordinator/service.ts';
+import type { OffsetCommitEntry, TopicPartition } from '../coordinator/group-coordinator.ts';
+import type { HandlerRegistry, RequestContext } from './registry.ts';
+
+/** FindCoordinatorRequest key types. */
+const KEY_TYPE_GROUP = 0;
+const KEY_TYPE_TRANSACTION = 1;
+/** AclOperation bits a group supports without an authorizer: READ, DELETE, DESCRIBE. */
+const GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8);
+const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
+const CLASSIC_GROUP_TYPE = 'classic';
+
+/** Kafka reports the member's host as InetAddress.toString(): "/127.0.0.1". */
+function clientHost(ctx: RequestContext): string {
+  const address = ctx.session.clientAddress;
+  const host = address.startsWith('[') ? address.slice(1, address.indexOf(']')) : address.slice(0, address.lastIndexOf(':'));
+  return `/${host}`;
+}
+
+function groupByTopic<T extends { topic: string }>(items: T[]): Map<string, T[]> {
+  const byTopic = new Map<string, T[]>();
+  for (const item of items) {
+    const list = byTopic.get(item.topic);
+    if (list) list.push(item);
+    else byTopic.set(item.topic, [item]);
+  }
+  return byTopic;
+}
+
+export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCoordinatorService): void {
+  const coordinator = groups.coordinator;
+
+  registry.register<FindCoordinatorRequest, FindCoordinatorResponse>(ApiKey.FindCoordinator, async (ctx, request, version) => {
+    const keys = version >= 4 ? request.coordinatorKeys : [request.key];
+    const found = await Promise.all(keys.map(async (key) => {
+      if (request.keyType === KEY_TYPE_GROUP) return { key, ...(await groups.findCoordinator(key, ctx.session.listenerName)) };
+      const error = request.keyType === KEY_TYPE_TRANSACTION ? Errors.COORDINATOR_NOT_AVAILABLE : Errors.INVALID_REQUEST;
+      return { key, errorCode: error.code, errorMessage: error.message, nodeId: -1, host: '', port: -1 };
+    }));
+    if (version >= 4) {
+      return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: 0, host: '', port: 0, coordinators: found };
+    }
+    const only = found[0]!;
+    return {
+      throttleTimeMs: 0, errorCode: only.errorCode, errorMessage: only.errorMessage,
+      nodeId: only.nodeId, host: only.host, port: only.port, coordinators: [],
+    };
+  });
+
+  registry.register<JoinGroupRequest, JoinGroupResponse>(ApiKey.JoinGroup, async (ctx, request, version) => {
+    const result = await coordinator.joinGroup({
+      groupId: request.groupId,
+      memberId: request.memberId,
+      groupInstanceId: request.groupInstanceId,
+      protocolType: request.protocolType,
+      protocols: request.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+      sessionTimeoutMs: request.sessionTimeoutMs,
+      // v0 has no rebalance timeout: Kafka uses the session timeout.
+      rebalanceTimeoutMs: version >= 1 ? request.rebalanceTimeoutMs : request.sessionTimeoutMs,
+      clientId: ctx.clientId ?? '',
+      clientHost: clientHost(ctx),
+      requireKnownMemberId: version >= 4,
+      supportsSkipAssignment: version >= 9,
+    });
+    return {
+      throttleTimeMs: 0,
+      errorCode: result.errorCode,
+      generationId: result.generationId,
+      protocolType: result.protocolType,
+      // Before v7 the protocol name is not nullable: Kafka sends "" instead of null.
+      protocolName: version < 7 ? result.protocolName ?? '' : result.protocolName,
+      leader: result.leaderId,
+      skipAssignment: version >= 9 && result.skipAssignment,
+      memberId: result.memberId,
+      members: result.members,
+    };
+  });
+
+  registry.register<SyncGroupRequest, SyncGroupResponse>(ApiKey.SyncGroup, async (_ctx, request) => {
+    const result = await coordinator.syncGroup({
+      groupId: request.groupId,
+      generationId: request.generationId,
+      memberId: request.memberId,
+      groupInstanceId: request.groupInstanceId,
+      protocolType: request.protocolType,
+      protocolName: request.protocolName,
+      assignments: request.assignments,
+    });
+    return { throttleTimeMs: 0, ...result };
+  });
+
+  registry.register<HeartbeatRequest, HeartbeatResponse>(ApiKey.Heartbeat, (_ctx, request) => ({
+    throttleTimeMs: 0,
+    errorCode: coordinator.heartbeat(request.groupId, request.memberId, request.groupInstanceId, request.generationId),
+  }));
+
+  registry.register<LeaveGroupRequest, LeaveGroupResponse>(ApiKey.LeaveGroup, (_ctx, request, version) => {
+    const leaving = version >= 3
+      ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
+      : [{ memberId: request.memberId, groupInstanceId: null }];
+    const result = coordinator.leaveGroup(request.groupId, leaving);
+    if (version >= 3) return { throttleTimeMs: 0, errorCode: result.errorCode, members: result.members };
+    const memberError = result.members[0]?.errorCode ?? 0;
+    return { throttleTimeMs: 0, errorCode: result.errorCode !== 0 ? result.errorCode : memberError, members: [] };
+  });
+
+  registry.register<OffsetCommitRequest, OffsetCommitResponse>(ApiKey.OffsetCommit, async (_ctx, request, version) => {
+    const now = Date.now();
+    const entries: OffsetCommitEntry[] = [];
+    const unknown = new Set<string>();
+    for (const topic of request.topics) {
+      for (const p of topic.partitions) {
+        if (!groups.partitionExists(topic.name, p.partitionIndex)) {
+          unknown.add(`${topic.name}:${p.partitionIndex}`);
+          continue;
+        }
+        entries.push({
+          topic: topic.name,
+          partition: p.partitionIndex,
+          offset: p.committedOffset,
+          leaderEpoch: p.committedLeaderEpoch,
+          metadata: p.committedMetadata,
+          expireTimestampMs: explicitExpiry(version, p.commitTimestamp, request.retentionTimeMs, now, groups.offsetsRetentionMs),
+        });
+      }
+    }
+    const codes = entries.length > 0
+      ? await coordinator.commitOffsets(request.groupId, request.memberId, request.groupInstanceId, request.generationIdOrMemberEpoch, entries)
+      : [];
+    const byPartition = new Map(entries.map((e, i) => [`${e.topic}:${e.partition}`, codes[i]!]));
+    return {
+      throttleTimeMs: 0,
+      topics: request.topics.map((topic) => ({
+        name: topic.name,
+        partitions: topic.partitions.map((p) => {
+          const key = `${topic.name}:${p.partitionIndex}`;
+          return { partitionIndex: p.partitionIndex, errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)! };
+        }),
+      })),
+    };
+  });
+
+  registry.register<OffsetFetchRequest, OffsetFetchResponse>(ApiKey.OffsetFetch, (_ctx, request, version) => {
+    const fetchGroup = (groupId: string, topics: { name: string; partitionIndexes: number[] }[] | null) => {
+      const partitions: TopicPartition[] | null = topics === null
+        ? null
+        : topics.flatMap((t) => t.partitionIndexes.map((partition) => ({ topic: t.name, partition })));
+      const result = coordinator.fetchOffsets(groupId, partitions);
+      const entries = result.errorCode === 0 ? result.offsets
+        : (partitions ?? []).map((tp) => ({ ...tp, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: result.errorCode }));
+      const topicsOut = [...groupByTopic(entries)].map(([name, list]) => ({
+        name,
+        partitions: list.map((o): OffsetFetchResponsePartitions => ({
+          partitionIndex: o.partition,
+          committedOffset: o.offset,
+          committedLeaderEpoch: o.leaderEpoch,
+          metadata: o.metadata,
+          // v0-v1 carry group errors per partition: they have no top-level error.
+          errorCode: version <= 1 && result.errorCode !== 0 ? result.errorCode : o.errorCode,
+        })),
+      }));
+      return { errorCode: result.errorCode, topics: topicsOut };
+    };
+    if (version >= 8) {
+      return {
+        throttleTimeMs: 0, topics: [], errorCode: 0,
+        groups: request.groups.map((g) => ({ groupId: g.groupId, ...fetchGroup(g.groupId, g.topics) })),
+      };
+    }
+    const single = fetchGroup(request.groupId, version <= 1 ? request.topics ?? [] : request.topics);
+    return { throttleTimeMs: 0, topics: single.topics, errorCode: single.errorCode, groups: [] };
+  });
+
+  registry.register<ListGroupsRequest, ListGroupsResponse>(ApiKey.ListGroups, (_ctx, request, version) => {
+    const types = version >= 5 ? request.typesFilter.map((t) => t.toLowerCase()) : [];
+    const listed = types.length > 0 && !types.includes(CLASSIC_GROUP_TYPE)
+      ? []
+      : coordinator.listGroups(version >= 4 ? request.statesFilter : null);
+    return {
+      throttleTimeMs: 0,
+      errorCode: coordinator.anyPartitionLoading() ? Errors.COORDINATOR_LOAD_IN_PROGRESS.code : 0,
+      groups: listed.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType, groupState: g.state, groupType: CLASSIC_GROUP_TYPE })),
+    };
+  });
+
+  registry.register<DescribeGroupsRequest, DescribeGroupsResponse>(ApiKey.DescribeGroups, (_ctx, request) => ({
+    throttleTimeMs: 0,
+    groups: request.groups.map((groupId) => {
+      const d = coordinator.describeGroup(groupId);
+      return {
+        errorCode: d.errorCode,
+        groupId,
+        groupState: d.state,
+        protocolType: d.protocolType,
+        protocolData: d.protocolName,
+        members: d.members.map((m) => ({
+          memberId: m.memberId, groupInstanceId: m.groupInstanceId, clientId: m.clientId, clientHost: m.clientHost,
+          memberMetadata: m.metadata, memberAssignment: m.assignment,
+        })),
+        authorizedOperations: request.includeAuthorizedOperations ? GROUP_AUTHORIZED_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+      };
+    }),
+  }));
+
+  registry.register<DeleteGroupsRequest, DeleteGroupsResponse>(ApiKey.DeleteGroups, async (_ctx, request) => ({
+    throttleTimeMs: 0,
+    results: await coordinator.deleteGroups(request.groupsNames),
+  }));
+
+  registry.register<OffsetDeleteRequest, OffsetDeleteResponse>(ApiKey.OffsetDelete, async (_ctx, request) => {
+    const partitions = request.topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.name, partition: p.partitionIndex })));
+    const result = await coordinator.deleteOffsets(request.groupId, partitions, (group) => groups.subscribedTopics(group));
+    return {
+      errorCode: result.errorCode,
+      throttleTimeMs: 0,
+      topics: result.errorCode !== 0 ? [] : [...groupByTopic(result.partitions)].map(([name, list]) => ({
+        name,
+        partitions: list.map((p) => ({ partitionIndex: p.partition, errorCode: p.errorCode })),
+      })),
+    };
+  });
+}
+
+/**
+ * The explicit expiry old OffsetCommit versions ask for: v1 by a commit timestamp, v2-v4 by
+ * a retention time; -1 means the broker's offsets.retention.minutes applies (KIP-211).
+ */
+function explicitExpiry(version: number, commitTimestamp: bigint, retentionTimeMs: bigint, nowMs: number, defaultRetentionMs: number): number {
+  if (version === 1 && commitTimestamp !== -1n) return Number(commitTimestamp) + defaultRetentionMs;
+  if (version >= 2 && version <= 4 && retentionTimeMs !== -1n) return nowMs + Number(retentionTimeMs);
+  return -1;
+}

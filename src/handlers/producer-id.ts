@@ -1,0 +1,68 @@
+/**
+ * InitProducerId for idempotent producers (a fresh producer id at epoch 0, as Kafka's
+ * TransactionCoordinator does for a null transactional id) and DescribeProducers.
+ */
+import { ApiKey } from '../../protocol/messages/index.ts';
+import { makeInitProducerIdResponse, type InitProducerIdRequest, type InitProducerIdResponse } from '../../protocol/messages/init-producer-id.ts';
+import {
+  makeDescribeProducersResponse, makeDescribeProducersResponsePartitionResponse, makeDescribeProducersResponseProducerState,
+  makeDescribeProducersResponseTopicResponse,
+  type DescribeProducersRequest, type DescribeProducersResponse,
+} from '../../protocol/messages/describe-producers.ts';
+import { Errors } from '../../protocol/errors.ts';
+import type { DataPathServices } from '../replication/index.ts';
+import type { HandlerRegistry } from './registry.ts';
+
+export async function handleInitProducerId(services: DataPathServices, request: InitProducerIdRequest): Promise<InitProducerIdResponse> {
+  const fail = (errorCode: number): InitProducerIdResponse => makeInitProducerIdResponse({ errorCode, producerId: -1n, producerEpoch: -1 });
+  // KafkaApis.handleInitProducerIdRequest: id and epoch are given together or not at all.
+  if ((request.producerId === -1n) !== (request.producerEpoch === -1)) return fail(Errors.INVALID_REQUEST.code);
+  if (request.transactionalId !== null) {
+    if (request.transactionalId === '') return fail(Errors.INVALID_REQUEST.code);
+    if (services.transactionalInitProducerId === undefined) return fail(Errors.COORDINATOR_NOT_AVAILABLE.code);
+    const r = await services.transactionalInitProducerId({
+      transactionalId: request.transactionalId,
+      transactionTimeoutMs: request.transactionTimeoutMs,
+      producerId: request.producerId,
+      producerEpoch: request.producerEpoch,
+    });
+    return makeInitProducerIdResponse(r);
+  }
+  // A non-transactional producer always gets a new id, whatever id/epoch it sent (KIP-360
+  // epoch bumps are for transactional ids).
+  try {
+    const producerId = await services.producerIds.generateProducerId();
+    return makeInitProducerIdResponse({ errorCode: Errors.NONE.code, producerId, producerEpoch: 0 });
+  } catch {
+    return fail(Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
+  }
+}
+
+export async function handleDescribeProducers(services: DataPathServices, request: DescribeProducersRequest): Promise<DescribeProducersResponse> {
+  const rm = services.replicaManager;
+  return makeDescribeProducersResponse({
+    topics: await Promise.all(request.topics.map(async (topic) => makeDescribeProducersResponseTopicResponse({
+      name: topic.name,
+      partitions: await Promise.all(topic.partitionIndexes.map(async (partitionIndex) => {
+        const r = await rm.describeProducers(topic.name, partitionIndex);
+        return makeDescribeProducersResponsePartitionResponse({
+          partitionIndex,
+          errorCode: r.errorCode,
+          activeProducers: r.producers.map((p) => makeDescribeProducersResponseProducerState({
+            producerId: p.producerId,
+            producerEpoch: p.producerEpoch,
+            lastSequence: p.lastSequence,
+            lastTimestamp: BigInt(p.lastTimestamp),
+            coordinatorEpoch: p.coordinatorEpoch,
+            currentTxnStartOffset: BigInt(p.currentTxnStartOffset),
+          })),
+        });
+      })),
+    }))),
+  });
+}
+
+export function registerProducerIdHandlers(registry: HandlerRegistry, services: DataPathServices): void {
+  registry.register<InitProducerIdRequest, InitProducerIdResponse>(ApiKey.InitProducerId, (_ctx, request) => handleInitProducerId(services, request));
+  registry.register<DescribeProducersRequest, DescribeProducersResponse>(ApiKey.DescribeProducers, (_ctx, request) => handleDescribeProducers(services, request));
+}

@@ -1,0 +1,275 @@
+/**
+ * The KRaft quorum RPCs (KIP-595): Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot and
+ * DescribeQuorum, plus the Fetch of `__cluster_metadata-0` that the Fetch handler delegates
+ * here. Each maps the wire message (one topic, one partition) onto the Raft client.
+ */
+import { Errors } from '../../protocol/errors.ts';
+import {
+  makeBeginQuorumEpochResponse,
+  makeBeginQuorumEpochResponsePartitionData,
+  makeBeginQuorumEpochResponseTopicData,
+  type BeginQuorumEpochRequest,
+  type BeginQuorumEpochResponse,
+} from '../../protocol/messages/begin-quorum-epoch.ts';
+import {
+  makeDescribeQuorumResponse,
+  makeDescribeQuorumResponsePartitionData,
+  makeDescribeQuorumResponseReplicaState,
+  makeDescribeQuorumResponseTopicData,
+  type DescribeQuorumRequest,
+  type DescribeQuorumResponse,
+} from '../../protocol/messages/describe-quorum.ts';
+import {
+  makeEndQuorumEpochResponse,
+  makeEndQuorumEpochResponsePartitionData,
+  makeEndQuorumEpochResponseTopicData,
+  type EndQuorumEpochRequest,
+  type EndQuorumEpochResponse,
+} from '../../protocol/messages/end-quorum-epoch.ts';
+import {
+  makeFetchResponseEpochEndOffset,
+  makeFetchResponseLeaderIdAndEpoch,
+  makeFetchResponsePartitionData,
+  makeFetchResponseSnapshotId,
+  type FetchRequestFetchPartition,
+  type FetchResponsePartitionData,
+} from '../../protocol/messages/fetch.ts';
+import {
+  makeFetchSnapshotResponse,
+  makeFetchSnapshotResponseLeaderIdAndEpoch,
+  makeFetchSnapshotResponsePartitionSnapshot,
+  makeFetchSnapshotResponseSnapshotId,
+  makeFetchSnapshotResponseTopicSnapshot,
+  type FetchSnapshotRequest,
+  type FetchSnapshotResponse,
+} from '../../protocol/messages/fetch-snapshot.ts';
+import { ApiKey } from '../../protocol/messages/index.ts';
+import {
+  makeVoteResponse,
+  makeVoteResponsePartitionData,
+  makeVoteResponseTopicData,
+  type VoteRequest,
+  type VoteResponse,
+} from '../../protocol/messages/vote.ts';
+import { toSafeNumber } from '../../protocol/primitives.ts';
+import type { MetadataManager } from '../metadata/manager.ts';
+import { encodeRaftBatch } from '../metadata/raft/batch-codec.ts';
+import { METADATA_TOPIC } from '../metadata/raft/file-log.ts';
+import type { MetadataHandlerServices } from './metadata.ts';
+import type { HandlerRegistry } from './registry.ts';
+
+export { METADATA_TOPIC };
+
+/** A quorum request for some other topic/partition or cluster is refused as Kafka does. */
+function misdirected(metadata: MetadataManager, clusterId: string | null, topicName: string, partitionIndex: number): number | null {
+  if (clusterId !== null && clusterId !== metadata.clusterId) return Errors.INCONSISTENT_CLUSTER_ID.code;
+  if (topicName !== METADATA_TOPIC || partitionIndex !== 0) return Errors.UNKNOWN_TOPIC_OR_PARTITION.code;
+  return null;
+}
+
+export function registerQuorumHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
+  const { metadata } = services;
+  registry.register<VoteRequest, VoteResponse>(ApiKey.Vote, (_ctx, request) => handleVote(metadata, request), { listeners: 'controller' });
+  registry.register<BeginQuorumEpochRequest, BeginQuorumEpochResponse>(ApiKey.BeginQuorumEpoch, (_ctx, request) =>
+    handleBeginQuorumEpoch(metadata, request), { listeners: 'controller' });
+  registry.register<EndQuorumEpochRequest, EndQuorumEpochResponse>(ApiKey.EndQuorumEpoch, (_ctx, request) =>
+    handleEndQuorumEpoch(metadata, request), { listeners: 'controller' });
+  registry.register<FetchSnapshotRequest, FetchSnapshotResponse>(ApiKey.FetchSnapshot, (_ctx, request) =>
+    handleFetchSnapshot(metadata, request), { listeners: 'controller' });
+  registry.register<DescribeQuorumRequest, DescribeQuorumResponse>(ApiKey.DescribeQuorum, (_ctx, request) =>
+    handleDescribeQuorum(metadata, request), { listeners: 'both' });
+}
+
+export function handleVote(metadata: MetadataManager, request: VoteRequest): VoteResponse {
+  const topic = request.topics[0];
+  const p = topic?.partitions[0];
+  if (topic === undefined || p === undefined) return makeVoteResponse({ errorCode: Errors.INVALID_REQUEST.code });
+  const refused = misdirected(metadata, request.clusterId, topic.topicName, p.partitionIndex);
+  if (refused !== null) return makeVoteResponse({ errorCode: refused });
+  const r = metadata.raft.handleVote({
+    api: 'vote',
+    clusterId: request.clusterId,
+    candidateEpoch: p.candidateEpoch,
+    candidateId: p.candidateId,
+    lastOffsetEpoch: p.lastOffsetEpoch,
+    lastOffset: toSafeNumber(p.lastOffset),
+  });
+  return makeVoteResponse({
+    errorCode: Errors.NONE.code,
+    topics: [
+      makeVoteResponseTopicData({
+        topicName: METADATA_TOPIC,
+        partitions: [makeVoteResponsePartitionData({ partitionIndex: 0, ...r })],
+      }),
+    ],
+  });
+}
+
+export function handleBeginQuorumEpoch(metadata: MetadataManager, request: BeginQuorumEpochRequest): BeginQuorumEpochResponse {
+  const topic = request.topics[0];
+  const p = topic?.partitions[0];
+  if (topic === undefined || p === undefined) return makeBeginQuorumEpochResponse({ errorCode: Errors.INVALID_REQUEST.code });
+  const refused = misdirected(metadata, request.clusterId, topic.topicName, p.partitionIndex);
+  if (refused !== null) return makeBeginQuorumEpochResponse({ errorCode: refused });
+  const r = metadata.raft.handleBeginQuorumEpoch({
+    api: 'beginQuorumEpoch',
+    clusterId: request.clusterId,
+    leaderId: p.leaderId,
+    leaderEpoch: p.leaderEpoch,
+  });
+  return makeBeginQuorumEpochResponse({
+    errorCode: Errors.NONE.code,
+    topics: [
+      makeBeginQuorumEpochResponseTopicData({
+        topicName: METADATA_TOPIC,
+        partitions: [makeBeginQuorumEpochResponsePartitionData({ partitionIndex: 0, ...r })],
+      }),
+    ],
+  });
+}
+
+export function handleEndQuorumEpoch(metadata: MetadataManager, request: EndQuorumEpochRequest): EndQuorumEpochResponse {
+  const topic = request.topics[0];
+  const p = topic?.partitions[0];
+  if (topic === undefined || p === undefined) return makeEndQuorumEpochResponse({ errorCode: Errors.INVALID_REQUEST.code });
+  const refused = misdirected(metadata, request.clusterId, topic.topicName, p.partitionIndex);
+  if (refused !== null) return makeEndQuorumEpochResponse({ errorCode: refused });
+  const successors = p.preferredSuccessors.length > 0 ? p.preferredSuccessors : p.preferredCandidates.map((c) => c.candidateId);
+  const r = metadata.raft.handleEndQuorumEpoch({
+    api: 'endQuorumEpoch',
+    clusterId: request.clusterId,
+    leaderId: p.leaderId,
+    leaderEpoch: p.leaderEpoch,
+    preferredSuccessors: successors,
+  });
+  return makeEndQuorumEpochResponse({
+    errorCode: Errors.NONE.code,
+    topics: [
+      makeEndQuorumEpochResponseTopicData({
+        topicName: METADATA_TOPIC,
+        partitions: [makeEndQuorumEpochResponsePartitionData({ partitionIndex: 0, ...r })],
+      }),
+    ],
+  });
+}
+
+export function handleFetchSnapshot(metadata: MetadataManager, request: FetchSnapshotRequest): FetchSnapshotResponse {
+  const topic = request.topics[0];
+  const p = topic?.partitions[0];
+  if (topic === undefined || p === undefined) return makeFetchSnapshotResponse({ errorCode: Errors.INVALID_REQUEST.code });
+  const refused = misdirected(metadata, request.clusterId, topic.name, p.partition);
+  if (refused !== null) return makeFetchSnapshotResponse({ errorCode: refused });
+  const r = metadata.raft.handleFetchSnapshot({
+    api: 'fetchSnapshot',
+    clusterId: request.clusterId,
+    replicaId: request.replicaId,
+    currentLeaderEpoch: p.currentLeaderEpoch,
+    snapshotId: { endOffset: toSafeNumber(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
+    position: toSafeNumber(p.position),
+    maxBytes: request.maxBytes,
+  });
+  return makeFetchSnapshotResponse({
+    throttleTimeMs: 0,
+    errorCode: Errors.NONE.code,
+    topics: [
+      makeFetchSnapshotResponseTopicSnapshot({
+        name: METADATA_TOPIC,
+        partitions: [
+          makeFetchSnapshotResponsePartitionSnapshot({
+            index: 0,
+            errorCode: r.errorCode,
+            snapshotId: makeFetchSnapshotResponseSnapshotId({ endOffset: BigInt(r.snapshotId.endOffset), epoch: r.snapshotId.epoch }),
+            currentLeader: makeFetchSnapshotResponseLeaderIdAndEpoch({ leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }),
+            size: BigInt(r.size),
+            position: BigInt(r.position),
+            unalignedRecords: r.unalignedRecords,
+          }),
+        ],
+      }),
+    ],
+  });
+}
+
+export function handleDescribeQuorum(metadata: MetadataManager, request: DescribeQuorumRequest): DescribeQuorumResponse {
+  const topic = request.topics[0];
+  const p = topic?.partitions[0];
+  if (topic === undefined || p === undefined) return makeDescribeQuorumResponse({ errorCode: Errors.INVALID_REQUEST.code });
+  if (topic.topicName !== METADATA_TOPIC || p.partitionIndex !== 0) {
+    return makeDescribeQuorumResponse({ errorCode: Errors.UNKNOWN_TOPIC_OR_PARTITION.code });
+  }
+  const raft = metadata.raft;
+  const partitionError = raft.isLeader() ? Errors.NONE : Errors.NOT_LEADER_OR_FOLLOWER;
+  const q = raft.describeQuorum();
+  const replica = (s: (typeof q.currentVoters)[number]) =>
+    makeDescribeQuorumResponseReplicaState({
+      replicaId: s.replicaId,
+      logEndOffset: BigInt(s.logEndOffset),
+      lastFetchTimestamp: BigInt(s.lastFetchTimestamp),
+      lastCaughtUpTimestamp: BigInt(s.lastCaughtUpTimestamp),
+    });
+  return makeDescribeQuorumResponse({
+    errorCode: Errors.NONE.code,
+    errorMessage: null,
+    topics: [
+      makeDescribeQuorumResponseTopicData({
+        topicName: METADATA_TOPIC,
+        partitions: [
+          makeDescribeQuorumResponsePartitionData({
+            partitionIndex: 0,
+            errorCode: partitionError.code,
+            errorMessage: partitionError === Errors.NONE ? null : partitionError.message,
+            leaderId: q.leaderId,
+            leaderEpoch: q.leaderEpoch,
+            highWatermark: BigInt(q.highWatermark),
+            currentVoters: q.currentVoters.map(replica),
+            observers: q.observers.map(replica),
+          }),
+        ],
+      }),
+    ],
+  });
+}
+
+/**
+ * Fetch of `__cluster_metadata-0` (a follower voter or an observer replicating the metadata
+ * log): served by the Raft leader, long-polled up to maxWaitMs, with diverging-epoch and
+ * snapshot hints as KIP-595 defines them. The Fetch handler calls this for that partition.
+ */
+export async function fetchMetadataPartition(
+  metadata: MetadataManager,
+  clusterId: string | null,
+  replicaId: number,
+  partition: FetchRequestFetchPartition,
+  maxWaitMs: number,
+): Promise<FetchResponsePartitionData> {
+  if (clusterId !== null && clusterId !== metadata.clusterId) {
+    return makeFetchResponsePartitionData({ partitionIndex: partition.partition, errorCode: Errors.INCONSISTENT_CLUSTER_ID.code, records: Buffer.alloc(0) });
+  }
+  const r = await metadata.raft.handleFetch({
+    api: 'fetch',
+    clusterId,
+    replicaId,
+    currentLeaderEpoch: partition.currentLeaderEpoch,
+    fetchOffset: toSafeNumber(partition.fetchOffset),
+    lastFetchedEpoch: partition.lastFetchedEpoch,
+    maxWaitMs,
+    maxBytes: partition.partitionMaxBytes,
+  });
+  return makeFetchResponsePartitionData({
+    partitionIndex: partition.partition,
+    errorCode: r.errorCode,
+    highWatermark: BigInt(r.highWatermark),
+    lastStableOffset: BigInt(r.highWatermark),
+    logStartOffset: BigInt(r.logStartOffset),
+    divergingEpoch: makeFetchResponseEpochEndOffset(
+      r.divergingEpoch === null ? {} : { epoch: r.divergingEpoch.epoch, endOffset: BigInt(r.divergingEpoch.endOffset) },
+    ),
+    currentLeader: makeFetchResponseLeaderIdAndEpoch({ leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }),
+    snapshotId: makeFetchResponseSnapshotId(
+      r.snapshotId === null ? {} : { endOffset: BigInt(r.snapshotId.endOffset), epoch: r.snapshotId.epoch },
+    ),
+    abortedTransactions: null,
+    preferredReadReplica: -1,
+    records: Buffer.concat(r.batches.map((b) => encodeRaftBatch(b))),
+  });
+}

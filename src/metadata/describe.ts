@@ -1,0 +1,71 @@
+// Read-side views of the MetadataImage shared by the Metadata, DescribeCluster and
+// DescribeTopicPartitions handlers.
+
+import type { BrokerRegistration, MetadataImage, PartitionImage } from './image.ts';
+
+/** Topics the coordinators own; Metadata reports them with is_internal. */
+export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
+
+/** Authorized-operations value when the client did not ask (Integer.MIN_VALUE). */
+export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
+
+/** AclOperation codes (ALL=2 .. DESCRIBE_TOKENS=14), as bits of authorized-operations fields. */
+const AclOperation = {
+  READ: 3, WRITE: 4, CREATE: 5, DELETE: 6, ALTER: 7, DESCRIBE: 8, CLUSTER_ACTION: 9,
+  DESCRIBE_CONFIGS: 10, ALTER_CONFIGS: 11, IDEMPOTENT_WRITE: 12, CREATE_TOKENS: 13, DESCRIBE_TOKENS: 14,
+} as const;
+
+const bits = (...ops: number[]): number => ops.reduce((acc, op) => acc | (1 << op), 0);
+
+/** Everything a topic supports: with no authorizer configured every principal may do it all. */
+export const TOPIC_OPERATIONS = bits(
+  AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE, AclOperation.ALTER,
+  AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+);
+
+export const CLUSTER_OPERATIONS = bits(
+  AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
+  AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
+  AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS,
+);
+
+export interface BrokerAddress {
+  nodeId: number;
+  host: string;
+  port: number;
+  rack: string | null;
+}
+
+/** Live brokers reachable on `listenerName` (Kafka lists only brokers that have that listener). */
+export function brokersOnListener(image: MetadataImage, listenerName: string): BrokerAddress[] {
+  const out: BrokerAddress[] = [];
+  for (const broker of image.liveBrokers()) {
+    const endpoint = broker.endpoints.find((e) => e.name === listenerName) ?? (listenerName === '' ? broker.endpoints[0] : undefined);
+    if (endpoint !== undefined) out.push({ nodeId: broker.id, host: endpoint.host, port: endpoint.port, rack: broker.rack });
+  }
+  return out;
+}
+
+function isLive(image: MetadataImage, id: number): boolean {
+  const b: BrokerRegistration | undefined = image.brokers.get(id);
+  return b !== undefined && !b.fenced;
+}
+
+/** Replicas whose broker is unregistered or fenced. */
+export function offlineReplicas(image: MetadataImage, partition: PartitionImage): number[] {
+  return partition.replicas.filter((id) => !isLive(image, id));
+}
+
+/** The leader clients may use: -1 when the recorded leader is not live. */
+export function liveLeader(image: MetadataImage, partition: PartitionImage): number {
+  return partition.leader >= 0 && isLive(image, partition.leader) ? partition.leader : -1;
+}
+
+/**
+ * The controller id to report: in KRaft clients cannot reach controllers, so Kafka names a
+ * live broker; the active controller when it is one, else the lowest live broker id.
+ */
+export function reportedControllerId(image: MetadataImage, activeControllerId: number): number {
+  if (isLive(image, activeControllerId)) return activeControllerId;
+  return image.liveBrokers()[0]?.id ?? -1;
+}

@@ -1,0 +1,405 @@
+// MetadataImage: the cluster state every broker reads, rebuilt from committed metadata
+// records. An image never changes; applying records yields a new image plus a delta that
+// says what moved (the ReplicaManager creates, deletes and re-leads partitions from it).
+
+import type { BrokerEndpoint, MetadataRecord, PartitionRecord } from './records.ts';
+import { ConfigResourceType } from './records.ts';
+
+export interface BrokerRegistration {
+  readonly id: number;
+  readonly epoch: bigint;
+  readonly incarnationId: string;
+  readonly endpoints: readonly BrokerEndpoint[];
+  readonly rack: string | null;
+  readonly fenced: boolean;
+  readonly inControlledShutdown: boolean;
+}
+
+export interface PartitionImage {
+  readonly partitionId: number;
+  readonly replicas: readonly number[];
+  readonly isr: readonly number[];
+  readonly removingReplicas: readonly number[];
+  readonly addingReplicas: readonly number[];
+  /** -1 when no replica can lead. */
+  readonly leader: number;
+  readonly leaderEpoch: number;
+  readonly partitionEpoch: number;
+  readonly leaderRecoveryState: number;
+}
+
+export interface TopicImage {
+  readonly name: string;
+  readonly id: string;
+  readonly partitions: ReadonlyMap<number, PartitionImage>;
+}
+
+export interface PartitionChange {
+  readonly topicName: string;
+  readonly topicId: string;
+  readonly partition: PartitionImage;
+  /** Null for a partition that did not exist before this delta. */
+  readonly previous: PartitionImage | null;
+}
+
+/** What one batch of committed records changed. */
+export interface MetadataDelta {
+  readonly topicsCreated: readonly TopicImage[];
+  readonly topicsDeleted: readonly TopicImage[];
+  /** Created or changed partitions (leader, epochs, replicas, ISR), created topics included. */
+  readonly partitionsChanged: readonly PartitionChange[];
+  /** Topic names whose dynamic configs changed. */
+  readonly topicConfigsChanged: readonly string[];
+  /** Broker resource names ("" = cluster default) whose dynamic configs changed. */
+  readonly brokerConfigsChanged: readonly string[];
+  readonly brokersChanged: readonly number[];
+  readonly featuresChanged: boolean;
+  readonly producerIdsChanged: boolean;
+}
+
+export type ConfigMap = ReadonlyMap<string, string>;
+
+function configKey(resourceType: number, resourceName: string): string {
+  return `${resourceType}:${resourceName}`;
+}
+
+export class MetadataImage {
+  static readonly EMPTY = new MetadataImage(new Map(), new Map(), new Map(), new Map(), new Map(), 0n, -1, -1);
+
+  constructor(
+    readonly brokers: ReadonlyMap<number, BrokerRegistration>,
+    readonly topicsByName: ReadonlyMap<string, TopicImage>,
+    readonly topicsById: ReadonlyMap<string, TopicImage>,
+    private readonly configs: ReadonlyMap<string, ConfigMap>,
+    readonly features: ReadonlyMap<string, number>,
+    /** First producer id of the next block the controller hands out. */
+    readonly nextProducerId: bigint,
+    /** Offset of the last record applied (-1: none). */
+    readonly offset: number,
+    /** Raft epoch of that record. */
+    readonly epoch: number,
+  ) {}
+
+  topic(name: string): TopicImage | undefined {
+    return this.topicsByName.get(name);
+  }
+
+  topicById(id: string): TopicImage | undefined {
+    return this.topicsById.get(id);
+  }
+
+  partition(topic: string, partitionId: number): PartitionImage | undefined {
+    return this.topicsByName.get(topic)?.partitions.get(partitionId);
+  }
+
+  /** Dynamic configs of one resource (ConfigRecords only, no defaults). */
+  resourceConfigs(resourceType: number, resourceName: string): ConfigMap {
+    return this.configs.get(configKey(resourceType, resourceName)) ?? new Map();
+  }
+
+  topicConfigs(topic: string): ConfigMap {
+    return this.resourceConfigs(ConfigResourceType.TOPIC, topic);
+  }
+
+  /** Every resource that has dynamic configs, for snapshots. */
+  allConfigs(): { resourceType: number; resourceName: string; configs: ConfigMap }[] {
+    return [...this.configs.entries()].map(([key, configs]) => {
+      const colon = key.indexOf(':');
+      return { resourceType: Number(key.slice(0, colon)), resourceName: key.slice(colon + 1), configs };
+    });
+  }
+
+  /** Unfenced brokers, by id. */
+  liveBrokers(): BrokerRegistration[] {
+    return [...this.brokers.values()].filter((b) => !b.fenced).sort((a, b) => a.id - b.id);
+  }
+
+  /** Applies committed records; `offset`/`epoch` are those of the last one. */
+  apply(records: readonly MetadataRecord[], offset: number, epoch: number): { image: MetadataImage; delta: MetadataDelta } {
+    const builder = new DeltaBuilder(this);
+    for (const record of records) builder.replay(record);
+    return builder.build(offset, epoch);
+  }
+}
+
+class DeltaBuilder {
+  private brokers: Map<number, BrokerRegistration> | null = null;
+  private topicsByName: Map<string, TopicImage> | null = null;
+  private topicsById: Map<string, TopicImage> | null = null;
+  private configs: Map<string, ConfigMap> | null = null;
+  private features: Map<string, number> | null = null;
+  private nextProducerId: bigint;
+  private readonly created = new Map<string, TopicImage>();
+  private readonly deleted = new Map<string, TopicImage>();
+  private readonly changedPartitions = new Map<string, PartitionChange>();
+  private readonly topicConfigsChanged = new Set<string>();
+  private readonly brokerConfigsChanged = new Set<string>();
+  private readonly brokersChanged = new Set<number>();
+  private featuresChanged = false;
+  private producerIdsChanged = false;
+
+  constructor(private readonly base: MetadataImage) {
+    this.nextProducerId = base.nextProducerId;
+  }
+
+  private mutableBrokers(): Map<number, BrokerRegistration> {
+    return (this.brokers ??= new Map(this.base.brokers));
+  }
+  private mutableTopics(): [Map<string, TopicImage>, Map<string, TopicImage>] {
+    this.topicsByName ??= new Map(this.base.topicsByName);
+    this.topicsById ??= new Map(this.base.topicsById);
+    return [this.topicsByName, this.topicsById];
+  }
+  private mutableConfigs(): Map<string, ConfigMap> {
+    if (this.configs === null) {
+      this.configs = new Map();
+      for (const c of this.base.allConfigs()) this.configs.set(configKey(c.resourceType, c.resourceName), c.configs);
+    }
+    return this.configs;
+  }
+  private currentTopicById(id: string): TopicImage | undefined {
+    return (this.topicsById ?? this.base.topicsById).get(id);
+  }
+
+  private setTopic(topic: TopicImage): void {
+    const [byName, byId] = this.mutableTopics();
+    byName.set(topic.name, topic);
+    byId.set(topic.id, topic);
+  }
+
+  private updateBroker(id: number, change: Partial<BrokerRegistration>): void {
+    const current = (this.brokers ?? this.base.brokers).get(id);
+    if (current === undefined) return;
+    this.mutableBrokers().set(id, { ...current, ...change });
+    this.brokersChanged.add(id);
+  }
+
+  private setPartition(topic: TopicImage, partition: PartitionImage): void {
+    const partitions = new Map(topic.partitions);
+    const previous = topic.partitions.get(partition.partitionId) ?? null;
+    partitions.set(partition.partitionId, partition);
+    this.setTopic({ ...topic, partitions });
+    const key = `${topic.id}:${partition.partitionId}`;
+    const earlier = this.changedPartitions.get(key);
+    this.changedPartitions.set(key, {
+      topicName: topic.name,
+      topicId: topic.id,
+      partition,
+      previous: earlier !== undefined ? earlier.previous : previous,
+    });
+  }
+
+  replay(record: MetadataRecord): void {
+    switch (record.type) {
+      case 'RegisterBrokerRecord': {
+        const r = record.data;
+        this.mutableBrokers().set(r.brokerId, {
+          id: r.brokerId,
+          epoch: r.brokerEpoch,
+          incarnationId: r.incarnationId,
+          endpoints: r.endPoints,
+          rack: r.rack,
+          fenced: r.fenced,
+          inControlledShutdown: r.inControlledShutdown,
+        });
+        this.brokersChanged.add(r.brokerId);
+        break;
+      }
+      case 'UnregisterBrokerRecord':
+        this.mutableBrokers().delete(record.data.brokerId);
+        this.brokersChanged.add(record.data.brokerId);
+        break;
+      case 'FenceBrokerRecord':
+        this.updateBroker(record.data.id, { fenced: true });
+        break;
+      case 'UnfenceBrokerRecord':
+        this.updateBroker(record.data.id, { fenced: false });
+        break;
+      case 'BrokerRegistrationChangeRecord': {
+        const r = record.data;
+        const change: { fenced?: boolean; inControlledShutdown?: boolean } = {};
+        if (r.fenced === 1) change.fenced = true;
+        if (r.fenced === -1) change.fenced = false;
+        if (r.inControlledShutdown === 1) change.inControlledShutdown = true;
+        this.updateBroker(r.brokerId, change);
+        break;
+      }
+      case 'TopicRecord': {
+        const topic: TopicImage = { name: record.data.name, id: record.data.topicId, partitions: new Map() };
+        this.setTopic(topic);
+        this.created.set(topic.id, topic);
+        break;
+      }
+      case 'PartitionRecord': {
+        const topic = this.currentTopicById(record.data.topicId);
+        if (topic === undefined) throw new Error(`PartitionRecord for unknown topic id ${record.data.topicId}`);
+        this.setPartition(topic, partitionFromRecord(record.data));
+        break;
+      }
+      case 'PartitionChangeRecord': {
+        const r = record.data;
+        const topic = this.currentTopicById(r.topicId);
+        const current = topic?.partitions.get(r.partitionId);
+        if (topic === undefined || current === undefined) {
+          throw new Error(`PartitionChangeRecord for unknown partition ${r.topicId}-${r.partitionId}`);
+        }
+        // As Kafka's PartitionRegistration.merge: a leader change bumps the leader epoch,
+        // every change bumps the partition epoch.
+        const leaderChanged = r.leader !== -2;
+        this.setPartition(topic, {
+          partitionId: current.partitionId,
+          replicas: r.replicas ?? current.replicas,
+          isr: r.isr ?? current.isr,
+          removingReplicas: r.removingReplicas ?? current.removingReplicas,
+          addingReplicas: r.addingReplicas ?? current.addingReplicas,
+          leader: leaderChanged ? r.leader : current.leader,
+          leaderEpoch: leaderChanged ? current.leaderEpoch + 1 : current.leaderEpoch,
+          partitionEpoch: current.partitionEpoch + 1,
+          leaderRecoveryState: r.leaderRecoveryState === -1 ? current.leaderRecoveryState : r.leaderRecoveryState,
+        });
+        break;
+      }
+      case 'RemoveTopicRecord': {
+        const topic = this.currentTopicById(record.data.topicId);
+        if (topic === undefined) throw new Error(`RemoveTopicRecord for unknown topic id ${record.data.topicId}`);
+        const [byName, byId] = this.mutableTopics();
+        byName.delete(topic.name);
+        byId.delete(topic.id);
+        if (this.created.has(topic.id)) this.created.delete(topic.id);
+        else this.deleted.set(topic.id, this.base.topicById(topic.id) ?? topic);
+        for (const key of [...this.changedPartitions.keys()]) {
+          if (key.startsWith(`${topic.id}:`)) this.changedPartitions.delete(key);
+        }
+        const configs = this.mutableConfigs();
+        if (configs.delete(configKey(ConfigResourceType.TOPIC, topic.name))) this.topicConfigsChanged.add(topic.name);
+        break;
+      }
+      case 'ConfigRecord': {
+        const r = record.data;
+        const configs = this.mutableConfigs();
+        const key = configKey(r.resourceType, r.resourceName);
+        const next = new Map(configs.get(key) ?? []);
+        if (r.value === null) next.delete(r.name);
+        else next.set(r.name, r.value);
+        if (next.size === 0) configs.delete(key);
+        else configs.set(key, next);
+        if (r.resourceType === ConfigResourceType.TOPIC) this.topicConfigsChanged.add(r.resourceName);
+        else if (r.resourceType === ConfigResourceType.BROKER) this.brokerConfigsChanged.add(r.resourceName);
+        break;
+      }
+      case 'FeatureLevelRecord': {
+        this.features ??= new Map(this.base.features);
+        if (record.data.featureLevel === 0) this.features.delete(record.data.name);
+        else this.features.set(record.data.name, record.data.featureLevel);
+        this.featuresChanged = true;
+        break;
+      }
+      case 'ProducerIdsRecord':
+        if (record.data.nextProducerId <= this.nextProducerId) {
+          throw new Error(`producer id block going back: ${record.data.nextProducerId} after ${this.nextProducerId}`);
+        }
+        this.nextProducerId = record.data.nextProducerId;
+        this.producerIdsChanged = true;
+        break;
+      case 'NoOpRecord':
+        break;
+    }
+  }
+
+  build(offset: number, epoch: number): { image: MetadataImage; delta: MetadataDelta } {
+    const base = this.base;
+    const image = new MetadataImage(
+      this.brokers ?? base.brokers,
+      this.topicsByName ?? base.topicsByName,
+      this.topicsById ?? base.topicsById,
+      this.configs ?? new Map(base.allConfigs().map((c) => [configKey(c.resourceType, c.resourceName), c.configs])),
+      this.features ?? base.features,
+      this.nextProducerId,
+      offset,
+      epoch,
+    );
+    const createdTopics = [...this.created.values()].map((t) => image.topicById(t.id) ?? t);
+    return {
+      image,
+      delta: {
+        topicsCreated: createdTopics,
+        topicsDeleted: [...this.deleted.values()],
+        partitionsChanged: [...this.changedPartitions.values()],
+        topicConfigsChanged: [...this.topicConfigsChanged],
+        brokerConfigsChanged: [...this.brokerConfigsChanged],
+        brokersChanged: [...this.brokersChanged],
+        featuresChanged: this.featuresChanged,
+        producerIdsChanged: this.producerIdsChanged,
+      },
+    };
+  }
+}
+
+function partitionFromRecord(r: PartitionRecord): PartitionImage {
+  return {
+    partitionId: r.partitionId,
+    replicas: r.replicas,
+    isr: r.isr,
+    removingReplicas: r.removingReplicas,
+    addingReplicas: r.addingReplicas,
+    leader: r.leader,
+    leaderEpoch: r.leaderEpoch,
+    partitionEpoch: r.partitionEpoch,
+    leaderRecoveryState: r.leaderRecoveryState,
+  };
+}
+
+/** The records that rebuild `image` from nothing: the content of a metadata snapshot. */
+export function imageToRecords(image: MetadataImage): MetadataRecord[] {
+  const out: MetadataRecord[] = [];
+  for (const [name, featureLevel] of image.features) out.push({ type: 'FeatureLevelRecord', data: { name, featureLevel } });
+  for (const b of image.brokers.values()) {
+    out.push({
+      type: 'RegisterBrokerRecord',
+      data: {
+        brokerId: b.id,
+        isMigratingZkBroker: false,
+        incarnationId: b.incarnationId,
+        brokerEpoch: b.epoch,
+        endPoints: [...b.endpoints],
+        features: [],
+        rack: b.rack,
+        fenced: b.fenced,
+        inControlledShutdown: b.inControlledShutdown,
+        logDirs: [],
+      },
+    });
+  }
+  for (const topic of image.topicsById.values()) {
+    out.push({ type: 'TopicRecord', data: { name: topic.name, topicId: topic.id } });
+    for (const p of topic.partitions.values()) {
+      out.push({
+        type: 'PartitionRecord',
+        data: {
+          partitionId: p.partitionId,
+          topicId: topic.id,
+          replicas: [...p.replicas],
+          isr: [...p.isr],
+          removingReplicas: [...p.removingReplicas],
+          addingReplicas: [...p.addingReplicas],
+          leader: p.leader,
+          leaderRecoveryState: p.leaderRecoveryState,
+          leaderEpoch: p.leaderEpoch,
+          partitionEpoch: p.partitionEpoch,
+          directories: [],
+          eligibleLeaderReplicas: null,
+          lastKnownElr: null,
+        },
+      });
+    }
+  }
+  for (const c of image.allConfigs()) {
+    for (const [name, value] of c.configs) {
+      out.push({ type: 'ConfigRecord', data: { resourceType: c.resourceType, resourceName: c.resourceName, name, value } });
+    }
+  }
+  if (image.nextProducerId > 0n) {
+    out.push({ type: 'ProducerIdsRecord', data: { brokerId: -1, brokerEpoch: -1n, nextProducerId: image.nextProducerId } });
+  }
+  return out;
+}

@@ -1,0 +1,231 @@
+// MetadataManager: one node's share of the KRaft-style metadata quorum. It opens the Raft
+// log in `<metadata.log.dir>/__cluster_metadata-0`, runs the Raft client, applies committed
+// records to the MetadataImage (publishing deltas to the ReplicaManager and to dynamic
+// broker configs), snapshots the image, and hosts the controller when this node leads.
+
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { uuidToString } from '../../protocol/primitives.ts';
+import type { BrokerConfig } from '../config/broker-config.ts';
+import type { Logger } from '../observability/logger.ts';
+import { QuorumController, randomUuid, type ProducerIdBlock } from './controller.ts';
+import type { MetadataImage } from './image.ts';
+import { MetadataLoader, encodeSnapshot, type MetadataDeltaListener } from './loader.ts';
+import { encodeMetadataRecord } from './record-codec.ts';
+import type { BrokerEndpoint, MetadataRecord } from './records.ts';
+import { ConfigResourceType } from './records.ts';
+import { RaftClient, defaultRaftConfig } from './raft/client.ts';
+import { FileRaftLog, METADATA_PARTITION_DIR } from './raft/file-log.ts';
+import type { RaftLog } from './raft/log.ts';
+import { FileQuorumStateStore } from './raft/quorum-state.ts';
+import type { Clock, RaftTransport } from './raft/types.ts';
+import { systemClock } from './raft/types.ts';
+
+/** SecurityProtocol ids as RegisterBrokerRecord stores them. */
+export const SECURITY_PROTOCOL_ID: Readonly<Record<string, number>> = {
+  PLAINTEXT: 0,
+  SSL: 1,
+  SASL_PLAINTEXT: 2,
+  SASL_SSL: 3,
+};
+
+export interface MetadataManagerOptions {
+  config: BrokerConfig;
+  logger: Logger;
+  /** Carries Raft RPCs to other voters; a one-voter quorum never uses it. */
+  transport?: RaftTransport;
+  clock?: Clock;
+}
+
+const noTransport: RaftTransport = {
+  send: () => Promise.reject(new Error('no transport to other voters')),
+};
+
+/** Kafka's meta.properties: the cluster id this log dir belongs to. */
+async function loadOrCreateClusterId(dir: string, nodeId: number): Promise<string> {
+  const path = join(dir, 'meta.properties');
+  try {
+    const text = await readFile(path, 'utf8');
+    const m = /^cluster\.id=(.+)$/m.exec(text);
+    if (m !== null) return m[1]!.trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const clusterId = uuidToString(randomBytes(16));
+  await writeFile(path, `#\n#${new Date().toUTCString()}\nnode.id=${nodeId}\nversion=1\ncluster.id=${clusterId}\n`);
+  return clusterId;
+}
+
+export class MetadataManager {
+  readonly nodeId: number;
+  readonly voters: number[];
+  private readonly config: BrokerConfig;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly transport: RaftTransport;
+  private readonly loader: MetadataLoader;
+  private raftClient: RaftClient | null = null;
+  private raftLog: RaftLog | null = null;
+  private brokerEpoch = -1n;
+  private cluster = '';
+  private snapshotTimer: NodeJS.Timeout | null = null;
+  private readonly appliedBrokerConfigs = new Map<'cluster' | 'broker', Set<string>>();
+  readonly controller: QuorumController;
+
+  constructor(options: MetadataManagerOptions) {
+    this.config = options.config;
+    this.logger = options.logger;
+    this.nodeId = options.config.nodeId;
+    const voters = options.config.quorumVoters.map((v) => v.nodeId);
+    this.voters = voters.length > 0 ? voters : [this.nodeId];
+    this.clock = options.clock ?? systemClock;
+    this.transport = options.transport ?? noTransport;
+    this.loader = new MetadataLoader({
+      maxBytesBetweenSnapshots: this.config.getLong('metadata.log.max.record.bytes.between.snapshots'),
+      onSnapshotDue: (image) => this.snapshot(image),
+      onLeaderChange: (leaderId, epoch) => this.logger.info({ leaderId, epoch }, 'metadata quorum leader changed'),
+    });
+    this.loader.onMetadataDelta((delta, image) => {
+      for (const name of delta.brokerConfigsChanged) this.applyBrokerConfigs(image, name);
+    });
+    this.controller = new QuorumController(
+      {
+        isActive: () => this.raftClient?.isLeader() ?? false,
+        image: () => this.loader.image,
+        write: (records) => this.write(records),
+      },
+      {
+        defaultNumPartitions: () => this.config.getInt('num.partitions'),
+        defaultReplicationFactor: () => this.config.getInt('default.replication.factor'),
+      },
+    );
+  }
+
+  get raft(): RaftClient {
+    if (this.raftClient === null) throw new Error('metadata manager not started');
+    return this.raftClient;
+  }
+
+  get clusterId(): string {
+    return this.cluster;
+  }
+
+  /** The current image: what every handler reads. */
+  image(): MetadataImage {
+    return this.loader.image;
+  }
+
+  /** Called with every committed change, after the image is updated. */
+  onMetadataDelta(listener: MetadataDeltaListener): void {
+    this.loader.onMetadataDelta(listener);
+  }
+
+  /** Raft leader = active controller; -1 while an election runs. */
+  activeControllerId(): number {
+    return this.raftClient?.currentLeaderId ?? -1;
+  }
+
+  isActiveController(): boolean {
+    return this.raftClient?.isLeader() ?? false;
+  }
+
+  /** Opens the log, replays snapshot + log and joins the quorum. */
+  async start(): Promise<void> {
+    const baseDir = this.config.metadataLogDir;
+    await mkdir(baseDir, { recursive: true });
+    this.cluster = await loadOrCreateClusterId(baseDir, this.nodeId);
+    const dir = join(baseDir, METADATA_PARTITION_DIR);
+    this.raftLog = await FileRaftLog.open({ dir, segmentBytes: this.config.getInt('metadata.log.segment.bytes') });
+    this.raftClient = new RaftClient(
+      {
+        ...defaultRaftConfig,
+        nodeId: this.nodeId,
+        voters: this.voters,
+        clusterId: this.cluster,
+        electionTimeoutMs: this.config.getInt('controller.quorum.election.timeout.ms'),
+        electionBackoffMaxMs: this.config.getInt('controller.quorum.election.backoff.max.ms'),
+        fetchTimeoutMs: this.config.getInt('controller.quorum.fetch.timeout.ms'),
+      },
+      this.raftLog,
+      new FileQuorumStateStore(dir),
+      this.transport,
+      this.loader,
+      this.clock,
+    );
+    this.raftClient.start();
+    const intervalMs = this.config.getLong('metadata.log.max.snapshot.interval.ms');
+    if (intervalMs > 0) {
+      this.snapshotTimer = setInterval(() => {
+        if (this.loader.unsnapshottedBytes > 0) this.snapshot(this.loader.image);
+      }, intervalMs);
+      this.snapshotTimer.unref();
+    }
+    if (this.raftClient.isLeader()) {
+      // Replay everything already in the log before answering anything.
+      await this.write([{ type: 'NoOpRecord', data: {} }]);
+      await this.controller.bootstrapIfEmpty();
+    }
+    this.logger.info(
+      { clusterId: this.cluster, epoch: this.raftClient.currentEpoch, topics: this.loader.image.topicsByName.size },
+      'metadata log loaded',
+    );
+  }
+
+  /**
+   * Registers this broker with its advertised endpoints and unfences it (KRaft's
+   * BrokerRegistration + first heartbeat, done in-process on a combined node).
+   */
+  async registerBroker(endpoints: { name: string; host: string; port: number; securityProtocol: string }[], rack: string | null = null): Promise<void> {
+    const listeners: BrokerEndpoint[] = endpoints.map((l) => ({
+      name: l.name,
+      host: l.host,
+      port: l.port,
+      securityProtocol: SECURITY_PROTOCOL_ID[l.securityProtocol] ?? 0,
+    }));
+    this.brokerEpoch = await this.controller.registerBroker({ brokerId: this.nodeId, incarnationId: randomUuid(), listeners, rack });
+    await this.controller.unfenceBroker(this.nodeId, this.brokerEpoch);
+  }
+
+  /** A block of producer ids for InitProducerId (ProducerIdsRecord through the log). */
+  allocateProducerIdBlock(): Promise<ProducerIdBlock> {
+    return this.controller.allocateProducerIdBlock(this.nodeId, this.brokerEpoch);
+  }
+
+  private async write(records: MetadataRecord[]): Promise<void> {
+    await this.raft.append(records.map(encodeMetadataRecord));
+  }
+
+  private snapshot(image: MetadataImage): void {
+    const raft = this.raftClient;
+    if (raft === null || image.offset < 0 || image.offset + 1 > raft.highWatermarkOffset) return;
+    const id = raft.createSnapshot(image.offset + 1, encodeSnapshot(image, this.clock.now()));
+    this.loader.snapshotTaken();
+    this.logger.info({ endOffset: id.endOffset, epoch: id.epoch }, 'wrote metadata snapshot');
+  }
+
+  private applyBrokerConfigs(image: MetadataImage, resourceName: string): void {
+    if (resourceName !== '' && resourceName !== String(this.nodeId)) return;
+    const scope = resourceName === '' ? 'cluster' : 'broker';
+    const configs = image.resourceConfigs(ConfigResourceType.BROKER, resourceName);
+    const applied = this.appliedBrokerConfigs.get(scope) ?? new Set<string>();
+    for (const name of applied) {
+      if (!configs.has(name)) this.config.setDynamic(name, null, scope);
+    }
+    this.appliedBrokerConfigs.set(scope, new Set(configs.keys()));
+    for (const [name, value] of configs) {
+      try {
+        this.config.setDynamic(name, value, scope);
+      } catch (err) {
+        this.logger.warn({ config: name, err: (err as Error).message }, 'ignoring dynamic broker config');
+      }
+    }
+  }
+
+  /** Hands leadership over (EndQuorumEpoch) and closes the log. */
+  async close(): Promise<void> {
+    if (this.snapshotTimer !== null) clearInterval(this.snapshotTimer);
+    await this.raftClient?.close();
+    await this.raftLog?.close();
+  }
+}

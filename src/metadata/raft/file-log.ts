@@ -1,0 +1,192 @@
+// The Raft log on disk: `__cluster_metadata-0` is a PartitionLog of the storage engine (v2
+// batches whose partitionLeaderEpoch is the Raft epoch) plus snapshot files
+// `<endOffset:20>-<epoch:10>.checkpoint` beside it, as in Kafka's KafkaMetadataLog.
+//
+// Raft decisions need the log synchronously, so the batches since the latest snapshot are
+// mirrored in memory (snapshots every metadata.log.max.record.bytes.between.snapshots
+// bound that mirror); file writes are queued in order and `flush()` waits for them.
+
+import { readdir, readFile, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PartitionLog } from '../../../storage/log.ts';
+import { writeFileAtomically } from '../../../storage/checkpoint.ts';
+import { decodeRaftBatches, encodeRaftBatch } from './batch-codec.ts';
+import { MemoryRaftLog, type RaftLog } from './log.ts';
+import type { OffsetAndEpoch, RaftBatch, SnapshotId } from './types.ts';
+import { lastOffsetOf } from './types.ts';
+
+export const METADATA_TOPIC = '__cluster_metadata';
+export const METADATA_PARTITION_DIR = `${METADATA_TOPIC}-0`;
+const SNAPSHOT_SUFFIX = '.checkpoint';
+const READ_CHUNK_BYTES = 4 * 1024 * 1024;
+
+export function snapshotFileName(id: SnapshotId): string {
+  return `${String(id.endOffset).padStart(20, '0')}-${String(id.epoch).padStart(10, '0')}${SNAPSHOT_SUFFIX}`;
+}
+
+function parseSnapshotFileName(name: string): SnapshotId | null {
+  const m = /^(\d{20})-(\d{10})\.checkpoint$/.exec(name);
+  return m === null ? null : { endOffset: Number(m[1]), epoch: Number(m[2]) };
+}
+
+export interface FileRaftLogOptions {
+  /** The `__cluster_metadata-0` directory. */
+  dir: string;
+  /** metadata.log.segment.bytes */
+  segmentBytes?: number;
+}
+
+export class FileRaftLog implements RaftLog {
+  private readonly mem = new MemoryRaftLog();
+  private writes: Promise<void> = Promise.resolve();
+  private failure: Error | null = null;
+  private snapshotFiles: SnapshotId[] = [];
+
+  private constructor(private readonly dir: string, private readonly log: PartitionLog) {}
+
+  static async open(options: FileRaftLogOptions): Promise<FileRaftLog> {
+    const log = await PartitionLog.open({
+      dir: options.dir,
+      config: options.segmentBytes !== undefined ? { segmentBytes: options.segmentBytes } : {},
+      // The metadata log is small: validate all of it at every start rather than trust a
+      // recovery point nobody checkpoints for it.
+      cleanShutdown: false,
+      recoveryPoint: 0,
+    });
+    const raftLog = new FileRaftLog(options.dir, log);
+    await raftLog.load();
+    return raftLog;
+  }
+
+  private async load(): Promise<void> {
+    const names = await readdir(this.dir);
+    for (const name of names) {
+      const id = parseSnapshotFileName(name);
+      if (id !== null) this.snapshotFiles.push(id);
+      if (name.endsWith(`${SNAPSHOT_SUFFIX}.tmp`)) await unlink(join(this.dir, name));
+    }
+    this.snapshotFiles.sort((a, b) => a.endOffset - b.endOffset);
+    const latest = this.snapshotFiles[this.snapshotFiles.length - 1];
+    let from = this.log.logStartOffset;
+    if (latest !== undefined) {
+      this.mem.installSnapshot(latest, await readFile(join(this.dir, snapshotFileName(latest))));
+      if (this.log.logEndOffset < latest.endOffset || this.log.logStartOffset > latest.endOffset) {
+        await this.log.truncateFullyAndStartAt(latest.endOffset);
+      }
+      from = latest.endOffset;
+    } else if (this.log.logStartOffset > 0) {
+      throw new Error(`metadata log starts at ${this.log.logStartOffset} but there is no snapshot`);
+    } else {
+      this.mem.installSnapshot({ endOffset: 0, epoch: 0 }, Buffer.alloc(0));
+    }
+    while (from < this.log.logEndOffset) {
+      const read = await this.log.read(from, READ_CHUNK_BYTES);
+      const batches = decodeRaftBatches(read.records).filter((b) => lastOffsetOf(b) >= from);
+      if (batches.length === 0) break;
+      this.mem.appendAsFollower(batches);
+      from = this.mem.endOffset;
+    }
+    this.log.highWatermark = this.log.logEndOffset;
+  }
+
+  private enqueue(op: () => Promise<unknown>): void {
+    this.writes = this.writes.then(async () => {
+      if (this.failure !== null) return;
+      try {
+        await op();
+      } catch (err) {
+        this.failure = err instanceof Error ? err : new Error(String(err));
+      }
+    });
+  }
+
+  get startOffset(): number {
+    return this.mem.startOffset;
+  }
+
+  get endOffset(): number {
+    return this.mem.endOffset;
+  }
+
+  lastFetchedEpoch(): number {
+    return this.mem.lastFetchedEpoch();
+  }
+
+  appendAsLeader(records: Buffer[], epoch: number, control: boolean, appendTimeMs: number): RaftBatch {
+    const batch = this.mem.appendAsLeader(records, epoch, control, appendTimeMs);
+    const bytes = encodeRaftBatch(batch);
+    this.enqueue(() => this.log.appendAsFollower(bytes));
+    return batch;
+  }
+
+  appendAsFollower(batches: RaftBatch[]): void {
+    this.mem.appendAsFollower(batches);
+    const bytes = Buffer.concat(batches.map((b) => encodeRaftBatch(b)));
+    this.enqueue(() => this.log.appendAsFollower(bytes));
+  }
+
+  read(fromOffset: number, maxBytes: number): RaftBatch[] {
+    return this.mem.read(fromOffset, maxBytes);
+  }
+
+  truncateTo(offset: number): void {
+    this.mem.truncateTo(offset);
+    this.enqueue(() => this.log.truncateTo(offset));
+  }
+
+  endOffsetForEpoch(epoch: number): OffsetAndEpoch {
+    return this.mem.endOffsetForEpoch(epoch);
+  }
+
+  epochOfOffset(offset: number): number {
+    return this.mem.epochOfOffset(offset);
+  }
+
+  latestSnapshotId(): SnapshotId | null {
+    const id = this.mem.latestSnapshotId();
+    return id !== null && id.endOffset > 0 ? id : null;
+  }
+
+  readSnapshot(id: SnapshotId): Buffer | null {
+    return this.mem.readSnapshot(id);
+  }
+
+  writeSnapshot(id: SnapshotId, content: Buffer): void {
+    this.mem.writeSnapshot(id, content);
+    this.enqueue(async () => {
+      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content);
+      await this.dropOlderSnapshots(id);
+      // Segments wholly below the snapshot are no longer needed for replay.
+      this.log.highWatermark = Math.max(this.log.highWatermark, Math.min(id.endOffset, this.log.logEndOffset));
+      if (id.endOffset <= this.log.logEndOffset) await this.log.deleteRecordsBefore(id.endOffset);
+    });
+  }
+
+  installSnapshot(id: SnapshotId, content: Buffer): void {
+    this.mem.installSnapshot(id, content);
+    this.enqueue(async () => {
+      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content);
+      await this.dropOlderSnapshots(id);
+      await this.log.truncateFullyAndStartAt(id.endOffset);
+    });
+  }
+
+  private async dropOlderSnapshots(keep: SnapshotId): Promise<void> {
+    for (const old of this.snapshotFiles) {
+      if (old.endOffset !== keep.endOffset || old.epoch !== keep.epoch) {
+        await unlink(join(this.dir, snapshotFileName(old))).catch(() => {});
+      }
+    }
+    this.snapshotFiles = [keep];
+  }
+
+  async flush(): Promise<void> {
+    await this.writes;
+    if (this.failure !== null) throw this.failure;
+  }
+
+  async close(): Promise<void> {
+    await this.writes;
+    await this.log.close();
+  }
+}

@@ -1,0 +1,49 @@
+// The `quorum-state` file: Kafka's QuorumStateData (raft-records) as JSON, as Kafka's
+// FileQuorumStateStore writes it, replaced atomically (write a temp file, fsync, rename)
+// before a vote or an epoch change takes effect.
+
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { QuorumStateData, QuorumStateStore } from './types.ts';
+
+export const QUORUM_STATE_FILE = 'quorum-state';
+const DATA_VERSION = 1;
+
+export class FileQuorumStateStore implements QuorumStateStore {
+  private readonly path: string;
+
+  constructor(dir: string) {
+    this.path = join(dir, QUORUM_STATE_FILE);
+  }
+
+  read(): QuorumStateData | null {
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    const json = JSON.parse(text) as Record<string, unknown>;
+    const int = (key: string): number => (typeof json[key] === 'number' ? (json[key] as number) : -1);
+    return {
+      leaderId: int('leaderId'),
+      leaderEpoch: Math.max(0, int('leaderEpoch')),
+      votedId: int('votedId'),
+      votedDirectoryId: typeof json['votedDirectoryId'] === 'string' ? (json['votedDirectoryId'] as string) : 'AAAAAAAAAAAAAAAAAAAAAA',
+    };
+  }
+
+  write(state: QuorumStateData): void {
+    const text = JSON.stringify({ ...state, data_version: DATA_VERSION });
+    const tmp = `${this.path}.tmp`;
+    const fd = openSync(tmp, 'w');
+    try {
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, this.path);
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The data path as the broker wires it: the ReplicaManager, the fetch-session cache and the
+ * producer-id manager, plus what the handlers need from cluster metadata.
+ */
+import type { HandlerRegistry } from '../handlers/registry.ts';
+import { registerProduceHandler } from '../handlers/produce.ts';
+import { registerFetchHandler } from '../handlers/fetch.ts';
+import { registerListOffsetsHandler } from '../handlers/list-offsets.ts';
+import { registerDeleteRecordsHandler } from '../handlers/delete-records.ts';
+import { registerDescribeLogDirsHandler } from '../handlers/log-dirs.ts';
+import { registerOffsetForLeaderEpochHandler } from '../handlers/offset-for-leader-epoch.ts';
+import { registerProducerIdHandlers } from '../handlers/producer-id.ts';
+import type { FetchSessionCache } from './fetch-session.ts';
+import type { ProducerIdManager } from './producer-id-manager.ts';
+import type { ReplicaManager } from './replica-manager.ts';
+
+export interface DataPathServices {
+  readonly replicaManager: ReplicaManager;
+  readonly fetchSessions: FetchSessionCache;
+  readonly producerIds: ProducerIdManager;
+  /** Topic name for a topic id from the metadata image, undefined when unknown. */
+  topicNameOf(topicId: string): string | undefined;
+  /** Topic id for a name from the metadata image. */
+  topicIdOf(topic: string): string | undefined;
+  /**
+   * InitProducerId with a transactional id belongs to the transaction coordinator; absent
+   * until it exists (the request is then answered COORDINATOR_NOT_AVAILABLE).
+   */
+  readonly transactionalInitProducerId?: (request: {
+    transactionalId: string; transactionTimeoutMs: number; producerId: bigint; producerEpoch: number;
+  }) => Promise<{ errorCode: number; producerId: bigint; producerEpoch: number }>;
+}
+
+/** Registers Produce, Fetch, ListOffsets, DeleteRecords, DescribeLogDirs, OffsetForLeaderEpoch, InitProducerId, DescribeProducers. */
+export function registerDataPathHandlers(registry: HandlerRegistry, services: DataPathServices): void {
+  registerProduceHandler(registry, services);
+  registerFetchHandler(registry, services);
+  registerListOffsetsHandler(registry, services);
+  registerDeleteRecordsHandler(registry, services);
+  registerDescribeLogDirsHandler(registry, services);
+  registerOffsetForLeaderEpochHandler(registry, services);
+  registerProducerIdHandlers(registry, services);
+}
+
+export { ReplicaManager } from './replica-manager.ts';
+export { FetchSessionCache } from './fetch-session.ts';
+export { ProducerIdManager } from './producer-id-manager.ts';

@@ -1,0 +1,136 @@
+/**
+ * What the replication layer needs from a partition's log, and the settings it reads from a
+ * topic's effective config. The storage engine's PartitionLog is adapted to `ReplicaLog`
+ * (see storage-adapter.ts); tests use an in-memory implementation.
+ */
+import { TOPIC_CONFIG_DEF_BY_NAME } from '../config/topic-defs.ts';
+
+/** A producer's state in one partition, as DescribeProducers reports it. */
+export interface ProducerDescription {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  readonly lastSequence: number;
+  readonly lastTimestamp: number;
+  readonly coordinatorEpoch: number;
+  /** First offset of the producer's open transaction, -1 when none. */
+  readonly currentTxnStartOffset: number;
+}
+
+/** What a leader append did. */
+export interface LeaderAppendInfo {
+  readonly firstOffset: number;
+  readonly lastOffset: number;
+  /** A retried idempotent batch: nothing written, the offsets are the original ones. */
+  readonly duplicate: boolean;
+}
+
+export interface LogReadResult {
+  /** Whole batches, in order, as stored. */
+  readonly chunks: readonly Buffer[];
+  readonly sizeInBytes: number;
+}
+
+export interface TimestampAndOffset {
+  readonly timestampMs: number;
+  readonly offset: number;
+  /** Leader epoch of the batch holding `offset`, -1 when unknown. */
+  readonly leaderEpoch: number;
+}
+
+export interface EpochEndOffset {
+  /** The largest epoch <= the requested one that the log knows, -1 when none. */
+  readonly leaderEpoch: number;
+  /** Start offset of the next epoch, or the log end offset for the latest epoch; -1 when unknown. */
+  readonly endOffset: number;
+}
+
+export type MaybePromise<T> = T | Promise<T>;
+
+export interface ReplicaLog {
+  readonly logStartOffset: number;
+  readonly logEndOffset: number;
+  readonly sizeInBytes: number;
+  /**
+   * Appends v2 batches laid end to end, already validated. The log assigns offsets from its
+   * end offset by rewriting baseOffset and partitionLeaderEpoch in place, checks idempotent
+   * batches against its producer state (throwing the storage ProducerStateError, or answering
+   * a retried duplicate with its original offsets), and updates the leader-epoch cache.
+   */
+  appendAsLeader(batches: Buffer, leaderEpoch: number): MaybePromise<LeaderAppendInfo>;
+  /**
+   * Whole batches from the one containing `fetchOffset`, up to `maxBytes` (the first batch
+   * whole when `minOneBatch`), none at or past `maxOffset`.
+   */
+  read(fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): MaybePromise<LogReadResult>;
+  /** Earliest record with timestamp >= `timestampMs`, or null. */
+  offsetForTimestamp(timestampMs: number): MaybePromise<TimestampAndOffset | null>;
+  /** The record with the largest timestamp (first of equals), or null for an empty log. */
+  maxTimestampOffset(): MaybePromise<TimestampAndOffset | null>;
+  /** Leader epoch of the batch holding `offset`, -1 when unknown. */
+  epochForOffset(offset: number): MaybePromise<number>;
+  deleteRecordsBefore(offset: number): MaybePromise<void>;
+  endOffsetForEpoch(leaderEpoch: number): EpochEndOffset;
+  latestEpoch(): number;
+  activeProducers(): MaybePromise<readonly ProducerDescription[]>;
+  /** Remembers the high watermark (checkpointed by the log). */
+  updateHighWatermark(offset: number): void;
+  /** The high watermark the log checkpointed before a restart. */
+  readonly checkpointedHighWatermark: number;
+  updateConfig(config: TopicConfigLookup): void;
+}
+
+/** Opens, creates and deletes partition logs (the storage engine's LogManager). */
+export interface LogProvider {
+  getOrCreateLog(topic: string, partition: number, topicId: string, config: TopicConfigLookup): MaybePromise<ReplicaLog>;
+  deleteLog(topic: string, partition: number): MaybePromise<void>;
+  /** Directory holding the partition's log. */
+  logDirOf(topic: string, partition: number): string;
+  /** Every configured log directory. */
+  logDirs(): readonly string[];
+}
+
+/** A topic's effective config: its own value, else the broker synonym, else Kafka's default. */
+export type TopicConfigLookup = (name: string) => string | undefined;
+
+/** The topic settings the data path checks on every produce, parsed once per config change. */
+export interface LogSettings {
+  readonly maxMessageBytes: number;
+  readonly logAppendTime: boolean;
+  readonly timestampBeforeMaxMs: number;
+  readonly timestampAfterMaxMs: number;
+  /** cleanup.policy has compact: records need keys. */
+  readonly compacted: boolean;
+  /** cleanup.policy has delete: DeleteRecords is allowed. */
+  readonly deletePolicy: boolean;
+  readonly minInsyncReplicas: number;
+}
+
+function value(config: TopicConfigLookup, name: string): string {
+  const v = config(name) ?? TOPIC_CONFIG_DEF_BY_NAME.get(name)?.defaultValue;
+  if (v === undefined || v === null) throw new Error(`topic config ${name} has no value`);
+  return v;
+}
+
+/** Long configs: Long.MAX_VALUE means "no limit", which a double keeps as a huge number. */
+function long(config: TopicConfigLookup, name: string): number {
+  return Number(value(config, name));
+}
+
+export function logSettings(config: TopicConfigLookup): LogSettings {
+  const policies = value(config, 'cleanup.policy').split(',').map((s) => s.trim());
+  return {
+    maxMessageBytes: long(config, 'max.message.bytes'),
+    logAppendTime: value(config, 'message.timestamp.type') === 'LogAppendTime',
+    timestampBeforeMaxMs: long(config, 'message.timestamp.before.max.ms'),
+    timestampAfterMaxMs: long(config, 'message.timestamp.after.max.ms'),
+    compacted: policies.includes('compact'),
+    deletePolicy: policies.includes('delete'),
+    minInsyncReplicas: long(config, 'min.insync.replicas'),
+  };
+}
+
+export function configFromRecord(values: Readonly<Record<string, string>> | ReadonlyMap<string, string>): TopicConfigLookup {
+  if (values instanceof Map) return (name) => values.get(name);
+  const record = values as Readonly<Record<string, string>>;
+  return (name) => (Object.prototype.hasOwnProperty.call(record, name) ? record[name] : undefined);
+}

@@ -1,0 +1,666 @@
+/**
+ * The ReplicaManager owns the partitions this broker hosts: it opens their logs when it
+ * becomes a replica, appends client batches as leader (validated, coalesced per partition
+ * per event-loop turn), serves fetches from the logs, keeps the high watermark, and parks
+ * acks=all produces and waiting fetches in purgatories woken by appends.
+ */
+import { Errors } from '../../protocol/errors.ts';
+import { RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
+import { convertLegacyToV2 } from '../../protocol/records/legacy.ts';
+import {
+  CorruptRecordError, LogClosedError, OffsetOutOfRangeError, ProducerStateError, RecordTooLargeError, StorageError,
+} from '../../storage/errors.ts';
+import { DelayedFetch, DelayedProduce, type FetchPartitionWatch, type ProducePartitionStatus } from './delayed.ts';
+import type { LogProvider, ProducerDescription, TopicConfigLookup } from './log.ts';
+import { Partition, partitionKey, type PartitionState } from './partition.ts';
+import { DelayedOperationPurgatory, systemClock, type Clock } from './purgatory.ts';
+import {
+  RecordValidationError, allRecordsHaveKeys, validateProducedRecords, type ValidatedRecords,
+} from './validation.ts';
+
+export const ISOLATION_READ_UNCOMMITTED = 0;
+export const ISOLATION_READ_COMMITTED = 1;
+/** ListOffsets special timestamps (ListOffsetsRequest). */
+export const LATEST_TIMESTAMP = -1;
+export const EARLIEST_TIMESTAMP = -2;
+export const MAX_TIMESTAMP = -3;
+export const EARLIEST_LOCAL_TIMESTAMP = -4;
+export const LATEST_TIERED_TIMESTAMP = -5;
+/** replica_id of consumers (FetchRequest.CONSUMER_REPLICA_ID) and of debugging tools. */
+export const CONSUMER_REPLICA_ID = -1;
+export const DEBUGGING_REPLICA_ID = -2;
+/** Kafka's internal topics (Topic.INTERNAL_TOPICS): clients may not produce to them. */
+export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
+
+export interface ReplicaManagerOptions {
+  readonly brokerId: number;
+  readonly logs: LogProvider;
+  readonly clock?: Clock;
+  /** Magic 0/1 message set -> v2 batches (Produce v0-v2); protocol's convertLegacyToV2 by default. */
+  readonly convertLegacy?: (messageSet: Buffer) => Promise<Buffer>;
+  /** Whether every record of a v2 batch has a key (compacted topics). */
+  readonly allRecordsHaveKeys?: (batch: RecordBatch) => Promise<boolean>;
+  /** Whether the cluster metadata knows this partition (decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER). */
+  readonly partitionExists?: (topic: string, partition: number) => boolean;
+  readonly onAppendError?: (partition: string, err: unknown) => void;
+}
+
+export interface ProducePartitionInput {
+  readonly topic: string;
+  readonly partition: number;
+  readonly records: Buffer | null;
+}
+
+export interface ProducePartitionResult {
+  readonly topic: string;
+  readonly partition: number;
+  errorCode: number;
+  errorMessage: string | null;
+  baseOffset: number;
+  logAppendTimeMs: number;
+  logStartOffset: number;
+  recordErrors: readonly { batchIndex: number; message: string | null }[];
+}
+
+export interface ProduceParams {
+  readonly acks: number;
+  readonly timeoutMs: number;
+  readonly produceVersion: number;
+  readonly entries: readonly ProducePartitionInput[];
+  /** Only Kafka's admin client (client id `__admin_client`) may write internal topics. */
+  readonly internalTopicsAllowed?: boolean;
+}
+
+export interface FetchPartitionInput {
+  readonly topic: string;
+  readonly partition: number;
+  readonly fetchOffset: number;
+  readonly partitionMaxBytes: number;
+  /** -1 when the client did not send one (Fetch < v9). */
+  readonly currentLeaderEpoch: number;
+}
+
+export interface FetchParams {
+  /** -1 for consumers; a broker id for followers. */
+  readonly replicaId: number;
+  readonly maxWaitMs: number;
+  readonly minBytes: number;
+  readonly maxBytes: number;
+  readonly isolationLevel: number;
+  readonly partitions: readonly FetchPartitionInput[];
+}
+
+export interface FetchPartitionResult {
+  readonly topic: string;
+  readonly partition: number;
+  readonly errorCode: number;
+  readonly highWatermark: number;
+  readonly lastStableOffset: number;
+  readonly logStartOffset: number;
+  /** Whole batches; empty (not null) when there is nothing to return. */
+  readonly records: Buffer;
+  /** null for read_uncommitted (as Kafka), the aborted ranges for read_committed. */
+  readonly abortedTransactions: { producerId: bigint; firstOffset: number }[] | null;
+  /** The leader's epoch when known, for the response's current_leader. */
+  readonly leaderEpoch: number;
+  readonly leaderId: number;
+}
+
+export interface ListOffsetsResult {
+  errorCode: number;
+  timestamp: number;
+  offset: number;
+  leaderEpoch: number;
+}
+
+export interface DeleteRecordsResult {
+  errorCode: number;
+  lowWatermark: number;
+}
+
+export interface LogDirDescription {
+  readonly logDir: string;
+  readonly topics: { name: string; partitions: { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[] }[];
+}
+
+interface PendingAppend {
+  readonly validated: ValidatedRecords;
+  readonly resolve: (outcome: AppendOutcome) => void;
+}
+
+type AppendOutcome =
+  | { ok: true; baseOffset: number; nextOffset: number; logAppendTimeMs: number }
+  | { ok: false; errorCode: number; message: string };
+
+interface AppendQueue {
+  pending: PendingAppend[];
+  scheduled: boolean;
+  chain: Promise<void>;
+}
+
+const EMPTY: Buffer = Buffer.alloc(0);
+
+export class ReplicaManager {
+  readonly brokerId: number;
+  private readonly partitions = new Map<string, Partition>();
+  private readonly topicIds = new Map<string, string>();
+  private readonly appendQueues = new Map<string, AppendQueue>();
+  private readonly clock: Clock;
+  readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce>;
+  readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
+
+  constructor(private readonly options: ReplicaManagerOptions) {
+    this.brokerId = options.brokerId;
+    this.clock = options.clock ?? systemClock;
+    this.producePurgatory = new DelayedOperationPurgatory('Produce', this.clock);
+    this.fetchPurgatory = new DelayedOperationPurgatory('Fetch', this.clock);
+  }
+
+  // ---- partition lifecycle (driven by metadata deltas) ----
+
+  getPartition(topic: string, partition: number): Partition | undefined {
+    return this.partitions.get(partitionKey(topic, partition));
+  }
+
+  allPartitions(): IterableIterator<Partition> {
+    return this.partitions.values();
+  }
+
+  topicNameOf(topicId: string): string | undefined {
+    return this.topicIds.get(topicId);
+  }
+
+  /**
+   * Makes this broker a replica (leader or follower) of a partition with the given state,
+   * opening or creating its log. Waiting operations of the partition are re-checked: a
+   * leadership change completes them with the new state.
+   */
+  async applyPartitionState(state: PartitionState, config: TopicConfigLookup): Promise<Partition> {
+    const key = partitionKey(state.topic, state.partition);
+    let partition = this.partitions.get(key);
+    if (partition === undefined) {
+      const log = await this.options.logs.getOrCreateLog(state.topic, state.partition, state.topicId, config);
+      // A concurrent delta may have created it while the log opened.
+      partition = this.partitions.get(key);
+      if (partition === undefined) {
+        partition = new Partition(state.topic, state.partition, state.topicId, this.brokerId, log, config, state);
+        this.partitions.set(key, partition);
+      }
+    }
+    partition.applyState(state);
+    this.topicIds.set(state.topicId, state.topic);
+    this.wake(key);
+    return partition;
+  }
+
+  updateTopicConfig(topic: string, config: TopicConfigLookup): void {
+    for (const partition of this.partitions.values()) {
+      if (partition.topic === topic) partition.updateConfig(config);
+    }
+  }
+
+  /** Stops hosting a partition; deletes its log when the topic was deleted. */
+  async removePartition(topic: string, partition: number, deleteLog: boolean): Promise<void> {
+    const key = partitionKey(topic, partition);
+    const existing = this.partitions.get(key);
+    if (existing === undefined) return;
+    this.partitions.delete(key);
+    const queue = this.appendQueues.get(key);
+    if (queue !== undefined) await queue.chain;
+    this.appendQueues.delete(key);
+    if (![...this.partitions.values()].some((p) => p.topicId === existing.topicId)) this.topicIds.delete(existing.topicId);
+    this.producePurgatory.completeAll(key);
+    this.fetchPurgatory.completeAll(key);
+    if (deleteLog) await this.options.logs.deleteLog(topic, partition);
+  }
+
+  private isCurrent = (partition: Partition): boolean => this.partitions.get(partition.key) === partition;
+
+  private wake(key: string): void {
+    this.producePurgatory.checkAndComplete(key);
+    this.fetchPurgatory.checkAndComplete(key);
+  }
+
+  /** The error for a partition this broker does not lead, or null when it does. */
+  private leaderError(topic: string, partitionIndex: number): { partition: Partition | null; errorCode: number } {
+    const partition = this.partitions.get(partitionKey(topic, partitionIndex));
+    if (partition === undefined) {
+      const known = this.options.partitionExists?.(topic, partitionIndex) ?? false;
+      return { partition: null, errorCode: known ? Errors.NOT_LEADER_OR_FOLLOWER.code : Errors.UNKNOWN_TOPIC_OR_PARTITION.code };
+    }
+    if (!partition.isLeader) return { partition, errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code };
+    return { partition, errorCode: Errors.NONE.code };
+  }
+
+  private static epochError(partition: Partition, currentLeaderEpoch: number): number {
+    if (currentLeaderEpoch < 0 || currentLeaderEpoch === partition.leaderEpoch) return Errors.NONE.code;
+    return currentLeaderEpoch < partition.leaderEpoch ? Errors.FENCED_LEADER_EPOCH.code : Errors.UNKNOWN_LEADER_EPOCH.code;
+  }
+
+  // ---- produce ----
+
+  /**
+   * Appends each partition's records as leader and answers per partition. With acks=-1 the
+   * promise settles once the high watermark passed every appended batch, or after
+   * `timeoutMs` with REQUEST_TIMED_OUT for those that did not get there.
+   */
+  async appendRecords(params: ProduceParams): Promise<ProducePartitionResult[]> {
+    const results = params.entries.map((entry): ProducePartitionResult => ({
+      topic: entry.topic,
+      partition: entry.partition,
+      errorCode: Errors.NONE.code,
+      errorMessage: null,
+      baseOffset: -1,
+      logAppendTimeMs: -1,
+      logStartOffset: -1,
+      recordErrors: [],
+    }));
+    if (params.acks !== 0 && params.acks !== 1 && params.acks !== -1) {
+      for (const result of results) result.errorCode = Errors.INVALID_REQUIRED_ACKS.code;
+      return results;
+    }
+    const nowMs = this.clock.now();
+    const appended = await Promise.all(params.entries.map((entry, i) => this.appendToPartition(entry, results[i]!, params, nowMs)));
+    if (params.acks !== -1) return results;
+
+    const statuses: ProducePartitionStatus[] = [];
+    for (let i = 0; i < results.length; i++) {
+      const outcome = appended[i];
+      if (outcome === undefined || !outcome.waitForHighWatermark) continue;
+      statuses.push({ partition: outcome.partition, requiredOffset: outcome.requiredOffset, errorCode: Errors.NONE.code, pending: true });
+    }
+    if (statuses.length === 0) return results;
+    await new Promise<void>((resolve) => {
+      const op = new DelayedProduce(params.timeoutMs, statuses, this.isCurrent, resolve);
+      this.producePurgatory.tryCompleteElseWatch(op, [...new Set(statuses.map((s) => s.partition.key))]);
+    });
+    let s = 0;
+    for (let i = 0; i < results.length; i++) {
+      if (appended[i]?.waitForHighWatermark) {
+        const status = statuses[s++]!;
+        if (status.errorCode !== Errors.NONE.code) {
+          results[i]!.errorCode = status.errorCode;
+          results[i]!.errorMessage = null;
+        }
+      }
+    }
+    return results;
+  }
+
+  private async appendToPartition(
+    entry: ProducePartitionInput, result: ProducePartitionResult, params: ProduceParams, nowMs: number,
+  ): Promise<{ partition: Partition; requiredOffset: number; waitForHighWatermark: boolean } | undefined> {
+    if (INTERNAL_TOPICS.has(entry.topic) && params.internalTopicsAllowed !== true) {
+      result.errorCode = Errors.INVALID_TOPIC_EXCEPTION.code;
+      result.errorMessage = `Cannot append to internal topic ${entry.topic}`;
+      return undefined;
+    }
+    const { partition, errorCode } = this.leaderError(entry.topic, entry.partition);
+    if (partition === null || errorCode !== Errors.NONE.code) {
+      result.errorCode = errorCode;
+      return undefined;
+    }
+    let validated: ValidatedRecords;
+    try {
+      validated = await validateProducedRecords(entry.records, {
+        settings: partition.settings,
+        nowMs,
+        produceVersion: params.produceVersion,
+        convertLegacy: this.options.convertLegacy ?? ((messageSet) => convertLegacyToV2(messageSet)),
+        verifyCrc: partition.settings.logAppendTime || partition.settings.compacted,
+        allRecordsHaveKeys: this.options.allRecordsHaveKeys ?? allRecordsHaveKeys,
+      });
+    } catch (err) {
+      if (!(err instanceof RecordValidationError)) throw err;
+      result.errorCode = err.errorCode;
+      result.errorMessage = err.message;
+      result.recordErrors = err.recordErrors;
+      result.logStartOffset = partition.logStartOffset;
+      return undefined;
+    }
+    if (params.acks === -1 && partition.isr.length < partition.settings.minInsyncReplicas) {
+      result.errorCode = Errors.NOT_ENOUGH_REPLICAS.code;
+      result.errorMessage = `The size of the current ISR ${partition.isr.length} is insufficient to satisfy the min.isr requirement of ${partition.settings.minInsyncReplicas} for partition ${partition.key}`;
+      result.logStartOffset = partition.logStartOffset;
+      return undefined;
+    }
+    const outcome = await this.enqueueAppend(partition, validated);
+    result.logStartOffset = partition.logStartOffset;
+    if (!outcome.ok) {
+      result.errorCode = outcome.errorCode;
+      result.errorMessage = outcome.message;
+      return undefined;
+    }
+    result.baseOffset = outcome.baseOffset;
+    result.logAppendTimeMs = outcome.logAppendTimeMs;
+    return { partition, requiredOffset: outcome.nextOffset, waitForHighWatermark: true };
+  }
+
+  private enqueueAppend(partition: Partition, validated: ValidatedRecords): Promise<AppendOutcome> {
+    let queue = this.appendQueues.get(partition.key);
+    if (queue === undefined) {
+      queue = { pending: [], scheduled: false, chain: Promise.resolve() };
+      this.appendQueues.set(partition.key, queue);
+    }
+    const q = queue;
+    return new Promise<AppendOutcome>((resolve) => {
+      q.pending.push({ validated, resolve });
+      if (q.scheduled) return;
+      q.scheduled = true;
+      // Everything queued for this partition during this event-loop turn goes out as one write.
+      setImmediate(() => {
+        q.scheduled = false;
+        q.chain = q.chain.then(() => this.flushAppends(partition, q));
+      });
+    });
+  }
+
+  /**
+   * Writes what was queued for the partition. Batches without a producer id are written
+   * together in one append; an idempotent batch goes alone, so the log's producer check
+   * (duplicate or refusal) concerns only its own request.
+   */
+  private async flushAppends(partition: Partition, queue: AppendQueue): Promise<void> {
+    const pending = queue.pending.splice(0);
+    if (pending.length === 0) return;
+    if (!this.isCurrent(partition) || !partition.isLeader) {
+      for (const p of pending) p.resolve({ ok: false, errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code, message: `Not the leader of ${partition.key}` });
+      return;
+    }
+    const nowMs = this.clock.now();
+    let group: PendingAppend[] = [];
+    for (const p of pending) {
+      if (p.validated.producerId >= 0n) {
+        if (group.length > 0) await this.appendGroup(partition, group, nowMs);
+        group = [];
+        await this.appendGroup(partition, [p], nowMs);
+      } else {
+        group.push(p);
+      }
+    }
+    if (group.length > 0) await this.appendGroup(partition, group, nowMs);
+  }
+
+  private async appendGroup(partition: Partition, group: readonly PendingAppend[], nowMs: number): Promise<void> {
+    const log = partition.log;
+    let logAppendTimeMs = -1;
+    if (partition.settings.logAppendTime) {
+      for (const p of group) for (const batch of batchesIn(p.validated.batches)) batch.setLogAppendTime(nowMs);
+      logAppendTimeMs = nowMs;
+    }
+    const buffers = group.map((p) => p.validated.batches);
+    const bytes = buffers.reduce((n, b) => n + b.length, 0);
+    const endBefore = log.logEndOffset;
+    let info;
+    try {
+      info = await log.appendAsLeader(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers, bytes), partition.leaderEpoch);
+    } catch (err) {
+      // One bad batch fails a shared append before anything is written: retry each request alone
+      // so only the bad one is refused.
+      if (group.length > 1 && err instanceof CorruptRecordError) {
+        for (const p of group) await this.appendGroup(partition, [p], nowMs);
+        return;
+      }
+      const { errorCode, message } = storageErrorToKafka(err);
+      if (errorCode === Errors.KAFKA_STORAGE_ERROR.code || errorCode === Errors.UNKNOWN_SERVER_ERROR.code) {
+        this.options.onAppendError?.(partition.key, err);
+      }
+      for (const p of group) p.resolve({ ok: false, errorCode, message });
+      return;
+    }
+    if (info.duplicate) {
+      group[0]!.resolve({ ok: true, baseOffset: info.firstOffset, nextOffset: info.lastOffset + 1, logAppendTimeMs: -1 });
+      return;
+    }
+    if (info.firstOffset !== endBefore) {
+      throw new Error(`partition ${partition.key}: append landed at ${info.firstOffset}, log end was ${endBefore}`);
+    }
+    let next = info.firstOffset;
+    for (const p of group) {
+      const baseOffset = next;
+      next += p.validated.offsetCount;
+      p.resolve({ ok: true, baseOffset, nextOffset: next, logAppendTimeMs });
+    }
+    partition.onLocalAppend(next, bytes);
+    this.wake(partition.key);
+  }
+
+  // ---- fetch ----
+
+  /**
+   * Reads each partition from its log, then, unless min.bytes is met, something failed or
+   * max.wait.ms is 0, waits in the fetch purgatory until appends make min.bytes available or
+   * max.wait.ms passes, and reads again.
+   */
+  async fetchMessages(params: FetchParams): Promise<FetchPartitionResult[]> {
+    const first = await this.readFromLog(params);
+    const canWait = params.maxWaitMs > 0 && params.partitions.length > 0 && first.bytes < params.minBytes && !first.hasError;
+    if (!canWait) return first.results;
+    const fromFollower = params.replicaId >= 0;
+    const watches: FetchPartitionWatch[] = [];
+    for (const input of params.partitions) {
+      const partition = this.getPartition(input.topic, input.partition);
+      if (partition === undefined) continue;
+      watches.push({
+        partition,
+        fetchOffset: input.fetchOffset,
+        leaderEpoch: partition.leaderEpoch,
+        bytesAtPark: fromFollower ? partition.appendedBytes : partition.visibleBytes,
+      });
+    }
+    await new Promise<void>((resolve) => {
+      const op = new DelayedFetch(params.maxWaitMs, watches, params.minBytes, first.bytes, fromFollower, this.isCurrent, resolve);
+      this.fetchPurgatory.tryCompleteElseWatch(op, watches.map((w) => w.partition.key));
+    });
+    return (await this.readFromLog(params)).results;
+  }
+
+  private async readFromLog(params: FetchParams): Promise<{ results: FetchPartitionResult[]; bytes: number; hasError: boolean }> {
+    let remaining = params.maxBytes;
+    let minOneBatch = true;
+    let bytes = 0;
+    let hasError = false;
+    const results: FetchPartitionResult[] = [];
+    for (const input of params.partitions) {
+      const result = await this.readPartition(params, input, Math.max(0, Math.min(input.partitionMaxBytes, remaining)), minOneBatch);
+      if (result.errorCode !== Errors.NONE.code) hasError = true;
+      if (result.records.length > 0) {
+        minOneBatch = false;
+        remaining -= result.records.length;
+        bytes += result.records.length;
+      }
+      results.push(result);
+    }
+    return { results, bytes, hasError };
+  }
+
+  private async readPartition(params: FetchParams, input: FetchPartitionInput, maxBytes: number, minOneBatch: boolean): Promise<FetchPartitionResult> {
+    const fail = (errorCode: number, partition: Partition | null): FetchPartitionResult => ({
+      topic: input.topic,
+      partition: input.partition,
+      errorCode,
+      highWatermark: partition?.highWatermark ?? -1,
+      lastStableOffset: partition?.lastStableOffset ?? -1,
+      logStartOffset: partition?.logStartOffset ?? -1,
+      records: EMPTY,
+      abortedTransactions: null,
+      leaderEpoch: partition?.leaderEpoch ?? -1,
+      leaderId: partition?.leaderId ?? -1,
+    });
+    const { partition, errorCode } = this.leaderError(input.topic, input.partition);
+    if (partition === null || errorCode !== Errors.NONE.code) return fail(errorCode, partition);
+    const epochError = ReplicaManager.epochError(partition, input.currentLeaderEpoch);
+    if (epochError !== Errors.NONE.code) return fail(epochError, partition);
+
+    const fromFollower = params.replicaId >= 0;
+    if (fromFollower && partition.replicas.includes(params.replicaId)) {
+      if (partition.updateFollowerEndOffset(params.replicaId, input.fetchOffset)) this.wake(partition.key);
+    }
+    const log = partition.log;
+    if (input.fetchOffset < log.logStartOffset || input.fetchOffset > log.logEndOffset) {
+      return fail(Errors.OFFSET_OUT_OF_RANGE.code, partition);
+    }
+    const maxOffset = fromFollower
+      ? log.logEndOffset
+      : params.isolationLevel === ISOLATION_READ_COMMITTED ? partition.lastStableOffset : partition.highWatermark;
+    let records: Buffer = EMPTY;
+    if (input.fetchOffset < maxOffset) {
+      try {
+        const read = await log.read(input.fetchOffset, maxBytes, maxOffset, minOneBatch);
+        records = read.chunks.length === 1 ? read.chunks[0]! : read.chunks.length === 0 ? EMPTY : Buffer.concat(read.chunks, read.sizeInBytes);
+      } catch (err) {
+        return fail(storageErrorToKafka(err).errorCode, partition);
+      }
+    }
+    return {
+      topic: input.topic,
+      partition: input.partition,
+      errorCode: Errors.NONE.code,
+      highWatermark: partition.highWatermark,
+      lastStableOffset: partition.lastStableOffset,
+      logStartOffset: log.logStartOffset,
+      records,
+      abortedTransactions: params.isolationLevel === ISOLATION_READ_COMMITTED ? [] : null,
+      leaderEpoch: partition.leaderEpoch,
+      leaderId: partition.leaderId,
+    };
+  }
+
+  // ---- offsets ----
+
+  async listOffset(
+    topic: string, partitionIndex: number, timestamp: number, isolationLevel: number, currentLeaderEpoch: number, replicaId: number,
+  ): Promise<ListOffsetsResult> {
+    const none = (errorCode: number): ListOffsetsResult => ({ errorCode, timestamp: -1, offset: -1, leaderEpoch: -1 });
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    if (partition === null || errorCode !== Errors.NONE.code) return none(errorCode);
+    const epochError = ReplicaManager.epochError(partition, currentLeaderEpoch);
+    if (epochError !== Errors.NONE.code) return none(epochError);
+    const log = partition.log;
+    const fromConsumer = replicaId < 0;
+    const lastFetchableOffset = !fromConsumer
+      ? log.logEndOffset
+      : isolationLevel === ISOLATION_READ_COMMITTED ? partition.lastStableOffset : partition.highWatermark;
+    try {
+      switch (timestamp) {
+        case LATEST_TIMESTAMP:
+          return { errorCode: Errors.NONE.code, timestamp: -1, offset: lastFetchableOffset, leaderEpoch: partition.leaderEpoch };
+        case EARLIEST_TIMESTAMP:
+        case EARLIEST_LOCAL_TIMESTAMP: {
+          const offset = log.logStartOffset;
+          return { errorCode: Errors.NONE.code, timestamp: -1, offset, leaderEpoch: await log.epochForOffset(offset) };
+        }
+        case LATEST_TIERED_TIMESTAMP:
+          // No tiered storage: Kafka answers "no such offset".
+          return { errorCode: Errors.NONE.code, timestamp: -1, offset: -1, leaderEpoch: -1 };
+        case MAX_TIMESTAMP: {
+          const found = await log.maxTimestampOffset();
+          if (found === null || (fromConsumer && found.offset >= lastFetchableOffset)) return none(Errors.NONE.code);
+          return { errorCode: Errors.NONE.code, timestamp: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
+        }
+        default: {
+          if (timestamp < 0) return none(Errors.INVALID_REQUEST.code);
+          const found = await log.offsetForTimestamp(timestamp);
+          if (found === null || found.offset >= lastFetchableOffset) return none(Errors.NONE.code);
+          return { errorCode: Errors.NONE.code, timestamp: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
+        }
+      }
+    } catch (err) {
+      return none(storageErrorToKafka(err).errorCode);
+    }
+  }
+
+  /**
+   * Moves the log start offset up to `offset` (-1: the high watermark). Offsets past the
+   * high watermark are OFFSET_OUT_OF_RANGE; compacted-only topics refuse (POLICY_VIOLATION).
+   */
+  async deleteRecords(topic: string, partitionIndex: number, offset: number): Promise<DeleteRecordsResult> {
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, lowWatermark: -1 };
+    const target = offset === -1 ? partition.highWatermark : offset;
+    if (target < 0 || target > partition.highWatermark) {
+      return { errorCode: Errors.OFFSET_OUT_OF_RANGE.code, lowWatermark: -1 };
+    }
+    if (!partition.settings.deletePolicy) {
+      return { errorCode: Errors.POLICY_VIOLATION.code, lowWatermark: -1 };
+    }
+    try {
+      if (target > partition.logStartOffset) await partition.log.deleteRecordsBefore(target);
+    } catch (err) {
+      return { errorCode: storageErrorToKafka(err).errorCode, lowWatermark: -1 };
+    }
+    partition.assertInvariants();
+    this.fetchPurgatory.checkAndComplete(partition.key);
+    return { errorCode: Errors.NONE.code, lowWatermark: partition.logStartOffset };
+  }
+
+  /** OffsetForLeaderEpoch: the end offset of `leaderEpoch` (or the largest epoch below it). */
+  offsetForLeaderEpoch(topic: string, partitionIndex: number, leaderEpoch: number, currentLeaderEpoch: number): {
+    errorCode: number; leaderEpoch: number; endOffset: number;
+  } {
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, leaderEpoch: -1, endOffset: -1 };
+    const epochError = ReplicaManager.epochError(partition, currentLeaderEpoch);
+    if (epochError !== Errors.NONE.code) return { errorCode: epochError, leaderEpoch: -1, endOffset: -1 };
+    const found = partition.log.endOffsetForEpoch(leaderEpoch);
+    return { errorCode: Errors.NONE.code, leaderEpoch: found.leaderEpoch, endOffset: found.endOffset };
+  }
+
+  async describeProducers(topic: string, partitionIndex: number): Promise<{ errorCode: number; producers: readonly ProducerDescription[] }> {
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, producers: [] };
+    return { errorCode: Errors.NONE.code, producers: await partition.log.activeProducers() };
+  }
+
+  /** Every hosted partition grouped by log directory (DescribeLogDirs). */
+  describeLogDirs(filter: ((topic: string, partition: number) => boolean) | null): LogDirDescription[] {
+    const byDir = new Map<string, Map<string, { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[]>>();
+    for (const dir of this.options.logs.logDirs()) byDir.set(dir, new Map());
+    for (const partition of this.partitions.values()) {
+      if (filter !== null && !filter(partition.topic, partition.partition)) continue;
+      const dir = this.options.logs.logDirOf(partition.topic, partition.partition);
+      let topics = byDir.get(dir);
+      if (topics === undefined) {
+        topics = new Map();
+        byDir.set(dir, topics);
+      }
+      let list = topics.get(partition.topic);
+      if (list === undefined) {
+        list = [];
+        topics.set(partition.topic, list);
+      }
+      // Kafka's offset lag is for future (moving) replicas only: 0 for the current log.
+      list.push({ partitionIndex: partition.partition, partitionSize: partition.log.sizeInBytes, offsetLag: 0, isFutureKey: false });
+    }
+    return [...byDir].map(([logDir, topics]) => ({
+      logDir,
+      topics: [...topics].map(([name, partitions]) => ({ name, partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex) })),
+    }));
+  }
+
+  /** Completes every waiting operation (shutdown): fetches answer with what they have. */
+  shutdown(): void {
+    for (const key of this.partitions.keys()) {
+      this.producePurgatory.completeAll(key);
+      this.fetchPurgatory.completeAll(key);
+    }
+  }
+
+  /** Resolves once every queued append has reached the log. */
+  async flushPendingAppends(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await Promise.all([...this.appendQueues.values()].map((q) => q.chain));
+  }
+}
+
+/** Maps a storage failure to the partition error Kafka would answer. */
+export function storageErrorToKafka(err: unknown): { errorCode: number; message: string } {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof ProducerStateError) return { errorCode: Errors[err.code].code, message };
+  if (err instanceof RecordTooLargeError) return { errorCode: Errors.MESSAGE_TOO_LARGE.code, message };
+  if (err instanceof CorruptRecordError) return { errorCode: Errors.CORRUPT_MESSAGE.code, message };
+  if (err instanceof OffsetOutOfRangeError) return { errorCode: Errors.OFFSET_OUT_OF_RANGE.code, message };
+  if (err instanceof LogClosedError) return { errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code, message };
+  if (err instanceof StorageError) return { errorCode: Errors.KAFKA_STORAGE_ERROR.code, message };
+  return { errorCode: Errors.UNKNOWN_SERVER_ERROR.code, message };
+}

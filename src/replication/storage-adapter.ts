@@ -1,0 +1,120 @@
+/**
+ * Adapts the storage engine (LogManager, PartitionLog) to what the ReplicaManager uses, and
+ * maps a topic's effective config (Kafka names) to the log's settings.
+ */
+import { dirname } from 'node:path';
+import { RecordBatch } from '../../protocol/records/batch.ts';
+import { logConfigFromProperties, type LogConfig } from '../../storage/config.ts';
+import type { LogManager } from '../../storage/log-manager.ts';
+import type { PartitionLog } from '../../storage/log.ts';
+import { TOPIC_CONFIG_DEFS } from '../config/topic-defs.ts';
+import type {
+  EpochEndOffset, LeaderAppendInfo, LogProvider, LogReadResult, ProducerDescription, ReplicaLog, TimestampAndOffset, TopicConfigLookup,
+} from './log.ts';
+
+/**
+ * The log settings of a topic config. LogAppendTime is left to the ReplicaManager (it stamps
+ * batches before the append and answers with that time), so the log keeps CreateTime.
+ */
+export function toLogConfig(config: TopicConfigLookup): LogConfig {
+  const props: Record<string, string> = {};
+  for (const def of TOPIC_CONFIG_DEFS) {
+    const value = config(def.name) ?? def.defaultValue;
+    if (value !== null) props[def.name] = value;
+  }
+  return { ...logConfigFromProperties(props), messageTimestampType: 'CreateTime' };
+}
+
+export class PartitionLogReplica implements ReplicaLog {
+  /** `applyConfig` defaults to the log alone; the LogManager also (un)registers compaction. */
+  constructor(readonly log: PartitionLog, private readonly applyConfig: (config: LogConfig) => void = (c) => log.updateConfig(c)) {}
+
+  get logStartOffset(): number { return this.log.logStartOffset; }
+  get logEndOffset(): number { return this.log.logEndOffset; }
+  get sizeInBytes(): number { return this.log.size; }
+  get checkpointedHighWatermark(): number { return this.log.highWatermark; }
+
+  async appendAsLeader(batches: Buffer, leaderEpoch: number): Promise<LeaderAppendInfo> {
+    const info = await this.log.append(batches, { leaderEpoch, assignOffsets: true, origin: 'client' });
+    return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, duplicate: info.duplicate };
+  }
+
+  async read(fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): Promise<LogReadResult> {
+    const r = await this.log.read(fetchOffset, maxBytes, maxOffset, minOneBatch);
+    return { chunks: r.records.length === 0 ? [] : [r.records], sizeInBytes: r.records.length };
+  }
+
+  async offsetForTimestamp(timestampMs: number): Promise<TimestampAndOffset | null> {
+    const r = await this.log.offsetForTimestamp(timestampMs);
+    return r === null ? null : { timestampMs: r.timestamp, offset: r.offset, leaderEpoch: r.leaderEpoch };
+  }
+
+  async maxTimestampOffset(): Promise<TimestampAndOffset | null> {
+    const r = await this.log.maxTimestampOffset();
+    return r === null ? null : { timestampMs: r.timestamp, offset: r.offset, leaderEpoch: r.leaderEpoch };
+  }
+
+  async epochForOffset(offset: number): Promise<number> {
+    if (offset >= this.log.logEndOffset) return this.log.latestEpoch;
+    const r = await this.log.read(offset, 1, this.log.logEndOffset, true);
+    return r.records.length === 0 ? -1 : new RecordBatch(r.records, 0).partitionLeaderEpoch;
+  }
+
+  async deleteRecordsBefore(offset: number): Promise<void> {
+    await this.log.deleteRecordsBefore(offset);
+  }
+
+  endOffsetForEpoch(leaderEpoch: number): EpochEndOffset {
+    const r = this.log.endOffsetForEpoch(leaderEpoch);
+    return { leaderEpoch: r.epoch, endOffset: r.endOffset };
+  }
+
+  latestEpoch(): number {
+    return this.log.latestEpoch;
+  }
+
+  activeProducers(): Promise<ProducerDescription[]> {
+    return this.log.activeProducers();
+  }
+
+  updateHighWatermark(offset: number): void {
+    this.log.highWatermark = offset;
+  }
+
+  updateConfig(config: TopicConfigLookup): void {
+    this.applyConfig(toLogConfig(config));
+  }
+}
+
+export class LogManagerProvider implements LogProvider {
+  private readonly replicas = new Map<string, PartitionLogReplica>();
+
+  constructor(readonly manager: LogManager) {}
+
+  async getOrCreateLog(topic: string, partition: number, _topicId: string, config: TopicConfigLookup): Promise<ReplicaLog> {
+    const log = await this.manager.getOrCreateLog(topic, partition, toLogConfig(config));
+    log.updateConfig(toLogConfig(config));
+    const key = `${topic}-${partition}`;
+    let replica = this.replicas.get(key);
+    if (replica === undefined || replica.log !== log) {
+      // Topic-wide: the LogManager applies it to every log of the topic and to the cleaner.
+      replica = new PartitionLogReplica(log, (c) => this.manager.updateTopicConfig(topic, c));
+      this.replicas.set(key, replica);
+    }
+    return replica;
+  }
+
+  async deleteLog(topic: string, partition: number): Promise<void> {
+    this.replicas.delete(`${topic}-${partition}`);
+    await this.manager.deleteLog(topic, partition);
+  }
+
+  logDirOf(topic: string, partition: number): string {
+    const log = this.manager.getLog(topic, partition);
+    return log === undefined ? '' : dirname(log.dir);
+  }
+
+  logDirs(): readonly string[] {
+    return this.manager.options.logDirs;
+  }
+}

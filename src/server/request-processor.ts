@@ -1,0 +1,78 @@
+/**
+ * Frame -> header -> typed request -> handler -> typed response -> frame.
+ *
+ * Kafka's rules at the connection level: an unknown api key, a version outside what we
+ * serve, or bytes that do not decode close the connection (after one log line), except
+ * ApiVersions, whose unsupported versions are answered at v0 with UNSUPPORTED_VERSION and our
+ * ranges so the client can retry lower (KIP-511).
+ */
+import { DecodeError, Reader, Writer } from '../../protocol/primitives.ts';
+import { ApiKey, apis } from '../../protocol/messages/index.ts';
+import { decodeRequestHeader, encodeResponseHeader } from '../../protocol/headers.ts';
+import type { BrokerServices } from '../broker.ts';
+import type { HandlerRegistry, RequestContext, Session } from '../handlers/registry.ts';
+import { unsupportedApiVersionsResponse } from '../handlers/api-versions.ts';
+import { ConnectionClosingError, RequestFailedError, type FrameProcessor } from './connection.ts';
+
+/** api key (int16) + api version (int16) + correlation id (int32): readable in every header version. */
+const FIXED_HEADER_BYTES = 8;
+
+export class RequestProcessor implements FrameProcessor {
+  constructor(private readonly registry: HandlerRegistry, private readonly services: () => BrokerServices) {}
+
+  async process(session: Session, frame: Buffer): Promise<Buffer[] | null> {
+    if (frame.length < FIXED_HEADER_BYTES) throw new ConnectionClosingError(`truncated request header (${frame.length} bytes)`);
+    const apiKey = frame.readInt16BE(0);
+    const apiVersion = frame.readInt16BE(2);
+    const correlationId = frame.readInt32BE(4);
+    const api = this.registry.lookup(apiKey, session.listenerRole);
+    if (api === undefined) throw new ConnectionClosingError('unknown or unsupported api key', apiKey, apiVersion);
+    if (apiVersion < api.minVersion || apiVersion > api.maxVersion) {
+      if (apiKey === ApiKey.ApiVersions && apiVersion > api.maxVersion) {
+        return frameResponse(correlationId, apiKey, 0, unsupportedApiVersionsResponse(this.registry, session.listenerRole));
+      }
+      throw new ConnectionClosingError(`unsupported version (served ${api.minVersion}..${api.maxVersion})`, apiKey, apiVersion);
+    }
+    const descriptor = apis.get(apiKey)!;
+    const reader = new Reader(frame);
+    let ctx: RequestContext;
+    let request: unknown;
+    try {
+      const header = decodeRequestHeader(reader);
+      request = descriptor.decodeRequest(reader, apiVersion);
+      ctx = {
+        session,
+        header,
+        apiKey,
+        apiVersion,
+        correlationId,
+        clientId: header.clientId ?? null,
+        broker: this.services(),
+      };
+    } catch (err) {
+      if (err instanceof DecodeError || err instanceof RangeError) {
+        throw new ConnectionClosingError(`malformed request: ${err.message}`, apiKey, apiVersion);
+      }
+      throw err;
+    }
+    try {
+      const response = await api.handler(ctx, request, apiVersion);
+      if (response === null) return null;
+      return frameResponse(correlationId, apiKey, apiVersion, response);
+    } catch (err) {
+      if (err instanceof ConnectionClosingError) throw err;
+      throw new RequestFailedError(apiKey, apiVersion, err);
+    }
+  }
+}
+
+/** Encodes `body` with its response header behind a 4-byte size, as chunks for writev. */
+export function frameResponse(correlationId: number, apiKey: number, apiVersion: number, body: unknown): Buffer[] {
+  const descriptor = apis.get(apiKey)!;
+  const w = new Writer();
+  const setSize = w.reserveInt32();
+  encodeResponseHeader(w, correlationId, apiKey, apiVersion);
+  descriptor.encodeResponse(w, body, apiVersion);
+  setSize(w.length - 4);
+  return w.toChunks();
+}

@@ -1,0 +1,112 @@
+/**
+ * The listeners: one TCP server per configured listener, each accepted socket wrapped in a
+ * Connection that feeds frames to the FrameProcessor.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { Logger } from '../observability/logger.ts';
+import type { Session } from '../handlers/registry.ts';
+import { Connection, type ConnectionLimits, type FrameProcessor } from './connection.ts';
+
+export interface ListenerSpec {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+  readonly securityProtocol: string;
+  readonly role: 'broker' | 'controller';
+}
+
+export interface BoundListener extends ListenerSpec {
+  /** The port actually bound (differs from `port` when that was 0). */
+  readonly boundPort: number;
+}
+
+/** An empty host binds the loopback address: some clients resolve localhost to ::1 otherwise. */
+export const DEFAULT_BIND_HOST = '127.0.0.1';
+
+export class SocketServer {
+  private readonly servers: Server[] = [];
+  private readonly connections = new Set<Connection>();
+  private nextConnectionId = 1;
+  private bound: BoundListener[] = [];
+
+  constructor(
+    private readonly processor: FrameProcessor,
+    private readonly limits: ConnectionLimits,
+    private readonly logger: Logger,
+    private readonly maxConnections = Number.MAX_SAFE_INTEGER,
+  ) {}
+
+  get listeners(): readonly BoundListener[] {
+    return this.bound;
+  }
+
+  /** Open connections (for tests and metrics). */
+  get openConnections(): readonly Connection[] {
+    return [...this.connections];
+  }
+
+  async start(listeners: readonly ListenerSpec[]): Promise<void> {
+    for (const spec of listeners) {
+      const server = createServer({ noDelay: true }, (socket) => this.accept(socket, spec));
+      this.servers.push(server);
+      const host = spec.host === '' ? DEFAULT_BIND_HOST : spec.host;
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ host, port: spec.port, backlog: 512 }, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      const address = server.address();
+      const boundPort = typeof address === 'object' && address !== null ? address.port : spec.port;
+      this.bound.push({ ...spec, host, boundPort });
+      this.logger.info({ listener: spec.name, host, port: boundPort }, 'listening');
+    }
+  }
+
+  private accept(socket: Socket, spec: ListenerSpec): void {
+    if (this.connections.size >= this.maxConnections) {
+      this.logger.warn({ client: `${socket.remoteAddress}:${socket.remotePort}` }, 'max.connections reached, closing new connection');
+      socket.destroy();
+      return;
+    }
+    const session: Session = {
+      connectionId: this.nextConnectionId++,
+      clientAddress: `${socket.remoteAddress}:${socket.remotePort}`,
+      listenerName: spec.name,
+      securityProtocol: spec.securityProtocol,
+      listenerRole: spec.role,
+      principal: 'User:ANONYMOUS',
+      clientSoftwareName: null,
+      clientSoftwareVersion: null,
+    };
+    this.logger.debug({ client: session.clientAddress, listener: spec.name, connectionId: session.connectionId }, 'connection accepted');
+    const conn = new Connection(session, socket, this.processor, this.limits, this.logger, (c) => this.connections.delete(c));
+    this.connections.add(conn);
+  }
+
+  /** Stops accepting connections. */
+  async stopAccepting(): Promise<void> {
+    await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    this.servers.length = 0;
+  }
+
+  /**
+   * Stops accepting, lets each connection finish the request it is processing, then closes
+   * them; connections still open after `graceMs` are destroyed.
+   */
+  async close(graceMs = 5000): Promise<void> {
+    const stopped = this.stopAccepting();
+    const closes = Promise.all([...this.connections].map((c) => c.close()));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        for (const c of this.connections) c.destroy();
+        resolve();
+      }, graceMs);
+    });
+    await Promise.race([closes, timeout]);
+    clearTimeout(timer);
+    await stopped;
+  }
+}

@@ -1,0 +1,102 @@
+// Kafka's text checkpoint files: a version line ("0"), an entry count line, then one entry
+// per line with space-separated fields. Written to a temp file, fsynced, renamed over the
+// old file and the directory fsynced, so a crash leaves either the old or the new file.
+
+import { open, readFile, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { StorageIOError, toStorageIOError } from './errors.ts';
+
+const VERSION = 0;
+
+export async function writeCheckpointLines(path: string, entries: readonly string[]): Promise<void> {
+  const text = `${VERSION}\n${entries.length}\n${entries.map((e) => `${e}\n`).join('')}`;
+  await writeFileAtomically(path, Buffer.from(text, 'utf8'));
+}
+
+/** Returns the entry lines, or null if the file does not exist. Malformed files throw. */
+export async function readCheckpointLines(path: string): Promise<string[][] | null> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw toStorageIOError(err, `reading ${path}`);
+  }
+  const lines = text.split('\n').filter((l) => l.length > 0);
+  if (lines.length < 2 || Number(lines[0]) !== VERSION) {
+    throw new StorageIOError(`malformed checkpoint file ${path}`, 'EINVAL');
+  }
+  const count = Number(lines[1]);
+  if (!Number.isInteger(count) || lines.length !== count + 2) {
+    throw new StorageIOError(`checkpoint file ${path} has ${lines.length - 2} entries, expected ${count}`, 'EINVAL');
+  }
+  return lines.slice(2).map((l) => l.trim().split(/\s+/));
+}
+
+export interface TopicPartitionKey {
+  topic: string;
+  partition: number;
+}
+
+/** recovery-point-offset-checkpoint, log-start-offset-checkpoint, replication-offset-checkpoint. */
+export async function writeOffsetCheckpoint(path: string, offsets: ReadonlyMap<string, number>): Promise<void> {
+  const lines: string[] = [];
+  for (const [name, offset] of offsets) {
+    const tp = parseTopicPartition(name);
+    if (tp === null) continue;
+    lines.push(`${tp.topic} ${tp.partition} ${offset}`);
+  }
+  await writeCheckpointLines(path, lines);
+}
+
+/** Keys are partition directory names (`topic-partition`). */
+export async function readOffsetCheckpoint(path: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const lines = await readCheckpointLines(path);
+  if (lines === null) return out;
+  for (const fields of lines) {
+    if (fields.length !== 3) throw new StorageIOError(`malformed entry in ${path}: ${fields.join(' ')}`, 'EINVAL');
+    out.set(`${fields[0]}-${fields[1]}`, Number(fields[2]));
+  }
+  return out;
+}
+
+/** `topic-partition` -> {topic, partition}; topics may contain '-', the partition is after the last one. */
+export function parseTopicPartition(name: string): TopicPartitionKey | null {
+  const dash = name.lastIndexOf('-');
+  if (dash <= 0) return null;
+  const partition = Number(name.slice(dash + 1));
+  if (!Number.isInteger(partition) || partition < 0 || name.slice(dash + 1) !== String(partition)) return null;
+  return { topic: name.slice(0, dash), partition };
+}
+
+/**
+ * Replaces `path` by `data` through a temp file and a rename. With `sync` (the default) the
+ * file and its directory are fsynced; without it a crash may leave a torn file, which is
+ * only acceptable for files whose readers verify a checksum and have a fallback.
+ */
+export async function writeFileAtomically(path: string, data: Buffer, sync = true): Promise<void> {
+  const tmp = `${path}.tmp`;
+  try {
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.writeFile(data);
+      if (sync) await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+    if (sync) await fsyncDir(dirname(path));
+  } catch (err) {
+    throw toStorageIOError(err, `writing ${path}`);
+  }
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}

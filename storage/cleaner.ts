@@ -1,0 +1,330 @@
+// Log compaction (cleanup.policy=compact, compact,delete), after Kafka's LogCleaner:
+//
+// - The dirty part of a log runs from the cleaner's checkpoint (first dirty offset) to the
+//   first uncleanable offset: the active segment, the high watermark, and segments younger
+//   than min.compaction.lag.ms are never cleaned. A log is cleaned when dirty bytes /
+//   total bytes reaches min.cleanable.dirty.ratio.
+// - One pass maps every key in the dirty part to its latest offset, then rewrites each
+//   segment below the first uncleanable offset keeping a record only if no later record has
+//   its key. Offsets are kept (gaps are normal). Keyless records are dropped, as Kafka does.
+// - Tombstones (null values) are removed once their segment is older than
+//   delete.retention.ms, so consumers that read within that time still see the delete.
+// - Control batches and transactional batches are kept whole: without an aborted
+//   transaction index the cleaner cannot tell committed from aborted data, and keeping them
+//   is always safe (a later record of the same key still wins for readers).
+// - A segment is rewritten into `<base>.log.cleaned`, renamed to `.log.swap` (the commit
+//   point, completed on restart), then renamed over `<base>.log` under the log lock; its
+//   indexes are rebuilt from the new file.
+// - Work runs in slices: the cleaner yields to the event loop (setImmediate) whenever it has
+//   computed for `sliceMs`, so it never stalls the broker for longer than a few ms.
+
+import { open, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RECORD_BATCH_OVERHEAD, RecordBatch } from '../protocol/records/batch.ts';
+import { isCompacted } from './config.ts';
+import { toStorageIOError } from './errors.ts';
+import type { PartitionLog } from './log.ts';
+import { batchRecords, rebuildBatch } from './records.ts';
+import { LOG_SUFFIX, LogSegment, readAt, segmentFileName } from './segment.ts';
+
+export interface CleanerOptions {
+  /** log.cleaner.backoff.ms: pause when no log needs cleaning. */
+  backoffMs: number;
+  /** Longest synchronous stretch before yielding to the event loop. */
+  sliceMs: number;
+  /** Bound on distinct keys mapped in one pass (log.cleaner.dedupe.buffer.size, as a key count). */
+  maxMapKeys: number;
+  time: () => number;
+}
+
+export interface CleanResult {
+  segmentsCleaned: number;
+  bytesBefore: number;
+  bytesAfter: number;
+  recordsRemoved: number;
+  /** The new first dirty offset. */
+  cleanedUpTo: number;
+}
+
+const READ_CHUNK_BYTES = 1024 * 1024;
+
+export class LogCleaner {
+  readonly options: CleanerOptions;
+  private readonly logs = new Set<PartitionLog>();
+  /** First dirty offset per log (Kafka keeps it in cleaner-offset-checkpoint). */
+  private readonly firstDirty = new WeakMap<PartitionLog, number>();
+  private readonly busy = new Map<PartitionLog, Promise<unknown>>();
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+
+  constructor(options: Partial<CleanerOptions> = {}) {
+    this.options = {
+      backoffMs: options.backoffMs ?? 15_000,
+      sliceMs: options.sliceMs ?? 4,
+      maxMapKeys: options.maxMapKeys ?? 4_000_000,
+      time: options.time ?? Date.now,
+    };
+  }
+
+  register(log: PartitionLog): void {
+    this.logs.add(log);
+  }
+
+  unregister(log: PartitionLog): void {
+    this.logs.delete(log);
+  }
+
+  /** Resolves when no pass is running on `log`. */
+  async awaitIdle(log: PartitionLog): Promise<void> {
+    await this.busy.get(log)?.catch(() => undefined);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    await Promise.all([...this.busy.values()].map((p) => p.catch(() => undefined)));
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let cleaned = false;
+      for (const log of [...this.logs]) {
+        if (!this.running) break;
+        if (log.isClosed) {
+          this.logs.delete(log);
+          continue;
+        }
+        try {
+          const r = await this.clean(log);
+          if (r !== null && r.segmentsCleaned > 0) cleaned = true;
+        } catch {
+          // A failed pass leaves the log as it was (the swap never happened); retry later.
+        }
+      }
+      if (!cleaned && this.running) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.options.backoffMs);
+          t.unref();
+          this.wake = () => { clearTimeout(t); resolve(); };
+        });
+        this.wake = null;
+      }
+    }
+  }
+
+  /** Dirty bytes / total bytes of the cleanable part, and its bounds. */
+  async cleanableRange(log: PartitionLog): Promise<{ firstDirty: number; firstUncleanable: number; dirtyRatio: number; dirtyBytes: number }> {
+    const segments = log.allSegments;
+    const now = this.options.time();
+    const firstDirty = Math.max(this.firstDirty.get(log) ?? log.logStartOffset, log.logStartOffset);
+    let firstUncleanable = Math.min(log.activeSegment.baseOffset, log.highWatermark);
+    for (const seg of segments) {
+      if (seg.baseOffset < firstDirty || seg.baseOffset >= firstUncleanable) continue;
+      if (log.config.minCompactionLagMs > 0 && now - (await seg.largestTimestampCheap()).timestamp < log.config.minCompactionLagMs) {
+        firstUncleanable = seg.baseOffset;
+        break;
+      }
+    }
+    let cleanBytes = 0;
+    let dirtyBytes = 0;
+    for (let i = 0; i < segments.length; i++) {
+      const seg = segments[i]!;
+      const end = segments[i + 1]?.baseOffset ?? Infinity;
+      if (end > firstUncleanable) break;
+      if (seg.baseOffset >= firstDirty) dirtyBytes += seg.size;
+      else cleanBytes += seg.size;
+    }
+    const total = cleanBytes + dirtyBytes;
+    return { firstDirty, firstUncleanable, dirtyRatio: total === 0 ? 0 : dirtyBytes / total, dirtyBytes };
+  }
+
+  /**
+   * Cleans `log` once if it is compacted and dirty enough (or `force`). Returns null when
+   * there was nothing to do.
+   */
+  clean(log: PartitionLog, force = false): Promise<CleanResult | null> {
+    const previous = this.busy.get(log) ?? Promise.resolve();
+    const pass = previous.catch(() => undefined).then(() => this.cleanPass(log, force));
+    this.busy.set(log, pass);
+    return pass.finally(() => {
+      if (this.busy.get(log) === pass) this.busy.delete(log);
+    });
+  }
+
+  private async cleanPass(log: PartitionLog, force: boolean): Promise<CleanResult | null> {
+    if (log.isClosed || !isCompacted(log.config)) return null;
+    const range = await this.cleanableRange(log);
+    if (range.dirtyBytes === 0) return null;
+    if (!force && range.dirtyRatio < log.config.minCleanableDirtyRatio) return null;
+    const slicer = new Slicer(this.options.sliceMs);
+    const segments = log.allSegments.filter((s, i, all) => (all[i + 1]?.baseOffset ?? Infinity) <= range.firstUncleanable);
+    const dirty = segments.filter((s) => s.baseOffset >= range.firstDirty);
+    const map = new Map<string, number>();
+    let mapEnd = range.firstDirty;
+    for (const seg of dirty) {
+      let full = false;
+      await forEachBatch(seg, slicer, async (batch) => {
+        if (batch.isControl || batch.isTransactional) return true;
+        for (const r of await batchRecords(batch)) {
+          if (r.key === null) continue;
+          const k = r.key.toString('latin1');
+          if (!map.has(k) && map.size >= this.options.maxMapKeys) {
+            full = true;
+            return false;
+          }
+          map.set(k, r.offset);
+        }
+        return true;
+      });
+      if (full) break;
+      mapEnd = segments[segments.indexOf(seg) + 1]?.baseOffset ?? range.firstUncleanable;
+    }
+    if (mapEnd <= range.firstDirty) return null;
+    const result: CleanResult = { segmentsCleaned: 0, bytesBefore: 0, bytesAfter: 0, recordsRemoved: 0, cleanedUpTo: mapEnd };
+    const deleteHorizon = this.options.time() - log.config.deleteRetentionMs;
+    for (const seg of segments) {
+      if (seg.baseOffset >= mapEnd) break;
+      const dropTombstones = (await seg.largestTimestampCheap()).timestamp < deleteHorizon;
+      const r = await this.cleanSegment(log, seg, map, dropTombstones, slicer);
+      if (r === null) return null;
+      result.segmentsCleaned++;
+      result.bytesBefore += r.before;
+      result.bytesAfter += r.after;
+      result.recordsRemoved += r.removed;
+    }
+    this.firstDirty.set(log, mapEnd);
+    return result;
+  }
+
+  private async cleanSegment(
+    log: PartitionLog,
+    seg: LogSegment,
+    map: Map<string, number>,
+    dropTombstones: boolean,
+    slicer: Slicer,
+  ): Promise<{ before: number; after: number; removed: number } | null> {
+    const before = seg.size;
+    const cleanedPath = join(seg.dir, `${segmentFileName(seg.baseOffset, LOG_SUFFIX)}.cleaned`);
+    const swapPath = join(seg.dir, `${segmentFileName(seg.baseOffset, LOG_SUFFIX)}.swap`);
+    let removed = 0;
+    let after = 0;
+    let changed = false;
+    try {
+      const out = await open(cleanedPath, 'w');
+      try {
+        const pending: Buffer[] = [];
+        let pendingBytes = 0;
+        const drain = async (): Promise<void> => {
+          if (pendingBytes === 0) return;
+          const data = Buffer.concat(pending, pendingBytes);
+          await out.write(data, 0, data.length, after);
+          after += data.length;
+          pending.length = 0;
+          pendingBytes = 0;
+        };
+        await forEachBatch(seg, slicer, async (batch) => {
+          let bytes = batch.bytes();
+          if (!batch.isControl && !batch.isTransactional) {
+            const all = await batchRecords(batch);
+            const kept = all.filter((r) => {
+              if (r.key === null) return false;
+              const latest = map.get(r.key.toString('latin1'));
+              if (latest !== undefined && r.offset < latest) return false;
+              return !(r.value === null && dropTombstones);
+            });
+            if (kept.length !== all.length) {
+              removed += all.length - kept.length;
+              changed = true;
+              if (kept.length === 0 && !batch.hasProducerId) return true;
+              bytes = await rebuildBatch(batch, kept);
+            }
+          }
+          pending.push(Buffer.from(bytes));
+          pendingBytes += bytes.length;
+          if (pendingBytes >= READ_CHUNK_BYTES) await drain();
+          return true;
+        });
+        await drain();
+        if (changed) await out.sync();
+      } finally {
+        await out.close();
+      }
+      if (!changed) {
+        await unlink(cleanedPath);
+        return { before, after: before, removed: 0 };
+      }
+      await rename(cleanedPath, swapPath);
+    } catch (err) {
+      await unlink(cleanedPath).catch(() => undefined);
+      throw toStorageIOError(err, `cleaning ${seg.logPath}`);
+    }
+    const swapped = await log.runLocked(async () => {
+      // Truncation or retention may have changed the log meanwhile: then discard the work.
+      if (log.isClosed || !log.allSegments.includes(seg) || seg.size !== before || seg === log.activeSegment) return false;
+      seg.closeHandles();
+      await unlink(seg.indexPath).catch(() => undefined);
+      await unlink(seg.timeIndexPath).catch(() => undefined);
+      await rename(swapPath, seg.logPath);
+      const replacement = new LogSegment(seg.dir, seg.baseOffset, after, log.pool, seg.createdMs);
+      await replacement.ensureLoaded(log.config.indexIntervalBytes);
+      log.replaceSegmentsLocked([seg], replacement);
+      return true;
+    });
+    if (!swapped) {
+      await unlink(swapPath).catch(() => undefined);
+      return null;
+    }
+    return { before, after, removed };
+  }
+}
+
+/** Yields to the event loop once `sliceMs` of synchronous work has passed. */
+class Slicer {
+  private sliceStart = performance.now();
+  constructor(private readonly sliceMs: number) {}
+  async maybeYield(): Promise<void> {
+    if (performance.now() - this.sliceStart < this.sliceMs) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.sliceStart = performance.now();
+  }
+}
+
+/** Visits every whole batch of an inactive segment, reading it in chunks. */
+async function forEachBatch(seg: LogSegment, slicer: Slicer, visit: (b: RecordBatch) => Promise<boolean>): Promise<void> {
+  const lease = await seg.lease();
+  try {
+    let pos = 0;
+    while (pos < seg.size) {
+      const chunk = await readAt(lease.handle, pos, Math.min(seg.size - pos, READ_CHUNK_BYTES));
+      let rel = 0;
+      while (chunk.length - rel >= RECORD_BATCH_OVERHEAD) {
+        const batch = new RecordBatch(chunk, rel);
+        const size = batch.sizeInBytes;
+        if (size < RECORD_BATCH_OVERHEAD) return;
+        if (rel + size > chunk.length) break;
+        if (!(await visit(batch))) return;
+        await slicer.maybeYield();
+        rel += size;
+      }
+      if (rel === 0) {
+        // One batch larger than the chunk: read it whole.
+        const head = new RecordBatch(chunk, 0);
+        const whole = await readAt(lease.handle, pos, head.sizeInBytes);
+        if (whole.length < head.sizeInBytes) return;
+        if (!(await visit(new RecordBatch(whole, 0)))) return;
+        rel = whole.length;
+      }
+      pos += rel;
+    }
+  } finally {
+    lease.release();
+  }
+}

@@ -1,0 +1,109 @@
+// A bounded cache of open file handles, so thousands of idle partitions do not each hold
+// descriptors. Handles are leased: an evicted or invalidated handle is closed only once
+// every lease on it has been released, so an in-flight read keeps reading the file it
+// started on even if compaction swapped the path meanwhile.
+
+import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+
+interface Entry {
+  path: string;
+  opening: Promise<FileHandle>;
+  handle: FileHandle | null;
+  leases: number;
+  stale: boolean;
+}
+
+export interface HandleLease {
+  readonly handle: FileHandle;
+  release(): void;
+}
+
+export class FileHandlePool {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(readonly maxOpen = 2048) {}
+
+  /** Opens (or reuses) a read-write handle on an existing file. */
+  async acquire(path: string): Promise<HandleLease> {
+    let entry = this.entries.get(path);
+    if (entry === undefined || entry.stale) {
+      const fresh: Entry = { path, opening: open(path, 'r+'), handle: null, leases: 0, stale: false };
+      entry = fresh;
+      this.entries.set(path, fresh);
+      fresh.opening.then(
+        (h) => { fresh.handle = h; },
+        () => { if (this.entries.get(path) === fresh) this.entries.delete(path); },
+      );
+    } else {
+      // Re-insert to keep the Map ordered by last use (LRU first).
+      this.entries.delete(path);
+      this.entries.set(path, entry);
+    }
+    entry.leases++;
+    let handle: FileHandle;
+    try {
+      handle = await entry.opening;
+    } catch (err) {
+      entry.leases--;
+      throw err;
+    }
+    this.evict();
+    const owner = entry;
+    let released = false;
+    return {
+      handle,
+      release: () => {
+        if (released) return;
+        released = true;
+        owner.leases--;
+        if (owner.leases === 0 && owner.stale) void closeQuietly(owner);
+      },
+    };
+  }
+
+  /** Forgets the handle of `path` (renamed, replaced or deleted); it closes when unleased. */
+  invalidate(path: string): void {
+    const entry = this.entries.get(path);
+    if (entry === undefined) return;
+    this.entries.delete(path);
+    entry.stale = true;
+    if (entry.leases === 0) void closeQuietly(entry);
+  }
+
+  /** Invalidates every handle under a directory prefix. */
+  invalidatePrefix(prefix: string): void {
+    for (const path of [...this.entries.keys()]) if (path.startsWith(prefix)) this.invalidate(path);
+  }
+
+  get openCount(): number {
+    return this.entries.size;
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    for (const e of all) e.stale = true;
+    await Promise.all(all.filter((e) => e.leases === 0).map(closeQuietly));
+  }
+
+  private evict(): void {
+    if (this.entries.size <= this.maxOpen) return;
+    for (const entry of this.entries.values()) {
+      if (this.entries.size <= this.maxOpen) break;
+      if (entry.leases > 0 || entry.handle === null) continue;
+      this.entries.delete(entry.path);
+      entry.stale = true;
+      void closeQuietly(entry);
+    }
+  }
+}
+
+async function closeQuietly(entry: Entry): Promise<void> {
+  try {
+    const h = await entry.opening;
+    await h.close();
+  } catch {
+    // Already closed or never opened: nothing to release.
+  }
+}

@@ -1,0 +1,35 @@
+// The storage engine's public API. The broker uses LogManager to find or create a
+// partition's PartitionLog, then append / read / offset lookups on it.
+
+export { LogManager, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT } from './log-manager.ts';
+export type { LogManagerOptions } from './log-manager.ts';
+export { PartitionLog } from './log.ts';
+export type {
+  AppendListener,
+  AppendOptions,
+  LogAppendInfo,
+  LogReadResult,
+  PartitionLogOptions,
+  TimestampAndOffset,
+} from './log.ts';
+export { DEFAULT_LOG_CONFIG, NEVER, TOPIC_CONFIG_NAMES, logConfigFromProperties, normalizeCleanupPolicy, isCompacted, hasDeletePolicy } from './config.ts';
+export type { LogConfig, CleanupPolicy, MessageTimestampType } from './config.ts';
+export {
+  StorageError,
+  CorruptRecordError,
+  RecordTooLargeError,
+  OffsetOutOfRangeError,
+  UnexpectedAppendOffsetError,
+  LogClosedError,
+  StorageIOError,
+  ProducerStateError,
+} from './errors.ts';
+export type { ProducerErrorCode } from './errors.ts';
+export { LeaderEpochCache, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts';
+export type { EpochEntry } from './leader-epoch-cache.ts';
+export { ProducerStateManager, NUM_BATCHES_TO_RETAIN } from './producer-state.ts';
+export type { ProducerCheck, ProducerDescription, ProducerStateEntry, BatchMetadata, AppendOrigin } from './producer-state.ts';
+export { LogCleaner } from './cleaner.ts';
+export type { CleanerOptions, CleanResult } from './cleaner.ts';
+export { FileHandlePool } from './file-pool.ts';
+export { readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';

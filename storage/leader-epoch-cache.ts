@@ -1,0 +1,104 @@
+// Leader epoch -> start offset (KIP-101/279), persisted as `leader-epoch-checkpoint` in the
+// partition directory in Kafka's text format. Mirrors Kafka's LeaderEpochFileCache.
+
+import { join } from 'node:path';
+import { readCheckpointLines, writeCheckpointLines } from './checkpoint.ts';
+
+export const LEADER_EPOCH_CHECKPOINT = 'leader-epoch-checkpoint';
+export const UNDEFINED_EPOCH = -1;
+export const UNDEFINED_EPOCH_OFFSET = -1;
+
+export interface EpochEntry {
+  epoch: number;
+  startOffset: number;
+}
+
+export class LeaderEpochCache {
+  private entries: EpochEntry[] = [];
+  private persisting: Promise<void> = Promise.resolve();
+
+  private constructor(private readonly path: string) {}
+
+  /** `exists: false` skips the read when the caller already listed the directory. */
+  static async load(dir: string, exists = true): Promise<LeaderEpochCache> {
+    const cache = new LeaderEpochCache(join(dir, LEADER_EPOCH_CHECKPOINT));
+    const lines = exists ? await readCheckpointLines(cache.path) : null;
+    if (lines !== null) {
+      cache.entries = lines.map(([e, o]) => ({ epoch: Number(e), startOffset: Number(o) }));
+    }
+    return cache;
+  }
+
+  all(): readonly EpochEntry[] {
+    return this.entries;
+  }
+
+  get latestEpoch(): number {
+    return this.entries.length === 0 ? UNDEFINED_EPOCH : this.entries[this.entries.length - 1]!.epoch;
+  }
+
+  /** Records that `epoch` starts at `startOffset`; entries it supersedes are dropped. Returns true if changed. */
+  assign(epoch: number, startOffset: number): boolean {
+    if (epoch < 0) return false;
+    const last = this.entries[this.entries.length - 1];
+    if (last !== undefined && last.epoch === epoch && last.startOffset <= startOffset) return false;
+    this.entries = this.entries.filter((e) => e.epoch < epoch && e.startOffset < startOffset);
+    this.entries.push({ epoch, startOffset });
+    return true;
+  }
+
+  /**
+   * Kafka's endOffsetFor: the end offset of `requestedEpoch` as seen by this log, i.e. the
+   * start offset of the next higher epoch, or the log end for the latest epoch.
+   */
+  endOffsetFor(requestedEpoch: number, logEndOffset: number): { epoch: number; endOffset: number } {
+    if (requestedEpoch === UNDEFINED_EPOCH) return { epoch: UNDEFINED_EPOCH, endOffset: UNDEFINED_EPOCH_OFFSET };
+    if (requestedEpoch === this.latestEpoch) return { epoch: requestedEpoch, endOffset: logEndOffset };
+    const higher = this.entries.find((e) => e.epoch > requestedEpoch);
+    if (higher === undefined) return { epoch: UNDEFINED_EPOCH, endOffset: UNDEFINED_EPOCH_OFFSET };
+    let floor: EpochEntry | undefined;
+    for (const e of this.entries) if (e.epoch <= requestedEpoch) floor = e;
+    if (floor === undefined) return { epoch: requestedEpoch, endOffset: higher.startOffset };
+    return { epoch: floor.epoch, endOffset: higher.startOffset };
+  }
+
+  /** The epoch of the batch holding `offset` (ListOffsets leader epoch), or -1. */
+  epochForOffset(offset: number): number {
+    let epoch = UNDEFINED_EPOCH;
+    for (const e of this.entries) {
+      if (e.startOffset > offset) break;
+      epoch = e.epoch;
+    }
+    return epoch;
+  }
+
+  /** Drops entries starting at or after `endOffset` (log truncated to it). */
+  truncateFromEnd(endOffset: number): boolean {
+    const kept = this.entries.filter((e) => e.startOffset < endOffset);
+    if (kept.length === this.entries.length) return false;
+    this.entries = kept;
+    return true;
+  }
+
+  /** Log start moved to `startOffset`: the epoch covering it now starts there. */
+  truncateFromStart(startOffset: number): boolean {
+    let firstKept = 0;
+    while (firstKept + 1 < this.entries.length && this.entries[firstKept + 1]!.startOffset <= startOffset) firstKept++;
+    const changed = firstKept > 0 || (this.entries[0] !== undefined && this.entries[0].startOffset < startOffset);
+    if (!changed) return false;
+    this.entries = this.entries.slice(firstKept);
+    if (this.entries[0]!.startOffset < startOffset) this.entries[0] = { epoch: this.entries[0]!.epoch, startOffset };
+    return true;
+  }
+
+  clear(): void {
+    this.entries = [];
+  }
+
+  /** Writes the checkpoint; calls are serialized so the latest state wins. */
+  persist(): Promise<void> {
+    const snapshot = this.entries.map((e) => `${e.epoch} ${e.startOffset}`);
+    this.persisting = this.persisting.catch(() => undefined).then(() => writeCheckpointLines(this.path, snapshot));
+    return this.persisting;
+  }
+}

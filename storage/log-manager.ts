@@ -1,0 +1,259 @@
+// All partition logs of one or more log directories (Kafka's LogManager): loads them at
+// startup (recovering after an unclean stop), creates and deletes logs, runs retention
+// every log.retention.check.interval.ms and the cleaner, and keeps the checkpoint files
+// and the clean-shutdown marker.
+
+import { mkdir, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_LOG_CONFIG, isCompacted } from './config.ts';
+import type { LogConfig } from './config.ts';
+import { fsyncDir, parseTopicPartition, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';
+import { LogCleaner } from './cleaner.ts';
+import type { CleanerOptions } from './cleaner.ts';
+import { toStorageIOError } from './errors.ts';
+import { FileHandlePool } from './file-pool.ts';
+import { PartitionLog } from './log.ts';
+
+export const CLEAN_SHUTDOWN_FILE = '.kafka_cleanshutdown';
+export const RECOVERY_POINT_CHECKPOINT = 'recovery-point-offset-checkpoint';
+export const LOG_START_OFFSET_CHECKPOINT = 'log-start-offset-checkpoint';
+export const REPLICATION_OFFSET_CHECKPOINT = 'replication-offset-checkpoint';
+
+export interface LogManagerOptions {
+  /** log.dirs */
+  logDirs: string[];
+  /** Broker-level defaults for topic configs (log.retention.ms etc. already mapped). */
+  defaultConfig?: Partial<LogConfig>;
+  /** Per-topic overrides, consulted when a log is loaded or created. */
+  topicConfig?: (topic: string) => Partial<LogConfig> | undefined;
+  /** log.retention.check.interval.ms (default 300000) */
+  retentionCheckIntervalMs?: number;
+  /** log.flush.offset.checkpoint.interval.ms (default 60000) */
+  flushOffsetCheckpointIntervalMs?: number;
+  /** log.flush.start.offset.checkpoint.interval.ms (default 60000) */
+  flushStartOffsetCheckpointIntervalMs?: number;
+  /** replica.high.watermark.checkpoint.interval.ms (default 5000) */
+  highWatermarkCheckpointIntervalMs?: number;
+  /** log.cleaner.enable (default true) */
+  cleanerEnable?: boolean;
+  cleaner?: Partial<CleanerOptions>;
+  /** Upper bound on open file descriptors held by the handle cache. */
+  maxOpenFiles?: number;
+  /** How many partition logs load at once at startup. */
+  loadConcurrency?: number;
+  /** Start the periodic tasks (default true; tests drive them by hand). */
+  scheduleTasks?: boolean;
+  time?: () => number;
+}
+
+interface LoadedLog {
+  topic: string;
+  partition: number;
+  logDir: string;
+  log: PartitionLog;
+}
+
+export class LogManager {
+  private readonly logs = new Map<string, LoadedLog>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly creating = new Map<string, Promise<PartitionLog>>();
+  readonly pool: FileHandlePool;
+  readonly cleaner: LogCleaner;
+  readonly time: () => number;
+  private shuttingDown = false;
+  /** Whether the last stop was clean, per log dir (for tests and metrics). */
+  readonly hadCleanShutdown = new Map<string, boolean>();
+
+  private constructor(readonly options: LogManagerOptions) {
+    this.pool = new FileHandlePool(options.maxOpenFiles ?? 4096);
+    this.time = options.time ?? Date.now;
+    this.cleaner = new LogCleaner({ ...options.cleaner, time: this.time });
+  }
+
+  static async startup(options: LogManagerOptions): Promise<LogManager> {
+    const manager = new LogManager(options);
+    for (const dir of options.logDirs) await manager.loadLogDir(dir);
+    for (const dir of options.logDirs) await manager.checkpointDir(dir);
+    if (options.scheduleTasks ?? true) manager.scheduleTasks();
+    return manager;
+  }
+
+  private async loadLogDir(logDir: string): Promise<void> {
+    try {
+      await mkdir(logDir, { recursive: true });
+    } catch (err) {
+      throw toStorageIOError(err, `creating log dir ${logDir}`);
+    }
+    const marker = join(logDir, CLEAN_SHUTDOWN_FILE);
+    const clean = await stat(marker).then(() => true, () => false);
+    this.hadCleanShutdown.set(logDir, clean);
+    const recoveryPoints = await readOffsetCheckpoint(join(logDir, RECOVERY_POINT_CHECKPOINT));
+    const startOffsets = await readOffsetCheckpoint(join(logDir, LOG_START_OFFSET_CHECKPOINT));
+    const highWatermarks = await readOffsetCheckpoint(join(logDir, REPLICATION_OFFSET_CHECKPOINT));
+    const names = await readdir(logDir, { withFileTypes: true });
+    const toLoad: string[] = [];
+    for (const entry of names) {
+      if (!entry.isDirectory()) continue;
+      if (entry.name.endsWith('-delete')) {
+        await rm(join(logDir, entry.name), { recursive: true, force: true });
+        continue;
+      }
+      if (parseTopicPartition(entry.name) !== null) toLoad.push(entry.name);
+    }
+    const concurrency = this.options.loadConcurrency ?? 8;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < toLoad.length) {
+        const name = toLoad[next++]!;
+        const tp = parseTopicPartition(name)!;
+        const log = await PartitionLog.open({
+          dir: join(logDir, name),
+          config: this.configFor(tp.topic),
+          pool: this.pool,
+          // Without a checkpoint entry the whole log is suspect after an unclean stop.
+          recoveryPoint: recoveryPoints.get(name) ?? 0,
+          logStartOffset: startOffsets.get(name),
+          highWatermark: highWatermarks.get(name),
+          cleanShutdown: clean,
+          time: this.time,
+        });
+        this.register(tp.topic, tp.partition, logDir, log);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, toLoad.length) }, worker));
+    if (clean) await unlink(marker).catch(() => undefined);
+  }
+
+  private configFor(topic: string, overrides?: Partial<LogConfig>): LogConfig {
+    return { ...DEFAULT_LOG_CONFIG, ...this.options.defaultConfig, ...this.options.topicConfig?.(topic), ...overrides };
+  }
+
+  private register(topic: string, partition: number, logDir: string, log: PartitionLog): void {
+    this.logs.set(`${topic}-${partition}`, { topic, partition, logDir, log });
+    if (isCompacted(log.config)) this.cleaner.register(log);
+  }
+
+  getLog(topic: string, partition: number): PartitionLog | undefined {
+    return this.logs.get(`${topic}-${partition}`)?.log;
+  }
+
+  /** All loaded logs with their topic and partition. */
+  allLogs(): { topic: string; partition: number; log: PartitionLog }[] {
+    return [...this.logs.values()].map(({ topic, partition, log }) => ({ topic, partition, log }));
+  }
+
+  /** Returns the log, creating an empty one (in the log dir with the fewest logs) if needed. */
+  getOrCreateLog(topic: string, partition: number, config?: Partial<LogConfig>): Promise<PartitionLog> {
+    const key = `${topic}-${partition}`;
+    const existing = this.logs.get(key);
+    if (existing !== undefined) return Promise.resolve(existing.log);
+    const pending = this.creating.get(key);
+    if (pending !== undefined) return pending;
+    const created = (async () => {
+      const logDir = this.leastLoadedDir();
+      const log = await PartitionLog.open({ dir: join(logDir, key), config: this.configFor(topic, config), pool: this.pool, time: this.time });
+      this.register(topic, partition, logDir, log);
+      return log;
+    })().finally(() => this.creating.delete(key));
+    this.creating.set(key, created);
+    return created;
+  }
+
+  /** Applies changed topic configs to the topic's open logs. */
+  updateTopicConfig(topic: string, config: Partial<LogConfig>): void {
+    for (const l of this.logs.values()) {
+      if (l.topic !== topic) continue;
+      l.log.updateConfig(config);
+      if (isCompacted(l.log.config)) this.cleaner.register(l.log);
+      else this.cleaner.unregister(l.log);
+    }
+  }
+
+  async deleteLog(topic: string, partition: number): Promise<boolean> {
+    const key = `${topic}-${partition}`;
+    const entry = this.logs.get(key);
+    if (entry === undefined) return false;
+    this.logs.delete(key);
+    this.cleaner.unregister(entry.log);
+    await this.cleaner.awaitIdle(entry.log);
+    await entry.log.delete();
+    return true;
+  }
+
+  private leastLoadedDir(): string {
+    const counts = new Map(this.options.logDirs.map((d) => [d, 0]));
+    for (const l of this.logs.values()) counts.set(l.logDir, (counts.get(l.logDir) ?? 0) + 1);
+    let best = this.options.logDirs[0]!;
+    for (const [d, n] of counts) if (n < counts.get(best)!) best = d;
+    return best;
+  }
+
+  /** One retention pass over every log. Returns the number of segments deleted. */
+  async runRetention(): Promise<number> {
+    let deleted = 0;
+    for (const { log } of [...this.logs.values()]) {
+      if (log.isClosed) continue;
+      deleted += await log.deleteOldSegments();
+    }
+    return deleted;
+  }
+
+  /** Writes the recovery point, log start offset and high watermark checkpoints. */
+  async checkpointAll(): Promise<void> {
+    for (const dir of this.options.logDirs) await this.checkpointDir(dir);
+  }
+
+  private async checkpointDir(logDir: string): Promise<void> {
+    const recovery = new Map<string, number>();
+    const start = new Map<string, number>();
+    const hw = new Map<string, number>();
+    for (const [key, l] of this.logs) {
+      if (l.logDir !== logDir) continue;
+      recovery.set(key, l.log.recoveryPoint);
+      start.set(key, l.log.logStartOffset);
+      hw.set(key, l.log.highWatermark);
+    }
+    await writeOffsetCheckpoint(join(logDir, RECOVERY_POINT_CHECKPOINT), recovery);
+    await writeOffsetCheckpoint(join(logDir, LOG_START_OFFSET_CHECKPOINT), start);
+    await writeOffsetCheckpoint(join(logDir, REPLICATION_OFFSET_CHECKPOINT), hw);
+  }
+
+  private scheduleTasks(): void {
+    const every = (ms: number, task: () => Promise<unknown>): void => {
+      let running = false;
+      const t = setInterval(() => {
+        if (running || this.shuttingDown) return;
+        running = true;
+        task().catch(() => undefined).finally(() => { running = false; });
+      }, ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(this.options.retentionCheckIntervalMs ?? 300_000, () => this.runRetention());
+    const checkpointMs = Math.min(
+      this.options.flushOffsetCheckpointIntervalMs ?? 60_000,
+      this.options.flushStartOffsetCheckpointIntervalMs ?? 60_000,
+      this.options.highWatermarkCheckpointIntervalMs ?? 5_000,
+    );
+    every(checkpointMs, () => this.checkpointAll());
+    if (this.options.cleanerEnable ?? true) this.cleaner.start();
+  }
+
+  /** Stops tasks, closes every log (flush + producer snapshot), checkpoints, marks a clean shutdown. */
+  async shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.cleaner.stop();
+    for (const l of this.logs.values()) await l.log.close();
+    for (const dir of this.options.logDirs) {
+      await this.checkpointDir(dir);
+      try {
+        await writeFile(join(dir, CLEAN_SHUTDOWN_FILE), '');
+        await fsyncDir(dir);
+      } catch (err) {
+        throw toStorageIOError(err, `writing ${CLEAN_SHUTDOWN_FILE} in ${dir}`);
+      }
+    }
+    await this.pool.closeAll();
+  }
+}

@@ -1,0 +1,831 @@
+// One partition's log: an ordered list of segments, the leader-epoch cache and the
+// producer state, with Kafka's UnifiedLog operations. Mutations (append, roll, truncation,
+// retention, segment swaps) run one at a time under a per-log lock; reads never take it
+// and work on the segment list current when they start.
+
+import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../protocol/records/batch.ts';
+import { DEFAULT_LOG_CONFIG, NEVER, hasDeletePolicy } from './config.ts';
+import type { LogConfig } from './config.ts';
+import {
+  CorruptRecordError,
+  LogClosedError,
+  OffsetOutOfRangeError,
+  RecordTooLargeError,
+  UnexpectedAppendOffsetError,
+  toStorageIOError,
+} from './errors.ts';
+import { FileHandlePool } from './file-pool.ts';
+import { LEADER_EPOCH_CHECKPOINT, LeaderEpochCache } from './leader-epoch-cache.ts';
+import { ProducerStateManager } from './producer-state.ts';
+import type { AppendOrigin, ProducerCheck, ProducerDescription } from './producer-state.ts';
+import { INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, segmentFileName } from './segment.ts';
+import type { BatchExtent } from './segment.ts';
+import { firstRecordAtOrAfter, offsetOfMaxTimestamp } from './records.ts';
+
+
+export interface PartitionLogOptions {
+  /** The partition directory, `<log dir>/<topic>-<partition>`. */
+  dir: string;
+  config?: Partial<LogConfig>;
+  pool?: FileHandlePool;
+  /** Offset below which the log is known to be fsynced (recovery-point-offset-checkpoint). */
+  recoveryPoint?: number;
+  logStartOffset?: number;
+  highWatermark?: number;
+  /** False after an unclean stop: segments from the recovery point on are validated. */
+  cleanShutdown?: boolean;
+  /** Injectable clock (ms since epoch), for LogAppendTime, segment.ms, retention and flush.ms. */
+  time?: () => number;
+}
+
+export interface AppendOptions {
+  /** The leader epoch written into each batch (leader appends). */
+  leaderEpoch?: number;
+  /**
+   * true (leader): offsets are assigned from the log end and written into the batches;
+   * false (follower/replication): the batches keep their offsets, which must start at or
+   * after the log end.
+   */
+  assignOffsets?: boolean;
+  /** 'client' enforces producer id/epoch/sequence checks; other origins only record them. */
+  origin?: AppendOrigin;
+}
+
+export interface LogAppendInfo {
+  firstOffset: number;
+  lastOffset: number;
+  maxTimestamp: number;
+  offsetOfMaxTimestamp: number;
+  /** The broker time written into the batches for LogAppendTime topics, else -1. */
+  logAppendTime: number;
+  logStartOffset: number;
+  /** Bytes appended (0 for a duplicate). */
+  validBytes: number;
+  batchCount: number;
+  /** True when the batch is a retried duplicate: nothing was written, offsets are the original ones. */
+  duplicate: boolean;
+}
+
+/**
+ * Whole batches read from one segment, exactly as stored (never decoded). `records` is
+ * empty (zero length, not null) when nothing is available. `segmentBaseOffset` and
+ * `position` locate the bytes in the segment's `.log` file.
+ */
+export interface LogReadResult {
+  records: Buffer;
+  /** Base offset of the first batch returned (may be below the fetch offset), or -1. */
+  firstOffset: number;
+  /** The offset after the last batch returned (the fetch offset when empty). */
+  nextOffset: number;
+  segmentBaseOffset: number;
+  position: number;
+  highWatermark: number;
+  logStartOffset: number;
+  logEndOffset: number;
+}
+
+export interface TimestampAndOffset {
+  timestamp: number;
+  offset: number;
+  /** Leader epoch of the batch holding the offset, or -1. */
+  leaderEpoch: number;
+}
+
+export type AppendListener = (info: LogAppendInfo) => void;
+
+class Mutex {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(fn);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+export class PartitionLog {
+  config: LogConfig;
+  readonly dir: string;
+  private segments: LogSegment[] = [];
+  private nextOffsetMetadata = 0;
+  private startOffset = 0;
+  private hw = 0;
+  private recoveryPointOffset = 0;
+  private readonly lock = new Mutex();
+  private flushChain: Promise<void> = Promise.resolve();
+  private truncations = 0;
+  private unflushedMessages = 0;
+  private lastFlushMs: number;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private producerStateLoad: Promise<void> | null = null;
+  private readonly listeners = new Set<AppendListener>();
+  private closed = false;
+  readonly epochCache: LeaderEpochCache;
+  readonly producerState: ProducerStateManager;
+  readonly time: () => number;
+
+  private constructor(dir: string, config: LogConfig, readonly pool: FileHandlePool, epochCache: LeaderEpochCache, time: () => number) {
+    this.dir = dir;
+    this.config = config;
+    this.epochCache = epochCache;
+    this.producerState = new ProducerStateManager(dir);
+    this.time = time;
+    this.lastFlushMs = time();
+  }
+
+  /** Opens (creating if needed) the log in `opts.dir`, recovering it after an unclean stop. */
+  static async open(opts: PartitionLogOptions): Promise<PartitionLog> {
+    const config = { ...DEFAULT_LOG_CONFIG, ...opts.config };
+    const time = opts.time ?? Date.now;
+    let names: string[];
+    try {
+      names = await readdir(opts.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw toStorageIOError(err, `listing ${opts.dir}`);
+      try {
+        await mkdir(opts.dir, { recursive: true });
+      } catch (mkdirErr) {
+        throw toStorageIOError(mkdirErr, `creating ${opts.dir}`);
+      }
+      names = [];
+    }
+    const epochCache = await LeaderEpochCache.load(opts.dir, names.includes(LEADER_EPOCH_CHECKPOINT));
+    const log = new PartitionLog(opts.dir, config, opts.pool ?? new FileHandlePool(), epochCache, time);
+    await log.load(opts, names);
+    return log;
+  }
+
+  get logEndOffset(): number { return this.nextOffsetMetadata; }
+  get logStartOffset(): number { return this.startOffset; }
+  get recoveryPoint(): number { return this.recoveryPointOffset; }
+  get highWatermark(): number { return this.hw; }
+  /** Set by the replica manager; kept within [logStartOffset, logEndOffset]. */
+  set highWatermark(offset: number) {
+    this.hw = Math.min(Math.max(offset, this.startOffset), this.nextOffsetMetadata);
+  }
+  get segmentCount(): number { return this.segments.length; }
+  get activeSegment(): LogSegment { return this.segments[this.segments.length - 1]!; }
+  /** Segments, oldest first (read-only view for the cleaner and tests). */
+  get allSegments(): readonly LogSegment[] { return this.segments; }
+  get size(): number {
+    let total = 0;
+    for (const s of this.segments) total += s.size;
+    return total;
+  }
+  get latestEpoch(): number { return this.epochCache.latestEpoch; }
+  get isClosed(): boolean { return this.closed; }
+
+  /** Subscribes to appends (for waking delayed fetches). Returns the unsubscribe function. */
+  onAppend(listener: AppendListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  updateConfig(config: Partial<LogConfig>): void {
+    this.config = { ...this.config, ...config };
+  }
+
+  // ---- loading and recovery ----
+
+  private async load(opts: PartitionLogOptions, listed: string[]): Promise<void> {
+    let names = listed;
+    if (names.some((n) => n.endsWith('.swap'))) names = await completeOrDiscardSwaps(this.dir, names);
+    const bases: number[] = [];
+    for (const name of names) {
+      if (name.endsWith('.deleted') || name.endsWith('.cleaned') || name.endsWith('.tmp')) {
+        await unlink(join(this.dir, name)).catch(() => undefined);
+      } else if (name.endsWith(LOG_SUFFIX)) {
+        const base = Number(name.slice(0, -LOG_SUFFIX.length));
+        if (Number.isSafeInteger(base)) bases.push(base);
+      }
+    }
+    bases.sort((a, b) => a - b);
+    for (const base of bases) {
+      const st = await stat(join(this.dir, segmentFileName(base, LOG_SUFFIX)));
+      this.segments.push(new LogSegment(this.dir, base, st.size, this.pool, st.mtimeMs));
+    }
+    const requestedStart = opts.logStartOffset ?? 0;
+    if (this.segments.length === 0) {
+      this.segments.push(await LogSegment.create(this.dir, requestedStart, this.pool, this.time()));
+    }
+    const cleanShutdown = opts.cleanShutdown ?? true;
+    if (cleanShutdown) {
+      await this.activeSegment.ensureLoaded(this.config.indexIntervalBytes);
+      this.nextOffsetMetadata = this.activeSegment.nextOffset;
+      this.recoveryPointOffset = Math.min(opts.recoveryPoint ?? this.nextOffsetMetadata, this.nextOffsetMetadata);
+    } else {
+      await this.recover(opts.recoveryPoint ?? 0);
+    }
+    this.startOffset = Math.min(Math.max(requestedStart, this.segments[0]!.baseOffset), this.nextOffsetMetadata);
+    this.hw = Math.min(Math.max(opts.highWatermark ?? 0, this.startOffset), this.nextOffsetMetadata);
+    let epochsChanged = this.epochCache.truncateFromEnd(this.nextOffsetMetadata);
+    epochsChanged = this.epochCache.truncateFromStart(this.startOffset) || epochsChanged;
+    if (epochsChanged) await this.epochCache.persist();
+  }
+
+  /** Validates every segment from the one holding `recoveryPoint` on; cuts at the first bad byte. */
+  private async recover(recoveryPoint: number): Promise<void> {
+    let first = this.segmentIndexFor(recoveryPoint);
+    if (first < 0) first = 0;
+    // Recovery rewrites the tail, so the producer state is rebuilt from the last snapshot.
+    for (let i = first; i < this.segments.length; i++) {
+      const seg = this.segments[i]!;
+      const truncatedBytes = await seg.recover(this.config.indexIntervalBytes, (b) => {
+        if (b.partitionLeaderEpoch >= 0) this.epochCache.assign(b.partitionLeaderEpoch, b.baseOffset);
+      });
+      if (truncatedBytes > 0) {
+        // Everything after an invalid byte is unusable, including later segments.
+        const dropped = this.segments.splice(i + 1);
+        for (const d of dropped) await d.markDeleted(0);
+        break;
+      }
+    }
+    await this.activeSegment.ensureLoaded(this.config.indexIntervalBytes);
+    this.nextOffsetMetadata = this.activeSegment.nextOffset;
+    for (let i = Math.max(first, 0); i < this.segments.length; i++) await this.segments[i]!.fsync();
+    this.recoveryPointOffset = this.nextOffsetMetadata;
+    await this.producerState.deleteSnapshots((o) => o > this.nextOffsetMetadata);
+    await this.epochCache.persist();
+  }
+
+  /** Producer state is loaded on first use: latest snapshot, then the log after it. */
+  private ensureProducerState(): Promise<void> {
+    this.producerStateLoad ??= this.loadProducerState();
+    return this.producerStateLoad;
+  }
+
+  private async loadProducerState(): Promise<void> {
+    const from = await this.producerState.loadLatestSnapshot(this.nextOffsetMetadata, this.startOffset);
+    await this.forEachBatchHeader(Math.max(from, this.startOffset), (b) => this.producerState.update(b, -1));
+    this.producerState.mapEndOffset = this.nextOffsetMetadata;
+  }
+
+  /** Visits the header of every batch with lastOffset >= `fromOffset`, in order. */
+  async forEachBatchHeader(fromOffset: number, visit: (b: RecordBatch) => void): Promise<void> {
+    const segments = this.segments;
+    for (let i = 0; i < segments.length; i++) {
+      const seg = segments[i]!;
+      const nextBase = segments[i + 1]?.baseOffset ?? Infinity;
+      if (nextBase <= fromOffset) continue;
+      await seg.ensureLoaded(this.config.indexIntervalBytes);
+      await seg.scan(seg.lookupPosition(fromOffset), false, (extent, _pos, view) => {
+        if (extent.lastOffset >= fromOffset) visit(view);
+        return true;
+      });
+    }
+  }
+
+  // ---- append ----
+
+  /**
+   * Appends `batches` (whole v2 batches laid end to end). Framing, magic, CRC-32C and size
+   * are checked first: if any batch is bad nothing is written (CorruptRecordError,
+   * RecordTooLargeError). Producer checks for client appends may throw ProducerStateError
+   * or return a duplicate.
+   */
+  async append(batches: Buffer, opts: AppendOptions = {}): Promise<LogAppendInfo> {
+    const assignOffsets = opts.assignOffsets ?? true;
+    const views = this.validateBatches(batches, assignOffsets);
+    await this.ensureProducerState();
+    const info = await this.lock.run(() => this.appendLocked(batches, views, assignOffsets, opts));
+    if (!info.duplicate && info.validBytes > 0) {
+      for (const l of this.listeners) l(info);
+      await this.maybeFlushAfterAppend();
+    }
+    return info;
+  }
+
+  /** Follower append: offsets and leader epochs are kept as the leader wrote them. */
+  appendAsFollower(batches: Buffer): Promise<LogAppendInfo> {
+    return this.append(batches, { assignOffsets: false, origin: 'replication' });
+  }
+
+  /** The broker's pre-append producer check (the same check `append` runs atomically). */
+  async checkProducerBatches(batches: Buffer): Promise<ProducerCheck> {
+    const views = this.validateBatches(batches, true);
+    await this.ensureProducerState();
+    return this.producerState.check(views);
+  }
+
+  /** Producer state for DescribeProducers. */
+  async activeProducers(): Promise<ProducerDescription[]> {
+    await this.ensureProducerState();
+    return this.producerState.describe();
+  }
+
+  private validateBatches(batches: Buffer, assignOffsets: boolean): RecordBatch[] {
+    const views: RecordBatch[] = [];
+    let pos = 0;
+    let expectNext = -1;
+    while (pos < batches.length) {
+      let size: number;
+      try {
+        size = validateBatchAt(batches, pos, batches.length, true);
+      } catch (err) {
+        if (err instanceof InvalidRecordBatchError) throw new CorruptRecordError(`batch at byte ${pos}: ${err.message}`, err.kind);
+        throw err;
+      }
+      if (size > this.config.maxMessageBytes) {
+        throw new RecordTooLargeError(`batch of ${size} bytes exceeds max.message.bytes ${this.config.maxMessageBytes}`);
+      }
+      const view = new RecordBatch(batches, pos);
+      if (assignOffsets) {
+        if (view.recordCount !== view.lastOffsetDelta + 1) {
+          throw new CorruptRecordError(`record count ${view.recordCount} does not match lastOffsetDelta ${view.lastOffsetDelta}`, 'invalid');
+        }
+      } else {
+        if (view.baseOffset < expectNext) throw new CorruptRecordError('batch offsets are not increasing', 'invalid');
+        expectNext = view.nextOffset;
+      }
+      views.push(view);
+      pos += size;
+    }
+    return views;
+  }
+
+  private async appendLocked(data: Buffer, views: RecordBatch[], assignOffsets: boolean, opts: AppendOptions): Promise<LogAppendInfo> {
+    if (this.closed) throw new LogClosedError(`log ${this.dir} is closed`);
+    const origin = opts.origin ?? (assignOffsets ? 'client' : 'replication');
+    if (views.length === 0) {
+      return {
+        firstOffset: -1, lastOffset: -1, maxTimestamp: -1, offsetOfMaxTimestamp: -1, logAppendTime: -1,
+        logStartOffset: this.startOffset, validBytes: 0, batchCount: 0, duplicate: false,
+      };
+    }
+    if (origin === 'client') {
+      const check = this.producerState.checkOrThrow(views);
+      if (check.result === 'duplicate') {
+        return {
+          firstOffset: check.firstOffset, lastOffset: check.lastOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
+          logAppendTime: -1, logStartOffset: this.startOffset, validBytes: 0, batchCount: 0, duplicate: true,
+        };
+      }
+    }
+    const now = this.time();
+    let logAppendTime = -1;
+    if (assignOffsets) {
+      let next = this.nextOffsetMetadata;
+      const epoch = opts.leaderEpoch ?? -1;
+      const useAppendTime = this.config.messageTimestampType === 'LogAppendTime';
+      if (useAppendTime) logAppendTime = now;
+      for (const v of views) {
+        v.setBaseOffset(next);
+        v.setPartitionLeaderEpoch(epoch);
+        if (useAppendTime) v.setLogAppendTime(now);
+        next = v.nextOffset;
+      }
+    } else if (views[0]!.baseOffset < this.nextOffsetMetadata) {
+      throw new UnexpectedAppendOffsetError(
+        `first offset ${views[0]!.baseOffset} is below the log end offset ${this.nextOffsetMetadata}`,
+      );
+    }
+    const firstOffset = views[0]!.baseOffset;
+    const last = views[views.length - 1]!;
+    const lastOffset = last.lastOffset;
+    let maxTimestamp = -1;
+    let offsetOfMaxTimestamp = -1;
+    const extents: BatchExtent[] = views.map((v) => {
+      const e = { baseOffset: v.baseOffset, lastOffset: v.lastOffset, maxTimestamp: v.maxTimestamp, size: v.sizeInBytes };
+      if (e.maxTimestamp > maxTimestamp) {
+        maxTimestamp = e.maxTimestamp;
+        offsetOfMaxTimestamp = e.lastOffset;
+      }
+      return e;
+    });
+    await this.maybeRoll(data.length, firstOffset, lastOffset, now);
+    await this.activeSegment.append(data, extents, this.config.indexIntervalBytes);
+    this.nextOffsetMetadata = lastOffset + 1;
+    let epochsChanged = false;
+    for (const v of views) {
+      const epoch = v.partitionLeaderEpoch;
+      if (epoch >= 0 && epoch > this.epochCache.latestEpoch) epochsChanged = this.epochCache.assign(epoch, v.baseOffset) || epochsChanged;
+      this.producerState.update(v, logAppendTime);
+    }
+    if (epochsChanged) await this.epochCache.persist();
+    this.unflushedMessages += lastOffset - firstOffset + 1;
+    return {
+      firstOffset, lastOffset, maxTimestamp, offsetOfMaxTimestamp, logAppendTime,
+      logStartOffset: this.startOffset, validBytes: data.length, batchCount: views.length, duplicate: false,
+    };
+  }
+
+  private async maybeRoll(bytes: number, firstOffset: number, lastOffset: number, now: number): Promise<void> {
+    const seg = this.activeSegment;
+    await seg.ensureLoaded(this.config.indexIntervalBytes);
+    const c = this.config;
+    const timeWaited = now - (seg.rollingBasedTimestamp >= 0 ? seg.rollingBasedTimestamp : seg.createdMs);
+    const shouldRoll = (seg.size > 0 && (seg.size + bytes > c.segmentBytes || timeWaited > c.segmentMs - c.segmentJitterMs))
+      || (seg.size > 0 && seg.isIndexFull(c.segmentIndexBytes))
+      || !seg.canHoldOffset(lastOffset);
+    if (shouldRoll) await this.rollLocked(firstOffset);
+  }
+
+  private async maybeFlushAfterAppend(): Promise<void> {
+    if (this.unflushedMessages >= this.config.flushMessages) {
+      await this.flush();
+      return;
+    }
+    if (this.config.flushMs < NEVER && this.flushTimer === null) {
+      const delay = Math.max(0, this.config.flushMs - (this.time() - this.lastFlushMs));
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = null;
+        // A failed background flush leaves the recovery point behind; the next flush retries.
+        this.flush().catch(() => undefined);
+      }, delay);
+      this.flushTimer.unref();
+    }
+  }
+
+  // ---- roll and flush ----
+
+  /** Starts a new active segment at the log end (no-op if the active segment is empty there). */
+  roll(): Promise<void> {
+    return this.lock.run(() => this.rollLocked(this.nextOffsetMetadata));
+  }
+
+  private async rollLocked(newBase: number): Promise<void> {
+    const active = this.activeSegment;
+    const base = Math.max(newBase, this.nextOffsetMetadata);
+    if (active.size === 0 && active.baseOffset === base) return;
+    if (active.size === 0) {
+      // An empty active segment at a lower base (a follower skipping a gap) is replaced.
+      this.segments.pop();
+      await active.markDeleted(0);
+    } else {
+      await active.onBecomeInactive();
+    }
+    this.segments.push(await LogSegment.create(this.dir, base, this.pool, this.time()));
+    if (this.producerStateLoad !== null) {
+      await this.producerStateLoad;
+      this.producerState.mapEndOffset = this.nextOffsetMetadata;
+      await this.producerState.takeSnapshot();
+    }
+    // Kafka flushes the rolled segment in the background (it advances the recovery point).
+    const flushTo = base;
+    this.flush(flushTo).catch(() => undefined);
+  }
+
+  /** fsyncs segments up to `offset` (default: the log end) and advances the recovery point. */
+  flush(offset?: number): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.closed) return;
+      const upTo = Math.min(offset ?? this.nextOffsetMetadata, this.nextOffsetMetadata);
+      if (upTo <= this.recoveryPointOffset) return;
+      const truncationsBefore = this.truncations;
+      const segments = await this.lock.run(async () => {
+        const chosen = this.segments.filter((s, i) => {
+          const end = this.segments[i + 1]?.baseOffset ?? Infinity;
+          return end > this.recoveryPointOffset && s.baseOffset < upTo;
+        });
+        for (const s of chosen) await s.flushIndexes();
+        return chosen;
+      });
+      const messagesBefore = this.unflushedMessages;
+      for (const s of segments) {
+        try {
+          await s.fsync();
+        } catch (err) {
+          if (!this.segments.includes(s)) continue;
+          throw err;
+        }
+      }
+      if (this.truncations === truncationsBefore && upTo > this.recoveryPointOffset) this.recoveryPointOffset = upTo;
+      if (upTo >= this.nextOffsetMetadata) this.unflushedMessages = Math.max(0, this.unflushedMessages - messagesBefore);
+      this.lastFlushMs = this.time();
+    };
+    const next = this.flushChain.then(run, run);
+    this.flushChain = next.catch(() => undefined);
+    return next;
+  }
+
+  // ---- read ----
+
+  /**
+   * Reads whole batches from the one holding `fetchOffset`, up to `maxBytes` (the first
+   * batch may exceed it when `minOneBatch`), none reaching `maxOffset` (exclusive: pass the
+   * high watermark or last stable offset). `fetchOffset` outside [logStartOffset,
+   * logEndOffset] throws OffsetOutOfRangeError; at the log end the result is empty.
+   */
+  async read(fetchOffset: number, maxBytes: number, maxOffset = this.nextOffsetMetadata, minOneBatch = true): Promise<LogReadResult> {
+    for (let attempt = 0; ; attempt++) {
+      const segments = this.segments;
+      try {
+        return await this.readFrom(segments, fetchOffset, maxBytes, maxOffset, minOneBatch);
+      } catch (err) {
+        // Retention or a segment swap replaced the segment mid-read: retry on the new list.
+        if (attempt < 2 && this.segments !== segments && !(err instanceof OffsetOutOfRangeError)) continue;
+        throw err;
+      }
+    }
+  }
+
+  private async readFrom(segments: LogSegment[], fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): Promise<LogReadResult> {
+    const leo = this.nextOffsetMetadata;
+    const lso = this.startOffset;
+    if (fetchOffset < lso || fetchOffset > leo) throw new OffsetOutOfRangeError(fetchOffset, lso, leo);
+    const empty = (seg: LogSegment | undefined): LogReadResult => ({
+      records: Buffer.alloc(0), firstOffset: -1, nextOffset: fetchOffset, segmentBaseOffset: seg?.baseOffset ?? -1, position: -1,
+      highWatermark: this.hw, logStartOffset: lso, logEndOffset: leo,
+    });
+    if (fetchOffset === leo || fetchOffset >= maxOffset) return empty(undefined);
+    let i = Math.max(0, floorIndex(segments, fetchOffset));
+    for (; i < segments.length; i++) {
+      const seg = segments[i]!;
+      if (seg.baseOffset >= maxOffset) break;
+      const r = await seg.read(fetchOffset, maxBytes, maxOffset, minOneBatch, this.config.indexIntervalBytes);
+      if (r === undefined) continue;
+      if (r === null) return empty(seg);
+      return {
+        records: r.records, firstOffset: r.firstOffset, nextOffset: r.nextOffset, segmentBaseOffset: seg.baseOffset,
+        position: r.position, highWatermark: this.hw, logStartOffset: lso, logEndOffset: leo,
+      };
+    }
+    return empty(undefined);
+  }
+
+  // ---- offsets by time ----
+
+  /** The earliest offset whose record timestamp is >= `timestamp` (ListOffsets), or null. */
+  async offsetForTimestamp(timestamp: number): Promise<TimestampAndOffset | null> {
+    const segments = this.segments;
+    for (let i = 0; i < segments.length; i++) {
+      const seg = segments[i]!;
+      const largest = await seg.largestTimestampCheap();
+      if (largest.timestamp < timestamp && seg !== segments[segments.length - 1]) continue;
+      await seg.ensureLoaded(this.config.indexIntervalBytes);
+      if (seg.maxTimestampSoFar < timestamp) continue;
+      const from = Math.max(seg.lookupTimestamp(timestamp), this.startOffset);
+      let hit: BatchExtent | null = null;
+      let hitEpoch = -1;
+      await seg.scan(seg.lookupPosition(from), false, (b, _pos, view) => {
+        if (b.lastOffset >= from && b.maxTimestamp >= timestamp) {
+          hit = b;
+          hitEpoch = view.partitionLeaderEpoch;
+          return false;
+        }
+        return true;
+      });
+      if (hit === null) continue;
+      const batch = hit as BatchExtent;
+      const r = await seg.read(batch.baseOffset, batch.size, Infinity, true, this.config.indexIntervalBytes);
+      const record = r == null ? null : await firstRecordAtOrAfter(r.records, timestamp);
+      const offset = Math.max(record?.offset ?? batch.baseOffset, this.startOffset);
+      return { offset, timestamp: record?.timestamp ?? batch.maxTimestamp, leaderEpoch: hitEpoch };
+    }
+    return null;
+  }
+
+  /** The offset holding the largest timestamp (ListOffsets -3, KIP-734), or null when empty. */
+  async maxTimestampOffset(): Promise<TimestampAndOffset | null> {
+    let best: { timestamp: number; offset: number } | null = null;
+    for (const seg of this.segments) {
+      if (seg.size === 0) continue;
+      let t = await seg.largestTimestampCheap();
+      if (t.offset < 0) {
+        await seg.ensureLoaded(this.config.indexIntervalBytes);
+        t = { timestamp: seg.maxTimestampSoFar, offset: seg.offsetOfMaxTimestampSoFar };
+      }
+      if (best === null || t.timestamp > best.timestamp) best = t;
+    }
+    if (best === null || best.offset < this.startOffset) return null;
+    // The indexes know the batch; the record inside it is what ListOffsets reports.
+    let offset = best.offset;
+    try {
+      const r = await this.read(best.offset, 1, Infinity, true);
+      if (r.records.length > 0) offset = Math.max(await offsetOfMaxTimestamp(r.records), this.startOffset);
+    } catch (err) {
+      if (!(err instanceof OffsetOutOfRangeError)) throw err;
+    }
+    return { timestamp: best.timestamp, offset, leaderEpoch: this.epochCache.epochForOffset(offset) };
+  }
+
+  /** OffsetForLeaderEpoch: the end offset of `epoch` in this log. */
+  endOffsetForEpoch(epoch: number): { epoch: number; endOffset: number } {
+    return this.epochCache.endOffsetFor(epoch, this.nextOffsetMetadata);
+  }
+
+  // ---- start offset, truncation, retention ----
+
+  /** DeleteRecords: moves the log start offset up to `offset` (<= high watermark). Returns the new log start. */
+  deleteRecordsBefore(offset: number): Promise<number> {
+    return this.lock.run(async () => {
+      if (offset > this.hw) throw new OffsetOutOfRangeError(offset, this.startOffset, this.hw);
+      if (offset > this.startOffset) {
+        await this.advanceLogStartOffset(offset);
+        await this.deleteSegmentsWhile((seg, next) => next !== undefined && next.baseOffset <= this.startOffset);
+      }
+      return this.startOffset;
+    });
+  }
+
+  private async advanceLogStartOffset(offset: number): Promise<void> {
+    this.startOffset = offset;
+    if (this.hw < offset) this.hw = offset;
+    if (this.recoveryPointOffset < offset) this.recoveryPointOffset = offset;
+    if (this.epochCache.truncateFromStart(offset)) await this.epochCache.persist();
+    if (this.producerStateLoad !== null) {
+      await this.producerStateLoad;
+      this.producerState.truncateHead(offset);
+    }
+  }
+
+  /** Removes everything at and after `offset` (follower divergence). */
+  truncateTo(offset: number): Promise<void> {
+    return this.lock.run(async () => {
+      if (offset < 0) throw new RangeError(`cannot truncate to negative offset ${offset}`);
+      if (offset >= this.nextOffsetMetadata) return;
+      if (offset < this.segments[0]!.baseOffset) {
+        await this.truncateFullyLocked(offset);
+        return;
+      }
+      this.truncations++;
+      const doomed = this.segments.filter((s) => s.baseOffset > offset);
+      this.segments = this.segments.filter((s) => s.baseOffset <= offset);
+      for (const s of doomed) await s.markDeleted(0);
+      const cutBase = await this.activeSegment.truncateTo(offset, this.config.indexIntervalBytes);
+      // A cut inside a batch ends the log at that batch's base; a cut in a gap keeps `offset`.
+      offset = Math.min(offset, cutBase ?? offset);
+      this.nextOffsetMetadata = offset;
+      this.startOffset = Math.min(this.startOffset, offset);
+      this.hw = Math.min(this.hw, offset);
+      this.recoveryPointOffset = Math.min(this.recoveryPointOffset, offset);
+      if (this.epochCache.truncateFromEnd(offset)) await this.epochCache.persist();
+      await this.producerState.deleteSnapshots((o) => o > offset);
+      this.producerStateLoad = null;
+      this.producerState.reset(this.startOffset);
+    });
+  }
+
+  /** Drops the whole log and restarts it empty at `offset`. */
+  truncateFullyAndStartAt(offset: number): Promise<void> {
+    return this.lock.run(() => this.truncateFullyLocked(offset));
+  }
+
+  private async truncateFullyLocked(offset: number): Promise<void> {
+    this.truncations++;
+    const doomed = this.segments;
+    this.segments = [];
+    for (const s of doomed) await s.markDeleted(0);
+    this.segments = [await LogSegment.create(this.dir, offset, this.pool, this.time())];
+    this.nextOffsetMetadata = offset;
+    this.startOffset = offset;
+    this.hw = offset;
+    this.recoveryPointOffset = offset;
+    this.epochCache.clear();
+    await this.epochCache.persist();
+    await this.producerState.deleteSnapshots(() => true);
+    this.producerState.reset(offset);
+    this.producerStateLoad = Promise.resolve();
+  }
+
+  /**
+   * Retention (Kafka's deleteOldSegments): with a delete policy, segments past retention.ms
+   * (by their largest timestamp) or beyond retention.bytes; always, segments wholly below
+   * the log start offset. Only segments wholly below the high watermark go. Returns the
+   * number of segments deleted.
+   */
+  deleteOldSegments(): Promise<number> {
+    return this.lock.run(async () => {
+      let deleted = 0;
+      const c = this.config;
+      if (hasDeletePolicy(c)) {
+        if (c.retentionMs >= 0) {
+          const now = this.time();
+          deleted += await this.deleteSegmentsWhile(async (seg) => now - (await seg.largestTimestampCheap()).timestamp > c.retentionMs);
+        }
+        if (c.retentionBytes >= 0) {
+          let excess = this.size - c.retentionBytes;
+          deleted += await this.deleteSegmentsWhile((seg) => {
+            if (excess - seg.size < 0) return false;
+            excess -= seg.size;
+            return true;
+          });
+        }
+      }
+      deleted += await this.deleteSegmentsWhile((seg, next) => next !== undefined && next.baseOffset <= this.startOffset);
+      return deleted;
+    });
+  }
+
+  private async deleteSegmentsWhile(predicate: (seg: LogSegment, next: LogSegment | undefined) => boolean | Promise<boolean>): Promise<number> {
+    const deletable: LogSegment[] = [];
+    for (let i = 0; i < this.segments.length; i++) {
+      const seg = this.segments[i]!;
+      const next = this.segments[i + 1];
+      const upperBound = next?.baseOffset ?? this.nextOffsetMetadata;
+      const lastAndEmpty = next === undefined && seg.size === 0;
+      if (this.hw >= upperBound && !lastAndEmpty && await predicate(seg, next)) deletable.push(seg);
+      else break;
+    }
+    if (deletable.length === 0) return 0;
+    // A log always keeps one segment: roll first when every segment is going.
+    if (deletable.length === this.segments.length) await this.rollLocked(this.nextOffsetMetadata);
+    this.segments = this.segments.slice(deletable.length);
+    for (const s of deletable) await s.markDeleted(this.config.fileDeleteDelayMs);
+    const firstBase = this.segments[0]!.baseOffset;
+    if (firstBase > this.startOffset) await this.advanceLogStartOffset(firstBase);
+    await this.producerState.deleteSnapshots((o) => o < firstBase);
+    return deletable.length;
+  }
+
+  // ---- compaction support ----
+
+  /**
+   * Replaces `old` (a contiguous run of inactive segments) by `replacement`, whose files are
+   * already in place. Called by the cleaner under the log lock. Returns false if the log
+   * changed meanwhile and the replacement must be discarded.
+   */
+  runLocked<T>(fn: () => Promise<T>): Promise<T> {
+    return this.lock.run(fn);
+  }
+
+  replaceSegmentsLocked(old: readonly LogSegment[], replacement: LogSegment): void {
+    const at = this.segments.indexOf(old[0]!);
+    this.segments = [...this.segments.slice(0, at), replacement, ...this.segments.slice(at + old.length)];
+  }
+
+  // ---- lifecycle ----
+
+  /** Flushes everything, snapshots producer state and releases file handles. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.lock.run(async () => {
+      if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+      await this.activeSegment.flushIndexes();
+    });
+    await this.flush();
+    await this.flushChain;
+    await this.lock.run(async () => {
+      if (this.producerStateLoad !== null) {
+        await this.producerStateLoad;
+        this.producerState.mapEndOffset = this.nextOffsetMetadata;
+        await this.producerState.takeSnapshot();
+      }
+      this.closed = true;
+      for (const s of this.segments) s.closeHandles();
+    });
+  }
+
+  /** Closes and removes the partition directory. */
+  async delete(): Promise<void> {
+    await this.lock.run(async () => {
+      this.closed = true;
+      if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+      for (const s of this.segments) s.closeHandles();
+      this.pool.invalidatePrefix(this.dir);
+      const doomed = `${this.dir}.${randomBytes(8).toString('hex')}-delete`;
+      try {
+        await rename(this.dir, doomed);
+        await rm(doomed, { recursive: true, force: true });
+      } catch (err) {
+        throw toStorageIOError(err, `deleting ${this.dir}`);
+      }
+    });
+  }
+
+  private segmentIndexFor(offset: number): number {
+    return floorIndex(this.segments, offset);
+  }
+}
+
+/** Index of the last segment with baseOffset <= offset, or -1. */
+function floorIndex(segments: readonly LogSegment[], offset: number): number {
+  let lo = 0;
+  let hi = segments.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    if (segments[mid]!.baseOffset <= offset) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+/**
+ * Finishes or rolls back a compaction interrupted by a crash. A `.log.swap` is the commit
+ * point: if present its index swaps (if any) and itself are renamed into place; without it
+ * every `.swap`/`.cleaned` file is discarded.
+ */
+async function completeOrDiscardSwaps(dir: string, names: string[]): Promise<string[]> {
+  const committed = new Set(names.filter((n) => n.endsWith(`${LOG_SUFFIX}.swap`)).map((n) => n.slice(0, -`${LOG_SUFFIX}.swap`.length)));
+  for (const name of names.filter((n) => n.endsWith('.swap'))) {
+    const finalName = name.slice(0, -'.swap'.length);
+    const stem = finalName.slice(0, finalName.lastIndexOf('.'));
+    if (committed.has(stem)) continue;
+    await unlink(join(dir, name)).catch(() => undefined);
+  }
+  for (const stem of committed) {
+    for (const suffix of [INDEX_SUFFIX, TIME_INDEX_SUFFIX]) {
+      const swap = join(dir, `${stem}${suffix}.swap`);
+      // Without a swapped index the old one is stale: remove it so it is rebuilt.
+      await rename(swap, join(dir, `${stem}${suffix}`)).catch(() => unlink(join(dir, `${stem}${suffix}`)).catch(() => undefined));
+    }
+    await rename(join(dir, `${stem}${LOG_SUFFIX}.swap`), join(dir, `${stem}${LOG_SUFFIX}`));
+  }
+  return readdir(dir);
+}
+

@@ -1,0 +1,302 @@
+// Producer state for idempotence and transactions, following Kafka's ProducerStateManager
+// and ProducerAppendInfo: per producer id the epoch and the metadata of its last five
+// batches, used to reject out-of-order or fenced batches and to answer retried duplicates
+// with their original offsets. Snapshotted to `%020d.snapshot` files at segment roll and
+// close; after a crash the state is the latest snapshot plus a replay of the log after it.
+
+import { readdir, readFile, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RecordBatch } from '../protocol/records/batch.ts';
+import { crc32c } from '../protocol/crc.ts';
+import { writeFileAtomically } from './checkpoint.ts';
+import { ProducerStateError } from './errors.ts';
+
+export const NUM_BATCHES_TO_RETAIN = 5;
+const SNAPSHOT_SUFFIX = '.snapshot';
+const SNAPSHOT_VERSION = 1;
+const INT32_MAX = 0x7fffffff;
+
+export interface BatchMetadata {
+  firstSeq: number;
+  lastSeq: number;
+  firstOffset: number;
+  lastOffset: number;
+  timestamp: number;
+}
+
+export interface ProducerStateEntry {
+  producerId: bigint;
+  producerEpoch: number;
+  /** Oldest first, at most NUM_BATCHES_TO_RETAIN. */
+  batches: BatchMetadata[];
+  coordinatorEpoch: number;
+  lastTimestamp: number;
+  /** First offset of the open transaction, or -1. */
+  currentTxnFirstOffset: number;
+}
+
+/** What DescribeProducers reports per producer. */
+export interface ProducerDescription {
+  producerId: bigint;
+  producerEpoch: number;
+  lastSequence: number;
+  lastTimestamp: number;
+  coordinatorEpoch: number;
+  currentTxnStartOffset: number;
+}
+
+export type ProducerCheck =
+  | { result: 'ok' }
+  | { result: 'duplicate'; firstOffset: number; lastOffset: number; timestamp: number }
+  | { result: 'error'; code: 'OUT_OF_ORDER_SEQUENCE_NUMBER' | 'INVALID_PRODUCER_EPOCH'; message: string };
+
+export type AppendOrigin = 'client' | 'replication' | 'coordinator';
+
+function inSequence(lastSeq: number, nextSeq: number): boolean {
+  return nextSeq === lastSeq + 1 || (nextSeq === 0 && lastSeq === INT32_MAX);
+}
+
+function lastSeqOf(entry: ProducerStateEntry): number {
+  const b = entry.batches[entry.batches.length - 1];
+  return b === undefined ? -1 : b.lastSeq;
+}
+
+export class ProducerStateManager {
+  private producers = new Map<bigint, ProducerStateEntry>();
+  /** The state reflects the log up to (not including) this offset. */
+  mapEndOffset = 0;
+
+  constructor(readonly dir: string) {}
+
+  get(producerId: bigint): ProducerStateEntry | undefined {
+    return this.producers.get(producerId);
+  }
+
+  get size(): number {
+    return this.producers.size;
+  }
+
+  describe(): ProducerDescription[] {
+    return [...this.producers.values()].map((e) => ({
+      producerId: e.producerId,
+      producerEpoch: e.producerEpoch,
+      lastSequence: lastSeqOf(e),
+      lastTimestamp: e.lastTimestamp,
+      coordinatorEpoch: e.coordinatorEpoch,
+      currentTxnStartOffset: e.currentTxnFirstOffset,
+    }));
+  }
+
+  /**
+   * Checks the batches of one append from a client against the state, in order (a request
+   * may hold several batches of the same producer). Returns the first duplicate or error.
+   */
+  check(batches: readonly RecordBatch[]): ProducerCheck {
+    const pending = new Map<bigint, { epoch: number; lastSeq: number }>();
+    for (const batch of batches) {
+      if (!batch.hasProducerId || batch.isControl) continue;
+      const pid = batch.producerId;
+      const current = this.producers.get(pid);
+      const firstSeq = batch.baseSequence;
+      const epoch = batch.producerEpoch;
+      const seen = pending.get(pid);
+      if (seen === undefined && current !== undefined && epoch === current.producerEpoch) {
+        const dup = current.batches.find((b) => b.firstSeq === firstSeq && b.lastSeq === batch.lastSequence);
+        if (dup !== undefined) {
+          return { result: 'duplicate', firstOffset: dup.firstOffset, lastOffset: dup.lastOffset, timestamp: dup.timestamp };
+        }
+      }
+      const currentEpoch = seen?.epoch ?? current?.producerEpoch ?? -1;
+      if (current !== undefined && epoch < current.producerEpoch) {
+        return {
+          result: 'error',
+          code: 'INVALID_PRODUCER_EPOCH',
+          message: `epoch ${epoch} of producer ${pid} is older than the current epoch ${current.producerEpoch}`,
+        };
+      }
+      if (epoch !== currentEpoch) {
+        if (firstSeq !== 0 && currentEpoch !== -1) {
+          return {
+            result: 'error',
+            code: 'OUT_OF_ORDER_SEQUENCE_NUMBER',
+            message: `producer ${pid} starts new epoch ${epoch} at sequence ${firstSeq}, expected 0`,
+          };
+        }
+      } else {
+        const lastSeq = seen !== undefined ? seen.lastSeq : current !== undefined ? lastSeqOf(current) : -1;
+        // No recorded batches (all removed by retention or DeleteRecords): any sequence is accepted.
+        const noHistory = seen === undefined && (current === undefined || current.batches.length === 0);
+        if (!noHistory && !inSequence(lastSeq, firstSeq)) {
+          return {
+            result: 'error',
+            code: 'OUT_OF_ORDER_SEQUENCE_NUMBER',
+            message: `out of order sequence for producer ${pid}: ${firstSeq} after ${lastSeq} (epoch ${epoch})`,
+          };
+        }
+      }
+      pending.set(pid, { epoch, lastSeq: batch.lastSequence });
+    }
+    return { result: 'ok' };
+  }
+
+  /** Like `check` but throws ProducerStateError; returns the duplicate if there is one. */
+  checkOrThrow(batches: readonly RecordBatch[]): ProducerCheck & { result: 'ok' | 'duplicate' } {
+    const r = this.check(batches);
+    if (r.result === 'error') throw new ProducerStateError(r.code, r.message);
+    return r;
+  }
+
+  /** Records an appended batch (offsets already assigned). */
+  update(batch: RecordBatch, appendTimestamp: number): void {
+    const end = batch.nextOffset;
+    if (end > this.mapEndOffset) this.mapEndOffset = end;
+    if (!batch.hasProducerId) return;
+    const pid = batch.producerId;
+    const epoch = batch.producerEpoch;
+    let entry = this.producers.get(pid);
+    if (entry === undefined) {
+      entry = { producerId: pid, producerEpoch: epoch, batches: [], coordinatorEpoch: -1, lastTimestamp: -1, currentTxnFirstOffset: -1 };
+      this.producers.set(pid, entry);
+    }
+    if (epoch > entry.producerEpoch || (epoch !== entry.producerEpoch && !batch.isControl)) {
+      entry.producerEpoch = epoch;
+      entry.batches = [];
+    }
+    const timestamp = appendTimestamp >= 0 ? appendTimestamp : batch.maxTimestamp;
+    entry.lastTimestamp = timestamp;
+    if (batch.isControl) {
+      // A commit or abort marker closes the producer's open transaction.
+      entry.currentTxnFirstOffset = -1;
+      return;
+    }
+    if (batch.isTransactional && entry.currentTxnFirstOffset < 0) entry.currentTxnFirstOffset = batch.baseOffset;
+    if (batch.baseSequence >= 0) {
+      entry.batches.push({
+        firstSeq: batch.baseSequence,
+        lastSeq: batch.lastSequence,
+        firstOffset: batch.baseOffset,
+        lastOffset: batch.lastOffset,
+        timestamp,
+      });
+      if (entry.batches.length > NUM_BATCHES_TO_RETAIN) entry.batches.shift();
+    }
+  }
+
+  /** The log start moved: forget batches below it and producers with nothing left. */
+  truncateHead(logStartOffset: number): void {
+    for (const [pid, entry] of this.producers) {
+      entry.batches = entry.batches.filter((b) => b.lastOffset >= logStartOffset);
+      if (entry.batches.length === 0 && entry.currentTxnFirstOffset < 0) this.producers.delete(pid);
+    }
+  }
+
+  reset(offset: number): void {
+    this.producers.clear();
+    this.mapEndOffset = offset;
+  }
+
+  /** Offsets of the snapshot files present, ascending. */
+  async snapshotOffsets(): Promise<number[]> {
+    const names = await readdir(this.dir).catch(() => [] as string[]);
+    return names
+      .filter((n) => n.endsWith(SNAPSHOT_SUFFIX))
+      .map((n) => Number(n.slice(0, -SNAPSHOT_SUFFIX.length)))
+      .filter((n) => Number.isSafeInteger(n))
+      .sort((a, b) => a - b);
+  }
+
+  snapshotPath(offset: number): string {
+    return join(this.dir, `${String(offset).padStart(20, '0')}${SNAPSHOT_SUFFIX}`);
+  }
+
+  /**
+   * Writes `<mapEndOffset>.snapshot` without fsync: a torn snapshot fails its CRC on load and
+   * the previous snapshot plus a replay of the log take its place.
+   */
+  async takeSnapshot(): Promise<void> {
+    await writeFileAtomically(this.snapshotPath(this.mapEndOffset), this.encode(), false);
+  }
+
+  /**
+   * Loads the latest readable snapshot at or below `maxOffset` (corrupt ones are deleted).
+   * Returns the offset the state now reflects; the caller replays the log from there.
+   */
+  async loadLatestSnapshot(maxOffset: number, floorOffset: number): Promise<number> {
+    const offsets = (await this.snapshotOffsets()).filter((o) => o <= maxOffset).reverse();
+    for (const offset of offsets) {
+      try {
+        this.decode(await readFile(this.snapshotPath(offset)));
+        this.mapEndOffset = offset;
+        return offset;
+      } catch {
+        await unlink(this.snapshotPath(offset)).catch(() => undefined);
+      }
+    }
+    this.reset(floorOffset);
+    return floorOffset;
+  }
+
+  /** Deletes snapshots above `offset` (log truncation) or below it (log start moved). */
+  async deleteSnapshots(predicate: (offset: number) => boolean): Promise<void> {
+    for (const o of await this.snapshotOffsets()) {
+      if (predicate(o)) await unlink(this.snapshotPath(o)).catch(() => undefined);
+    }
+  }
+
+  private encode(): Buffer {
+    const entries = [...this.producers.values()];
+    let size = 2 + 4 + 4;
+    for (const e of entries) size += 8 + 2 + 4 + 8 + 8 + 8 + 4 + e.batches.length * 32;
+    const buf = Buffer.alloc(size);
+    let p = 0;
+    buf.writeInt16BE(SNAPSHOT_VERSION, p); p += 2;
+    p += 4; // CRC-32C of the rest, written last
+    buf.writeInt32BE(entries.length, p); p += 4;
+    for (const e of entries) {
+      buf.writeBigInt64BE(e.producerId, p); p += 8;
+      buf.writeInt16BE(e.producerEpoch, p); p += 2;
+      buf.writeInt32BE(e.coordinatorEpoch, p); p += 4;
+      buf.writeBigInt64BE(BigInt(e.lastTimestamp), p); p += 8;
+      buf.writeBigInt64BE(BigInt(e.currentTxnFirstOffset), p); p += 8;
+      buf.writeBigInt64BE(0n, p); p += 8;
+      buf.writeInt32BE(e.batches.length, p); p += 4;
+      for (const b of e.batches) {
+        buf.writeInt32BE(b.firstSeq, p); p += 4;
+        buf.writeInt32BE(b.lastSeq, p); p += 4;
+        buf.writeBigInt64BE(BigInt(b.firstOffset), p); p += 8;
+        buf.writeBigInt64BE(BigInt(b.lastOffset), p); p += 8;
+        buf.writeBigInt64BE(BigInt(b.timestamp), p); p += 8;
+      }
+    }
+    buf.writeUInt32BE(crc32c(buf.subarray(6)), 2);
+    return buf;
+  }
+
+  private decode(buf: Buffer): void {
+    if (buf.length < 10 || buf.readInt16BE(0) !== SNAPSHOT_VERSION) throw new Error('unknown snapshot version');
+    if (buf.readUInt32BE(2) !== crc32c(buf.subarray(6))) throw new Error('snapshot CRC mismatch');
+    const producers = new Map<bigint, ProducerStateEntry>();
+    let p = 6;
+    const count = buf.readInt32BE(p); p += 4;
+    for (let i = 0; i < count; i++) {
+      const producerId = buf.readBigInt64BE(p); p += 8;
+      const producerEpoch = buf.readInt16BE(p); p += 2;
+      const coordinatorEpoch = buf.readInt32BE(p); p += 4;
+      const lastTimestamp = Number(buf.readBigInt64BE(p)); p += 8;
+      const currentTxnFirstOffset = Number(buf.readBigInt64BE(p)); p += 8;
+      p += 8;
+      const n = buf.readInt32BE(p); p += 4;
+      const batches: BatchMetadata[] = [];
+      for (let j = 0; j < n; j++) {
+        const firstSeq = buf.readInt32BE(p); p += 4;
+        const lastSeq = buf.readInt32BE(p); p += 4;
+        const firstOffset = Number(buf.readBigInt64BE(p)); p += 8;
+        const lastOffset = Number(buf.readBigInt64BE(p)); p += 8;
+        const timestamp = Number(buf.readBigInt64BE(p)); p += 8;
+        batches.push({ firstSeq, lastSeq, firstOffset, lastOffset, timestamp });
+      }
+      producers.set(producerId, { producerId, producerEpoch, batches, coordinatorEpoch, lastTimestamp, currentTxnFirstOffset });
+    }
+    this.producers = producers;
+  }
+}
