@@ -91,6 +91,11 @@ export interface DriverInfo {
     // What the client reports for a timestamp after every record: Kafka answers -1 and most
     // clients pass that on as "none"; kafkajs substitutes the latest offset.
     pastEndTimestamp: 'none' | 'latest';
+    // Whether a fetch this client leaves waiting at the broker ends as soon as a record arrives.
+    // Measured against Apache Kafka 4.1.1: librdkafka and kafka-python consumers get the record
+    // at once; the Java client and kafkajs consumers get it only when their fetch.max.wait.ms
+    // runs out, so for them the long-poll scenario checks delivery, not promptness.
+    wokenByAppend: boolean;
     codecs: readonly Codec[];
   };
   // Capabilities the client itself uses beyond a scenario's own (the Java producer is

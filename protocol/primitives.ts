@@ -375,7 +375,7 @@ export class Writer {
       return this;
     }
     this.ensure(b.length);
-    b.copy(this.buf, this.pos);
+    this.buf.set(b, this.pos);
     this.pos += b.length;
     return this;
   }

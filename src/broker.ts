@@ -16,6 +16,11 @@ import { createLogger, type Logger } from './observability/logger.ts';
 import { HandlerRegistry } from './handlers/registry.ts';
 import { registerApiVersionsHandler } from './handlers/api-versions.ts';
 import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
+import { GroupCoordinatorService, OFFSETS_TOPIC } from './coordinator/service.ts';
+import { groupCoordinatorConfig } from './coordinator/config.ts';
+import { offsetsTopicAccess } from './coordinator/offsets-topic-access.ts';
+import { systemScheduler } from './coordinator/scheduler.ts';
+import { registerGroupHandlers } from './handlers/groups.ts';
 import { RequestProcessor } from './server/request-processor.ts';
 
 /** What handlers receive as `ctx.broker`. */
@@ -51,6 +56,7 @@ export class Broker implements BrokerServices {
   private readonly server: SocketServer;
   private logManager: LogManager | null = null;
   private dataPath: DataPath | null = null;
+  private groups: GroupCoordinatorService | null = null;
   private state: 'new' | 'starting' | 'running' | 'closing' | 'closed' = 'new';
 
   constructor(options: BrokerOptions) {
@@ -118,6 +124,7 @@ export class Broker implements BrokerServices {
     await this.dataPath.start();
     registerMetadataHandlers(this.registry, { nodeId: this.nodeId, config: this.config, metadata: this.metadata });
     registerDataPathHandlers(this.registry, this.dataPath.services);
+    this.startGroupCoordinator(this.dataPath);
     const controllers = new Set(this.config.controllerListenerNames);
     const specs: ListenerSpec[] = this.config.listeners.map((l) => ({
       name: l.name,
@@ -140,6 +147,36 @@ export class Broker implements BrokerServices {
     return logConfigFromProperties(effectiveTopicConfig(this.metadata.image().topicConfigs(topic), this.config));
   }
 
+  /**
+   * The group coordinator serves the groups of the `__consumer_offsets` partitions this node
+   * leads; it follows leadership as the data path applies each metadata change, so a
+   * partition's log is open before its groups load.
+   */
+  private startGroupCoordinator(dataPath: DataPath): void {
+    const groups = new GroupCoordinatorService({
+      nodeId: this.nodeId,
+      config: groupCoordinatorConfig(this.config),
+      scheduler: systemScheduler,
+      access: offsetsTopicAccess(this.config, this.metadata, dataPath.services.replicaManager),
+      onError: (err, what) => this.logger.error({ err }, `group coordinator: ${what} failed`),
+    });
+    this.groups = groups;
+    registerGroupHandlers(this.registry, groups);
+    groups.start();
+    const partitions = this.config.getInt('offsets.topic.num.partitions');
+    const replicaManager = dataPath.services.replicaManager;
+    // The ReplicaManager's view, not the newest image: a partition counts once its log is open.
+    const followLeadership = () => {
+      for (let p = 0; p < partitions; p++) {
+        groups.onOffsetsPartitionLeadership(p, replicaManager.getPartition(OFFSETS_TOPIC, p)?.isLeader === true);
+      }
+    };
+    this.metadata.onMetadataDelta(() => {
+      void dataPath.publisher.whenIdle().then(followLeadership);
+    });
+    followLeadership();
+  }
+
   advertisedListeners(): Listener[] {
     const bound = new Map(this.server.listeners.map((l) => [l.name, l]));
     return this.config.advertisedListeners.map((l) => {
@@ -160,6 +197,7 @@ export class Broker implements BrokerServices {
     // Stop accepting and reading first; then complete parked fetches and produces so that
     // requests in progress (a long-poll fetch) answer now instead of holding shutdown.
     const connectionsClosed = this.server.close();
+    this.groups?.shutdown();
     await this.dataPath?.close();
     await connectionsClosed;
     // The storage engine also loads __cluster_metadata-0 when it sits in a log dir (Kafka's

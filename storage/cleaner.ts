@@ -51,7 +51,7 @@ const READ_CHUNK_BYTES = 1024 * 1024;
 export class LogCleaner {
   readonly options: CleanerOptions;
   private readonly logs = new Set<PartitionLog>();
-  /** First dirty offset per log (Kafka keeps it in cleaner-offset-checkpoint). */
+  /** First dirty offset per log; the log manager persists it in cleaner-offset-checkpoint. */
   private readonly firstDirty = new WeakMap<PartitionLog, number>();
   private readonly busy = new Map<PartitionLog, Promise<unknown>>();
   private running = false;
@@ -69,6 +69,15 @@ export class LogCleaner {
 
   register(log: PartitionLog): void {
     this.logs.add(log);
+  }
+
+  /** The offset cleaning resumes from (persisted by the log manager in cleaner-offset-checkpoint). */
+  firstDirtyOffset(log: PartitionLog): number | undefined {
+    return this.firstDirty.get(log);
+  }
+
+  setFirstDirtyOffset(log: PartitionLog, offset: number): void {
+    this.firstDirty.set(log, offset);
   }
 
   unregister(log: PartitionLog): void {
@@ -274,7 +283,7 @@ export class LogCleaner {
       await unlink(seg.timeIndexPath).catch(() => undefined);
       await rename(swapPath, seg.logPath);
       const replacement = new LogSegment(seg.dir, seg.baseOffset, after, log.pool, seg.createdMs);
-      await replacement.ensureLoaded(log.config.indexIntervalBytes);
+      await replacement.rebuildIndexes(log.config.indexIntervalBytes);
       log.replaceSegmentsLocked([seg], replacement);
       return true;
     });

@@ -1,7 +1,10 @@
 // The storage engine's public API. The broker uses LogManager to find or create a
 // partition's PartitionLog, then append / read / offset lookups on it.
 
-export { LogManager, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT } from './log-manager.ts';
+export {
+  LogManager, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+  CLEANER_OFFSET_CHECKPOINT,
+} from './log-manager.ts';
 export type { LogManagerOptions } from './log-manager.ts';
 export { PartitionLog } from './log.ts';
 export type {

@@ -18,6 +18,7 @@ export const CLEAN_SHUTDOWN_FILE = '.kafka_cleanshutdown';
 export const RECOVERY_POINT_CHECKPOINT = 'recovery-point-offset-checkpoint';
 export const LOG_START_OFFSET_CHECKPOINT = 'log-start-offset-checkpoint';
 export const REPLICATION_OFFSET_CHECKPOINT = 'replication-offset-checkpoint';
+export const CLEANER_OFFSET_CHECKPOINT = 'cleaner-offset-checkpoint';
 
 export interface LogManagerOptions {
   /** log.dirs */
@@ -90,6 +91,7 @@ export class LogManager {
     const recoveryPoints = await readOffsetCheckpoint(join(logDir, RECOVERY_POINT_CHECKPOINT));
     const startOffsets = await readOffsetCheckpoint(join(logDir, LOG_START_OFFSET_CHECKPOINT));
     const highWatermarks = await readOffsetCheckpoint(join(logDir, REPLICATION_OFFSET_CHECKPOINT));
+    const cleanerOffsets = await readOffsetCheckpoint(join(logDir, CLEANER_OFFSET_CHECKPOINT));
     const names = await readdir(logDir, { withFileTypes: true });
     const toLoad: string[] = [];
     for (const entry of names) {
@@ -118,6 +120,8 @@ export class LogManager {
           time: this.time,
         });
         this.register(tp.topic, tp.partition, logDir, log);
+        const firstDirty = cleanerOffsets.get(name);
+        if (firstDirty !== undefined) this.cleaner.setFirstDirtyOffset(log, firstDirty);
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, toLoad.length) }, worker));
@@ -198,7 +202,7 @@ export class LogManager {
     return deleted;
   }
 
-  /** Writes the recovery point, log start offset and high watermark checkpoints. */
+  /** Writes the recovery point, log start offset, high watermark and cleaner checkpoints. */
   async checkpointAll(): Promise<void> {
     for (const dir of this.options.logDirs) await this.checkpointDir(dir);
   }
@@ -207,15 +211,19 @@ export class LogManager {
     const recovery = new Map<string, number>();
     const start = new Map<string, number>();
     const hw = new Map<string, number>();
+    const cleaned = new Map<string, number>();
     for (const [key, l] of this.logs) {
       if (l.logDir !== logDir) continue;
       recovery.set(key, l.log.recoveryPoint);
       start.set(key, l.log.logStartOffset);
       hw.set(key, l.log.highWatermark);
+      const firstDirty = this.cleaner.firstDirtyOffset(l.log);
+      if (firstDirty !== undefined) cleaned.set(key, firstDirty);
     }
     await writeOffsetCheckpoint(join(logDir, RECOVERY_POINT_CHECKPOINT), recovery);
     await writeOffsetCheckpoint(join(logDir, LOG_START_OFFSET_CHECKPOINT), start);
     await writeOffsetCheckpoint(join(logDir, REPLICATION_OFFSET_CHECKPOINT), hw);
+    await writeOffsetCheckpoint(join(logDir, CLEANER_OFFSET_CHECKPOINT), cleaned);
   }
 
   private scheduleTasks(): void {

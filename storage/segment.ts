@@ -224,7 +224,10 @@ export class LogSegment {
     return true;
   }
 
-  /** Rescans the whole segment (headers only) and rewrites both index files. */
+  /**
+   * Rescans the whole segment (headers only) and rewrites both index files, closing the time
+   * index with the segment's largest timestamp (what retention reads of inactive segments).
+   */
   async rebuildIndexes(indexIntervalBytes: number): Promise<void> {
     this.resetIndexState();
     const r = await this.scan(0, false, (b, pos) => {
@@ -232,6 +235,7 @@ export class LogSegment {
       return true;
     });
     if (r.validBytes < this.size) await this.truncateFileTo(r.validBytes);
+    this.maybeAppendTimeEntry();
     await this.rewriteIndexFiles();
     this.loaded = true;
   }
@@ -254,6 +258,8 @@ export class LogSegment {
     });
     const truncated = size - r.validBytes;
     if (truncated > 0) await this.truncateFileTo(r.validBytes);
+    // The closing time index entry an inactive segment carries; harmless on the active one.
+    this.maybeAppendTimeEntry();
     await this.rewriteIndexFiles();
     this.loaded = true;
     return truncated;
@@ -445,7 +451,7 @@ export class LogSegment {
         const found = await this.findBatch(offset, indexIntervalBytes);
         if (found === null) return undefined;
         data = await readAt(lease.handle, found.position, Math.min(this.size - found.position, Math.max(maxBytes, found.extent.size)));
-        return this.collect(data, found.position, 0, offset, maxBytes, maxOffset, minOneBatch, lease.handle);
+        return await this.collect(data, found.position, 0, offset, maxBytes, maxOffset, minOneBatch, lease.handle);
       }
       return await this.collect(data, start, p, offset, maxBytes, maxOffset, minOneBatch, lease.handle);
     } catch (err) {
@@ -551,7 +557,7 @@ export class LogSegment {
   private async writeIndexTail(path: string, idx: IndexBuffer): Promise<void> {
     if (idx.persisted === idx.count) return;
     try {
-      const lease = await this.pool.acquire(path);
+      const lease = await this.acquireCreating(path);
       const count = idx.count;
       try {
         const from = idx.persisted * idx.entryBytes;
@@ -566,6 +572,18 @@ export class LogSegment {
       idx.persisted = count;
     } catch (err) {
       throw toStorageIOError(err, `writing ${path}`);
+    }
+  }
+
+  /** A lease on an index file, creating it if it went missing (removed to force a rebuild). */
+  private async acquireCreating(path: string): Promise<{ handle: FileHandle; release(): void }> {
+    try {
+      return await this.pool.acquire(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const fh = await open(path, 'a');
+      await fh.close();
+      return this.pool.acquire(path);
     }
   }
 

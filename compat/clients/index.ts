@@ -1,7 +1,9 @@
 import type { DriverFactory } from '../driver.ts';
+import { java } from './java.ts';
+import { kafkaCli } from './kafka-cli.ts';
 import { kafkajs } from './kafkajs.ts';
 import { kcat } from './kcat.ts';
 import { confluentKafkaPython, kafkaPython } from './python.ts';
 
 // The clients in the order of the matrix columns.
-export const CLIENTS: readonly DriverFactory[] = [kafkajs, kcat, confluentKafkaPython, kafkaPython];
+export const CLIENTS: readonly DriverFactory[] = [kafkajs, kcat, confluentKafkaPython, kafkaPython, java, kafkaCli];

@@ -108,6 +108,7 @@ const INFO: DriverInfo = {
     groups: true,
     listOffsets: true,
     pastEndTimestamp: 'latest',
+    wokenByAppend: false,
     codecs: CODECS,
   },
   producerRequires: [],

@@ -56,6 +56,7 @@ const INFO: DriverInfo = {
     groups: true,
     listOffsets: true,
     pastEndTimestamp: 'none',
+    wokenByAppend: true,
     codecs: CODECS,
   },
   producerRequires: [],

@@ -270,7 +270,7 @@ export class KafkaConnection {
       if (p.raw) {
         p.resolve(frame.subarray(r.offset));
       } else {
-        p.resolve(apis.get(p.apiKey)!.decodeResponse(r, p.version));
+        p.resolve(apis.get(p.apiKey)!.decodeResponse(r, responseBodyVersion(p.apiKey, p.version, frame, r.offset)));
       }
     } catch (err) {
       p.reject(err as Error);
@@ -287,6 +287,16 @@ export class KafkaConnection {
     this.pending.clear();
     this.socket.destroy();
   }
+}
+
+/**
+ * A broker that does not support the ApiVersions version asked for answers
+ * UNSUPPORTED_VERSION in a v0 body (KIP-511), whatever version the request had.
+ */
+function responseBodyVersion(apiKey: number, version: number, frame: Buffer, bodyAt: number): number {
+  const unsupported = apiKey === ApiKey.ApiVersions && frame.length >= bodyAt + 2
+    && frame.readInt16BE(bodyAt) === Errors.UNSUPPORTED_VERSION.code;
+  return unsupported ? 0 : version;
 }
 
 function openSocket(host: string, port: number, timeoutMs: number): Promise<Socket> {

@@ -113,17 +113,22 @@ export class GroupCoordinatorService {
     await this.options.access.append(partition, batch);
   }
 
-  /** FindCoordinator for a group: the leader of its offsets partition. */
+  /**
+   * FindCoordinator for a group: the leader of its offsets partition. As in Kafka, the
+   * request that finds `__consumer_offsets` missing creates it and answers
+   * COORDINATOR_NOT_AVAILABLE; so does this broker for a partition it leads but has not
+   * started to load, and the client asks again.
+   */
   async findCoordinator(groupId: string, listenerName: string): Promise<CoordinatorEndpoint> {
     const partition = this.coordinator.partitionFor(groupId);
-    let leader = this.options.access.partitionLeader(partition, listenerName);
+    const leader = this.options.access.partitionLeader(partition, listenerName);
     if (leader === null) {
       this.creating ??= this.options.access.createOffsetsTopic().finally(() => { this.creating = null; });
-      const error = await this.creating;
-      if (error !== 0) return this.unavailable();
-      leader = this.options.access.partitionLeader(partition, listenerName);
+      await this.creating;
+      return this.unavailable();
     }
-    if (leader === null || leader === 'no-leader') return this.unavailable();
+    if (leader === 'no-leader') return this.unavailable();
+    if (leader.leaderId === this.options.nodeId && !this.led.has(partition)) return this.unavailable();
     return { errorCode: 0, errorMessage: null, nodeId: leader.leaderId, host: leader.host, port: leader.port };
   }
 

@@ -13,7 +13,12 @@ import { ControlRecordType, decodeRaftBatches, encodeRaftBatch } from './raft/ba
 import type { RaftBatch, RaftListener, SnapshotId } from './raft/types.ts';
 import { lastOffsetOf } from './raft/types.ts';
 
-export type MetadataDeltaListener = (delta: MetadataDelta, image: MetadataImage) => void;
+/**
+ * Told about every committed change after the image is updated. A listener that returns a
+ * promise (the ReplicaManager creating logs) holds back the answer to the admin request that
+ * caused the change until it settles, so "topic created" means its partitions are served.
+ */
+export type MetadataDeltaListener = (delta: MetadataDelta, image: MetadataImage) => void | Promise<void>;
 
 const RECORDS_PER_SNAPSHOT_BATCH = 1024;
 
@@ -30,6 +35,7 @@ export class MetadataLoader implements RaftListener {
   private readonly listeners: MetadataDeltaListener[] = [];
   private bytesSinceSnapshot = 0;
   private snapshotScheduled = false;
+  private pending: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: LoaderOptions) {}
 
@@ -52,7 +58,15 @@ export class MetadataLoader implements RaftListener {
   }
 
   private publish(delta: MetadataDelta): void {
-    for (const listener of this.listeners) listener(delta, this.current);
+    for (const listener of this.listeners) {
+      const done = listener(delta, this.current);
+      if (done instanceof Promise) this.pending = Promise.all([this.pending, done.catch(() => {})]).then(() => {});
+    }
+  }
+
+  /** Resolves once every listener promise returned for changes published so far settles. */
+  whenPublished(): Promise<void> {
+    return this.pending;
   }
 
   handleCommit(batches: RaftBatch[]): void {

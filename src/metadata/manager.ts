@@ -18,6 +18,7 @@ import { ConfigResourceType } from './records.ts';
 import { RaftClient, defaultRaftConfig } from './raft/client.ts';
 import { FileRaftLog, METADATA_PARTITION_DIR } from './raft/file-log.ts';
 import type { RaftLog } from './raft/log.ts';
+import { KafkaRaftTransport } from './raft/kafka-transport.ts';
 import { FileQuorumStateStore } from './raft/quorum-state.ts';
 import type { Clock, RaftTransport } from './raft/types.ts';
 import { systemClock } from './raft/types.ts';
@@ -33,14 +34,10 @@ export const SECURITY_PROTOCOL_ID: Readonly<Record<string, number>> = {
 export interface MetadataManagerOptions {
   config: BrokerConfig;
   logger: Logger;
-  /** Carries Raft RPCs to other voters; a one-voter quorum never uses it. */
+  /** Carries Raft RPCs to other voters; defaults to Kafka RPCs to controller.quorum.voters. */
   transport?: RaftTransport;
   clock?: Clock;
 }
-
-const noTransport: RaftTransport = {
-  send: () => Promise.reject(new Error('no transport to other voters')),
-};
 
 /** Kafka's meta.properties: the cluster id this log dir belongs to. */
 async function loadOrCreateClusterId(dir: string, nodeId: number): Promise<string> {
@@ -70,6 +67,7 @@ export class MetadataManager {
   private brokerEpoch = -1n;
   private cluster = '';
   private snapshotTimer: NodeJS.Timeout | null = null;
+  private readonly ownTransport: KafkaRaftTransport | null;
   private readonly appliedBrokerConfigs = new Map<'cluster' | 'broker', Set<string>>();
   readonly controller: QuorumController;
 
@@ -80,7 +78,12 @@ export class MetadataManager {
     const voters = options.config.quorumVoters.map((v) => v.nodeId);
     this.voters = voters.length > 0 ? voters : [this.nodeId];
     this.clock = options.clock ?? systemClock;
-    this.transport = options.transport ?? noTransport;
+    this.ownTransport = options.transport === undefined ? new KafkaRaftTransport(
+      options.config.quorumVoters,
+      () => this.cluster,
+      { clientId: `raft-client-${this.nodeId}`, requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms') },
+    ) : null;
+    this.transport = options.transport ?? this.ownTransport!;
     this.loader = new MetadataLoader({
       maxBytesBetweenSnapshots: this.config.getLong('metadata.log.max.record.bytes.between.snapshots'),
       onSnapshotDue: (image) => this.snapshot(image),
@@ -194,6 +197,7 @@ export class MetadataManager {
 
   private async write(records: MetadataRecord[]): Promise<void> {
     await this.raft.append(records.map(encodeMetadataRecord));
+    await this.loader.whenPublished();
   }
 
   private snapshot(image: MetadataImage): void {
@@ -226,6 +230,7 @@ export class MetadataManager {
   async close(): Promise<void> {
     if (this.snapshotTimer !== null) clearInterval(this.snapshotTimer);
     await this.raftClient?.close();
+    await this.ownTransport?.close();
     await this.raftLog?.close();
   }
 }

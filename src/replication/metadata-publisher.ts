@@ -33,10 +33,13 @@ export class ReplicaMetadataPublisher {
     });
   }
 
-  /** The MetadataDeltaListener to register with the metadata manager. */
-  readonly onMetadataDelta = (delta: MetadataDelta, image: MetadataImage): void => {
-    void this.enqueue(() => this.applyDelta(delta, image));
-  };
+  /**
+   * The MetadataDeltaListener to register with the metadata manager. It returns the
+   * application's promise so that an admin request (CreateTopics) is answered only once the
+   * partitions it created are served.
+   */
+  readonly onMetadataDelta = (delta: MetadataDelta, image: MetadataImage): Promise<void> =>
+    this.enqueue(() => this.applyDelta(delta, image));
 
   /** Resolves once every delta received so far is applied. */
   whenIdle(): Promise<void> {

@@ -221,7 +221,7 @@ export class ReplicaManager {
     this.fetchPurgatory.checkAndComplete(key);
   }
 
-  /** The error for a partition this broker does not lead, or null when it does. */
+  /** The partition and NONE when this broker leads it; otherwise the error to answer with. */
   private leaderError(topic: string, partitionIndex: number): { partition: Partition | null; errorCode: number } {
     const partition = this.partitions.get(partitionKey(topic, partitionIndex));
     if (partition === undefined) {

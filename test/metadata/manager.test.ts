@@ -105,7 +105,9 @@ describe('metadata manager (single-voter quorum on disk)', () => {
     const config = configFor(dir);
     const manager = await startManager(dir, [], config);
     const deltas: MetadataDelta[] = [];
-    manager.onMetadataDelta((delta) => deltas.push(delta));
+    manager.onMetadataDelta((delta) => {
+      deltas.push(delta);
+    });
     await manager.controller.createTopics([newTopic('d', 2)], false);
     assert.deepEqual(deltas.at(-1)!.topicsCreated.map((t) => t.name), ['d']);
     const [r] = await manager.controller.incrementalAlterConfigs(
@@ -116,5 +118,25 @@ describe('metadata manager (single-voter quorum on disk)', () => {
     assert.equal(config.get('log.retention.ms'), '777');
     assert.equal(config.source('log.retention.ms'), ConfigSource.DYNAMIC_BROKER_CONFIG);
     await manager.close();
+  });
+});
+
+describe('metadata manager delta listeners', () => {
+  it('answers an admin change only after listeners that return promises have finished', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-metadata-'));
+    try {
+      const manager = await startManager(dir);
+      let created = false;
+      manager.onMetadataDelta(async (delta) => {
+        if (delta.topicsCreated.length === 0) return;
+        await new Promise((resolve) => setImmediate(resolve));
+        created = true;
+      });
+      await manager.controller.createTopics([newTopic('served', 1)], false);
+      assert.equal(created, true);
+      await manager.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -12,6 +12,7 @@ import { decodeFetchResponse, encodeFetchResponse, makeFetchResponse } from '../
 import { decodeApiVersionsRequest, encodeApiVersionsRequest } from '../../protocol/messages/api-versions.ts';
 import { decodePartitionChangeRecord, encodePartitionChangeRecord, makePartitionChangeRecord } from '../../protocol/messages/metadata/partition-change-record.ts';
 import { RecordType, recordsByType } from '../../protocol/messages/metadata/index.ts';
+import { Errors, KafkaError, errorByCode, isKnownErrorCode } from '../../protocol/errors.ts';
 
 type Encode = (w: Writer, msg: unknown, version: number) => void;
 type Decode = (r: Reader, version: number) => unknown;
@@ -161,5 +162,41 @@ describe('generated messages', () => {
       assert.equal(recordsByType.get(5)!.name, 'PartitionChangeRecord');
       assert.equal(recordsByType.get(RecordType.TopicRecord)!.maxVersion >= 0, true);
     });
+  });
+});
+
+describe('Kafka error codes', () => {
+  it('holds every code from -1 to the newest exactly once, with Kafka\'s names', () => {
+    const codes = Object.values(Errors).map((e) => e.code).sort((a, b) => a - b);
+    assert.equal(new Set(codes).size, codes.length);
+    assert.deepEqual(codes, Array.from({ length: codes.length }, (_, i) => i - 1), 'no gaps between -1 and the newest code');
+    assert.ok(codes.length > 130);
+    assert.equal(Errors.UNKNOWN_TOPIC_OR_PARTITION.code, 3);
+    assert.equal(Errors.NOT_LEADER_OR_FOLLOWER.code, 6);
+    assert.equal(Errors.UNSUPPORTED_VERSION.code, 35);
+    assert.equal(Errors.FETCH_SESSION_ID_NOT_FOUND.code, 70);
+    assert.equal(Errors.UNKNOWN_TOPIC_ID.code, 100);
+    for (const [name, e] of Object.entries(Errors)) assert.equal(e.name, name);
+  });
+
+  it('marks retriable errors as Kafka\'s client does', () => {
+    for (const e of [Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT, Errors.NOT_ENOUGH_REPLICAS, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.CORRUPT_MESSAGE]) {
+      assert.equal(e.retriable, true, e.name);
+    }
+    for (const e of [Errors.NONE, Errors.UNKNOWN_SERVER_ERROR, Errors.OFFSET_OUT_OF_RANGE, Errors.PRODUCER_FENCED, Errors.REBALANCE_IN_PROGRESS]) {
+      assert.equal(e.retriable, false, e.name);
+    }
+  });
+
+  it('looks codes up, mapping unknown ones to UNKNOWN_SERVER_ERROR', () => {
+    assert.equal(errorByCode(3), Errors.UNKNOWN_TOPIC_OR_PARTITION);
+    assert.equal(errorByCode(0), Errors.NONE);
+    assert.equal(errorByCode(9999), Errors.UNKNOWN_SERVER_ERROR);
+    assert.equal(isKnownErrorCode(9999), false);
+    const err = new KafkaError(Errors.NOT_COORDINATOR);
+    assert.equal(err.code, 16);
+    assert.equal(err.retriable, true);
+    assert.equal(err.message, 'This is not the correct coordinator.');
+    assert.equal(new KafkaError(Errors.INVALID_REQUEST, 'bad').message, 'bad');
   });
 });

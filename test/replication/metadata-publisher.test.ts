@@ -85,6 +85,7 @@ describe('ReplicaMetadataPublisher', () => {
 
     await commit([{ type: 'ConfigRecord', data: { resourceType: ConfigResourceType.TOPIC, resourceName: 'orders', name: 'max.message.bytes', value: '1234' } }]);
     assert.equal(rmgr.getPartition('orders', 0)!.settings.maxMessageBytes, 1234);
+    assert.equal(logs.getLog('orders', 0)!.config.maxMessageBytes, 1234, 'the log sees it too');
 
     await commit([{ type: 'RemoveTopicRecord', data: { topicId: TOPIC_ID } }]);
     assert.equal(rmgr.getPartition('orders', 0), undefined);

@@ -56,6 +56,23 @@ describe('storage/log-manager', () => {
     await m.pool.closeAll();
   }));
 
+  it('runs the cleaner on compacted logs and keeps its position in cleaner-offset-checkpoint', () => withTempDir(async (dir) => {
+    const clock = new ManualClock(NOW);
+    const options = { defaultConfig: { segmentBytes: 300 }, topicConfig: (t: string) => (t === 'compacted' ? { cleanupPolicy: 'compact' as const } : undefined) };
+    const m = await start(dir, clock, options);
+    const log = await m.getOrCreateLog('compacted', 0);
+    for (let i = 0; i < 10; i++) await log.append(await simpleBatch(3, NOW));
+    await log.roll();
+    log.highWatermark = log.logEndOffset;
+    const result = await m.cleaner.clean(log);
+    assert.ok(result !== null && result.recordsRemoved > 0);
+    await m.shutdown();
+    assert.equal(await readFile(join(dir, 'cleaner-offset-checkpoint'), 'utf8'), `0\n1\ncompacted 0 ${result.cleanedUpTo}\n`);
+    const again = await start(dir, clock, options);
+    assert.equal(again.cleaner.firstDirtyOffset(again.getLog('compacted', 0)!), result.cleanedUpTo);
+    await again.shutdown();
+  }));
+
   it('deletes a log and its directory', () => withTempDir(async (dir) => {
     const m = await start(dir, new ManualClock(NOW));
     await m.getOrCreateLog('gone', 0);

@@ -33,6 +33,11 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 
 const config: Partial<LogConfig> = { segmentBytes: 700, indexIntervalBytes: 150, fileDeleteDelayMs: 0 };
 
+/** An index in [0, n) from a fraction in [0, 1] (0 when n is 0). */
+function pick(fraction: number, n: number): number {
+  return Math.max(0, Math.min(n - 1, Math.floor(fraction * n)));
+}
+
 class Model {
   batches: ModelBatch[] = [];
   start = 0;
@@ -82,7 +87,7 @@ async function run(dir: string, ops: Op[]): Promise<void> {
           break;
         }
         case 'read': {
-          const at = model.start + Math.floor(op.at * (model.end - model.start + 1));
+          const at = model.start + pick(op.at, model.end - model.start + 1);
           const r = await log.read(at, op.maxBytes);
           if (at === model.end) {
             assert.equal(r.records.length, 0);
@@ -96,7 +101,7 @@ async function run(dir: string, ops: Op[]): Promise<void> {
           break;
         }
         case 'truncate': {
-          const at = model.start + Math.floor(op.at * (model.end - model.start));
+          const at = model.start + pick(op.at, model.end - model.start);
           await log.truncateTo(at);
           const cut = model.batches.findIndex((b) => b.base + b.count > at);
           if (cut >= 0) {
@@ -108,7 +113,7 @@ async function run(dir: string, ops: Op[]): Promise<void> {
         }
         case 'deleteRecords': {
           log.highWatermark = log.logEndOffset;
-          const at = model.start + Math.floor(op.at * (model.end - model.start + 1));
+          const at = model.start + pick(op.at, model.end - model.start + 1);
           assert.equal(await log.deleteRecordsBefore(at), Math.max(at, model.start));
           model.start = Math.max(at, model.start);
           break;
@@ -142,7 +147,7 @@ describe('storage/log: random operations against a model', () => {
   it('append / read / truncate / deleteRecords / roll / reopen agree with the model', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 40 }), (ops) => withTempDir((dir) => run(dir, ops))),
-      { numRuns: 60 },
+      { numRuns: 150 },
     );
   });
 });

@@ -1,0 +1,74 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DriverFactory, DriverInfo } from '../driver.ts';
+import { CODECS } from '../driver.ts';
+import { commandExists, runOk } from '../support/process.ts';
+import { ROOT, kafkaInstalled, kafkaLibs, kafkaVersion } from '../targets.ts';
+import { ProcessDriver } from './process-driver.ts';
+
+// Kafka's Java client (the kafka-clients jar cached by scripts/install-test-clients.sh) driven
+// by compat/java/CompatDriver.java, compiled on first use and cached by source hash.
+
+const SOURCE = join(ROOT, 'compat/java/CompatDriver.java');
+
+// Small heap and the quick JIT tier: each operation is a short-lived JVM.
+export const JVM_OPTIONS = [
+  '-Xmx256m',
+  '-XX:TieredStopAtLevel=1',
+  '-XX:+UseSerialGC',
+  `-Dlog4j2.configurationFile=${join(ROOT, 'scripts/reference/log4j2.properties')}`,
+];
+
+let compiled: Promise<string> | null = null;
+
+async function compile(): Promise<string> {
+  const hash = createHash('sha256').update(readFileSync(SOURCE)).update(kafkaVersion()).digest('hex').slice(0, 16);
+  const classes = join(ROOT, '.cache', 'compat-java', hash);
+  if (!existsSync(join(classes, 'CompatDriver.class'))) {
+    const partial = `${classes}.partial`;
+    rmSync(partial, { recursive: true, force: true });
+    mkdirSync(partial, { recursive: true });
+    await runOk('javac', ['-nowarn', '-cp', `${kafkaLibs()}/*`, '-d', partial, SOURCE], { timeoutMs: 120_000 });
+    renameSync(partial, classes);
+  }
+  return classes;
+}
+
+const INFO: DriverInfo = {
+  client: 'java',
+  features: {
+    recordTimestamps: true,
+    recordHeaders: true,
+    murmur2: true,
+    idempotence: true,
+    admin: true,
+    groups: true,
+    listOffsets: true,
+    pastEndTimestamp: 'none',
+    wokenByAppend: false,
+    codecs: CODECS,
+  },
+  // The Java producer is idempotent by default (InitProducerId before the first produce).
+  producerRequires: ['idempotence'],
+  consumerRequires: [],
+  errors: {
+    unknownTopic: /UnknownTopicOrPartitionException/,
+    messageTooLarge: /RecordTooLargeException/,
+  },
+};
+
+export const java: DriverFactory = {
+  info: INFO,
+  unavailable() {
+    if (!commandExists('javac')) return 'no JDK (javac) on PATH';
+    if (!kafkaInstalled()) return `kafka-clients ${kafkaVersion()} is not cached (scripts/install-test-clients.sh)`;
+    return null;
+  },
+  create: (bootstrap) =>
+    new ProcessDriver(INFO, bootstrap, async () => {
+      compiled ??= compile();
+      const classes = await compiled;
+      return ['java', [...JVM_OPTIONS, '-cp', `${classes}:${kafkaLibs()}/*`, 'CompatDriver']];
+    }),
+};
