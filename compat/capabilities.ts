@@ -35,4 +35,19 @@ export const ALL_CAPABILITIES: readonly Capability[] = [
   'idempotence',
 ];
 
-export const SLUICE_CAPABILITIES: ReadonlySet<Capability> = new Set<Capability>([]);
+export const SLUICE_CAPABILITIES: ReadonlySet<Capability> = new Set<Capability>([
+  'api-versions',
+  'metadata',
+  'topics-admin',
+  'configs',
+  'produce-fetch',
+  'list-offsets-by-time',
+  'long-poll',
+  'max-message-bytes',
+  'gzip',
+  'snappy',
+  'lz4',
+  'zstd',
+  'groups',
+  'idempotence',
+]);

@@ -80,6 +80,7 @@ describe('compat: third-party clients', function () {
             const notApplicable = s.notApplicable(info);
             if (notApplicable) {
               matrix.set(target.name, info.client, s.id, 'n/a');
+              matrix.noteOnce(`n/a: ${info.client} ${s.id}: ${notApplicable}.`);
               continue;
             }
             const lacking = requiredCapabilities(s, info).filter((c) => !target.capabilities.has(c));

@@ -83,6 +83,8 @@ export interface DriverInfo {
   readonly features: {
     recordTimestamps: boolean;
     recordHeaders: boolean;
+    // Whether a record may carry one header key twice (Kafka allows it).
+    duplicateHeaderKeys: boolean;
     murmur2: boolean;
     idempotence: boolean;
     admin: boolean;
@@ -96,6 +98,8 @@ export interface DriverInfo {
     // at once; the Java client and kafkajs consumers get it only when their fetch.max.wait.ms
     // runs out, so for them the long-poll scenario checks delivery, not promptness.
     wokenByAppend: boolean;
+    // Whether the consumer applies its auto.offset.reset policy to an out-of-range position.
+    resetsOutOfRange: boolean;
     codecs: readonly Codec[];
   };
   // Capabilities the client itself uses beyond a scenario's own (the Java producer is

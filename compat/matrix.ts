@@ -22,6 +22,10 @@ export class Matrix {
     this.notes.push(text);
   }
 
+  noteOnce(text: string): void {
+    if (!this.notes.includes(text)) this.notes.push(text);
+  }
+
   render(): string {
     const lines: string[] = [];
     for (const target of this.targets) {

@@ -5,7 +5,7 @@
  * and closes components in reverse order (checkpointing logs).
  */
 import { mkdir } from 'node:fs/promises';
-import { DEFAULT_LOG_CONFIG, LogManager, logConfigFromProperties, type LogConfig } from '../storage/index.ts';
+import { LogManager, logConfigFromProperties, type LogConfig } from '../storage/index.ts';
 import { effectiveTopicConfig, type BrokerConfig, type Listener } from './config/index.ts';
 import { MetadataManager } from './metadata/manager.ts';
 import { METADATA_TOPIC } from './metadata/raft/file-log.ts';
@@ -113,6 +113,9 @@ export class Broker implements BrokerServices {
       flushStartOffsetCheckpointIntervalMs: this.config.getInt('log.flush.start.offset.checkpoint.interval.ms'),
       highWatermarkCheckpointIntervalMs: this.config.getLong('replica.high.watermark.checkpoint.interval.ms'),
       cleanerEnable: this.config.getBoolean('log.cleaner.enable'),
+      // The metadata log is the Raft client's alone: its history is bounded by snapshots, never
+      // by topic retention, and a second open copy would race it on the same files.
+      skipTopics: [METADATA_TOPIC],
     });
     await this.metadata.start();
     this.dataPath = createDataPath({
@@ -138,12 +141,8 @@ export class Broker implements BrokerServices {
     this.state = 'running';
   }
 
-  /**
-   * A topic's log config for the storage engine. The metadata log is never trimmed by topic
-   * retention: its history is bounded by Raft snapshots (metadata.max.retention.*).
-   */
+  /** A topic's log config for the storage engine. */
   private logConfigOf(topic: string): LogConfig {
-    if (topic === METADATA_TOPIC) return { ...DEFAULT_LOG_CONFIG, retentionMs: -1, retentionBytes: -1 };
     return logConfigFromProperties(effectiveTopicConfig(this.metadata.image().topicConfigs(topic), this.config));
   }
 
@@ -200,9 +199,6 @@ export class Broker implements BrokerServices {
     this.groups?.shutdown();
     await this.dataPath?.close();
     await connectionsClosed;
-    // The storage engine also loads __cluster_metadata-0 when it sits in a log dir (Kafka's
-    // LogManager skips it; ours does not yet). Closing that copy first lets the Raft log's
-    // own instance, which holds the newest state, write indexes and snapshots last.
     await this.logManager?.shutdown();
     await this.metadata.close();
     this.state = 'closed';

@@ -44,6 +44,12 @@ export interface LogManagerOptions {
   loadConcurrency?: number;
   /** Start the periodic tasks (default true; tests drive them by hand). */
   scheduleTasks?: boolean;
+  /**
+   * Topics whose partition dirs in log.dirs belong to another owner and are never loaded,
+   * retained or cleaned here (the Raft metadata log, as Kafka's LogManager skips
+   * `__cluster_metadata`).
+   */
+  skipTopics?: readonly string[];
   time?: () => number;
 }
 
@@ -100,31 +106,26 @@ export class LogManager {
         await rm(join(logDir, entry.name), { recursive: true, force: true });
         continue;
       }
-      if (parseTopicPartition(entry.name) !== null) toLoad.push(entry.name);
+      const tp = parseTopicPartition(entry.name);
+      if (tp !== null && !this.options.skipTopics?.includes(tp.topic)) toLoad.push(entry.name);
     }
-    const concurrency = this.options.loadConcurrency ?? 8;
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < toLoad.length) {
-        const name = toLoad[next++]!;
-        const tp = parseTopicPartition(name)!;
-        const log = await PartitionLog.open({
-          dir: join(logDir, name),
-          config: this.configFor(tp.topic),
-          pool: this.pool,
-          // Without a checkpoint entry the whole log is suspect after an unclean stop.
-          recoveryPoint: recoveryPoints.get(name) ?? 0,
-          logStartOffset: startOffsets.get(name),
-          highWatermark: highWatermarks.get(name),
-          cleanShutdown: clean,
-          time: this.time,
+    await forEachConcurrently(toLoad, this.options.loadConcurrency ?? 8, async (name) => {
+      const tp = parseTopicPartition(name)!;
+      const log = await PartitionLog.open({
+        dir: join(logDir, name),
+        config: this.configFor(tp.topic),
+        pool: this.pool,
+        // Without a checkpoint entry the whole log is suspect after an unclean stop.
+        recoveryPoint: recoveryPoints.get(name),
+        logStartOffset: startOffsets.get(name),
+        highWatermark: highWatermarks.get(name),
+        cleanShutdown: clean,
+        time: this.time,
         });
         this.register(tp.topic, tp.partition, logDir, log);
         const firstDirty = cleanerOffsets.get(name);
         if (firstDirty !== undefined) this.cleaner.setFirstDirtyOffset(log, firstDirty);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, toLoad.length) }, worker));
+    });
     if (clean) await unlink(marker).catch(() => undefined);
   }
 
@@ -252,7 +253,7 @@ export class LogManager {
     this.shuttingDown = true;
     for (const t of this.timers) clearInterval(t);
     await this.cleaner.stop();
-    for (const l of this.logs.values()) await l.log.close();
+    await forEachConcurrently([...this.logs.values()], this.options.loadConcurrency ?? 8, (l) => l.log.close());
     for (const dir of this.options.logDirs) {
       await this.checkpointDir(dir);
       try {
@@ -264,4 +265,13 @@ export class LogManager {
     }
     await this.pool.closeAll();
   }
+}
+
+/** Runs `task` over `items` with at most `concurrency` in flight (file system latency bound). */
+async function forEachConcurrently<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }

@@ -31,7 +31,10 @@ export interface PartitionLogOptions {
   dir: string;
   config?: Partial<LogConfig>;
   pool?: FileHandlePool;
-  /** Offset below which the log is known to be fsynced (recovery-point-offset-checkpoint). */
+  /**
+   * Offset below which the log is known to be fsynced (recovery-point-offset-checkpoint).
+   * After a clean shutdown it is the log end, which spares reading the active segment.
+   */
   recoveryPoint?: number;
   logStartOffset?: number;
   highWatermark?: number;
@@ -212,9 +215,17 @@ export class PartitionLog {
     }
     const cleanShutdown = opts.cleanShutdown ?? true;
     if (cleanShutdown) {
-      await this.activeSegment.ensureLoaded(this.config.indexIntervalBytes);
-      this.nextOffsetMetadata = this.activeSegment.nextOffset;
-      this.recoveryPointOffset = Math.min(opts.recoveryPoint ?? this.nextOffsetMetadata, this.nextOffsetMetadata);
+      const active = this.activeSegment;
+      const rp = opts.recoveryPoint;
+      if (rp !== undefined && (rp > active.baseOffset || (rp === active.baseOffset && active.size === 0))) {
+        // A clean shutdown flushed everything, so the recovery point is the log end: the
+        // active segment's indexes can wait for its first read or append.
+        this.nextOffsetMetadata = rp;
+      } else {
+        await active.ensureLoaded(this.config.indexIntervalBytes);
+        this.nextOffsetMetadata = active.nextOffset;
+      }
+      this.recoveryPointOffset = Math.min(rp ?? this.nextOffsetMetadata, this.nextOffsetMetadata);
     } else {
       await this.recover(opts.recoveryPoint ?? 0);
     }
@@ -582,7 +593,7 @@ export class PartitionLog {
     let best: { timestamp: number; offset: number } | null = null;
     for (const seg of this.segments) {
       if (seg.size === 0) continue;
-      let t = await seg.largestTimestampCheap();
+      let t = await this.largestTimestampOf(seg);
       if (t.offset < 0) {
         await seg.ensureLoaded(this.config.indexIntervalBytes);
         t = { timestamp: seg.maxTimestampSoFar, offset: seg.offsetOfMaxTimestampSoFar };
@@ -693,7 +704,7 @@ export class PartitionLog {
       if (hasDeletePolicy(c)) {
         if (c.retentionMs >= 0) {
           const now = this.time();
-          deleted += await this.deleteSegmentsWhile(async (seg) => now - (await seg.largestTimestampCheap()).timestamp > c.retentionMs);
+          deleted += await this.deleteSegmentsWhile(async (seg) => now - (await this.largestTimestampOf(seg)).timestamp > c.retentionMs);
         }
         if (c.retentionBytes >= 0) {
           let excess = this.size - c.retentionBytes;
@@ -732,15 +743,15 @@ export class PartitionLog {
 
   // ---- compaction support ----
 
-  /**
-   * Replaces `old` (a contiguous run of inactive segments) by `replacement`, whose files are
-   * already in place. Called by the cleaner under the log lock. Returns false if the log
-   * changed meanwhile and the replacement must be discarded.
-   */
+  /** Runs `fn` under the log lock, serialized with appends, truncation and retention (the cleaner's swap). */
   runLocked<T>(fn: () => Promise<T>): Promise<T> {
     return this.lock.run(fn);
   }
 
+  /**
+   * Replaces `old` (a contiguous run of inactive segments) by `replacement`, whose files are
+   * already in place. Only from inside `runLocked`.
+   */
   replaceSegmentsLocked(old: readonly LogSegment[], replacement: LogSegment): void {
     const at = this.segments.indexOf(old[0]!);
     this.segments = [...this.segments.slice(0, at), replacement, ...this.segments.slice(at + old.length)];
@@ -783,6 +794,15 @@ export class PartitionLog {
         throw toStorageIOError(err, `deleting ${this.dir}`);
       }
     });
+  }
+
+  /**
+   * A segment's largest timestamp and its offset. Inactive segments answer from the last
+   * time index entry; the active one has no closing entry yet, so it is loaded.
+   */
+  private async largestTimestampOf(seg: LogSegment): Promise<{ timestamp: number; offset: number }> {
+    if (seg === this.activeSegment) await seg.ensureLoaded(this.config.indexIntervalBytes);
+    return seg.largestTimestampCheap();
   }
 
   private segmentIndexFor(offset: number): number {

@@ -657,15 +657,6 @@ export class LogSegment {
     return { timestamp: await this.largestTimestamp(), offset: -1 };
   }
 
-  /** Releases memory held by the indexes of an inactive segment (they reload on demand). */
-  unload(): void {
-    if (this.loading !== null || !this.loaded) return;
-    if (this.offsetIndex!.persisted !== this.offsetIndex!.count || this.timeIndex!.persisted !== this.timeIndex!.count) return;
-    this.offsetIndex = null;
-    this.timeIndex = null;
-    this.loaded = false;
-  }
-
   closeHandles(): void {
     for (const p of [this.logPath, this.indexPath, this.timeIndexPath]) this.pool.invalidate(p);
   }

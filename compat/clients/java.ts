@@ -40,6 +40,7 @@ const INFO: DriverInfo = {
   features: {
     recordTimestamps: true,
     recordHeaders: true,
+    duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
     admin: true,
@@ -47,6 +48,7 @@ const INFO: DriverInfo = {
     listOffsets: true,
     pastEndTimestamp: 'none',
     wokenByAppend: false,
+    resetsOutOfRange: true,
     codecs: CODECS,
   },
   // The Java producer is idempotent by default (InitProducerId before the first produce).

@@ -47,6 +47,7 @@ const INFO: DriverInfo = {
   features: {
     recordTimestamps: false,
     recordHeaders: true,
+    duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
     admin: true,
@@ -54,6 +55,7 @@ const INFO: DriverInfo = {
     listOffsets: true,
     pastEndTimestamp: 'none',
     wokenByAppend: false,
+    resetsOutOfRange: true,
     codecs: CODECS,
   },
   // The console producer is the Java producer: idempotent by default.

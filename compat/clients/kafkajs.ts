@@ -102,6 +102,7 @@ const INFO: DriverInfo = {
   features: {
     recordTimestamps: true,
     recordHeaders: true,
+    duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
     admin: true,
@@ -109,6 +110,7 @@ const INFO: DriverInfo = {
     listOffsets: true,
     pastEndTimestamp: 'latest',
     wokenByAppend: false,
+    resetsOutOfRange: true,
     codecs: CODECS,
   },
   producerRequires: [],

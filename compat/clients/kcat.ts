@@ -50,6 +50,7 @@ const INFO: DriverInfo = {
   features: {
     recordTimestamps: false,
     recordHeaders: false,
+    duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
     admin: false,
@@ -57,6 +58,7 @@ const INFO: DriverInfo = {
     listOffsets: true,
     pastEndTimestamp: 'none',
     wokenByAppend: true,
+    resetsOutOfRange: true,
     codecs: CODECS,
   },
   producerRequires: [],

@@ -39,6 +39,7 @@ export const confluentKafkaPython = pythonClient(
     features: {
       recordTimestamps: true,
       recordHeaders: true,
+      duplicateHeaderKeys: true,
       murmur2: true,
       idempotence: true,
       admin: true,
@@ -46,6 +47,7 @@ export const confluentKafkaPython = pythonClient(
       listOffsets: true,
       pastEndTimestamp: 'none',
       wokenByAppend: true,
+      resetsOutOfRange: true,
       codecs: CODECS,
     },
     producerRequires: [],
@@ -66,6 +68,7 @@ export const kafkaPython = pythonClient(
     features: {
       recordTimestamps: true,
       recordHeaders: true,
+      duplicateHeaderKeys: true,
       murmur2: true,
       // kafka-python 2.0.2 (Debian 12) has no idempotent producer.
       idempotence: false,
@@ -74,6 +77,7 @@ export const kafkaPython = pythonClient(
       listOffsets: true,
       pastEndTimestamp: 'none',
       wokenByAppend: true,
+      resetsOutOfRange: true,
       codecs: CODECS,
     },
     producerRequires: [],

@@ -249,7 +249,8 @@ async function createTopics(cluster: KafkaCluster, names: readonly string[], num
     }
   }
   // Leaders are elected asynchronously in Kafka: wait until Metadata shows them.
-  for (let i = 0; i < 200; i++) {
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
     const leaders = await cluster.leaders(names);
     const elected = names.every((n) => (leaders.get(n)?.size ?? 0) === numPartitions && [...leaders.get(n)!.values()].every((l) => l >= 0));
     if (elected && !untilServed) return;
@@ -257,7 +258,7 @@ async function createTopics(cluster: KafkaCluster, names: readonly string[], num
       const all = names.flatMap((topic) => Array.from({ length: numPartitions }, (_, partition) => ({ topic, partition })));
       if (await listOffsets(cluster, all).then(() => true, () => false)) return;
     }
-    await sleep(50);
+    await sleep(100);
   }
   throw new Error(`no leaders for ${names.join(',')}`);
 }
@@ -503,6 +504,9 @@ async function memoryWithPartitions(cluster: KafkaCluster, pid: number): Promise
   const topics = Array.from({ length: MEMORY_PARTITIONS / 100 }, (_, i) => `mem-${String(i).padStart(3, '0')}`);
   for (let i = 0; i < topics.length; i += 10) await createTopics(cluster, topics.slice(i, i + 10), 100, false);
   const createMs = performance.now() - t0;
+  const metadata = await cluster.metadata(topics);
+  const partitions = metadata.topics.reduce((n, t) => n + (t.errorCode === 0 ? t.partitions.length : 0), 0);
+  if (partitions !== MEMORY_PARTITIONS) throw new Error(`Metadata shows ${partitions} of ${MEMORY_PARTITIONS} partitions`);
   await sleep(2000);
   return { beforeKiB, afterKiB: await rssKiB(pid), createMs };
 }

@@ -406,6 +406,10 @@ export class GroupCoordinator {
       group.newMemberAdded = false;
       const delay = this.config.initialRebalanceDelayMs;
       this.scheduleInitialJoin(group, delay, Math.max(group.rebalanceTimeoutMs() - delay, 0));
+    } else if (group.size === 0) {
+      // The last member left: the rebalance timeout of no members is 0, so the group empties
+      // now rather than waiting on members still pending (MEMBER_ID_REQUIRED).
+      this.completeJoin(group);
     } else {
       this.joinTimers.set(group.groupId, this.scheduler.schedule(group.rebalanceTimeoutMs(), () => {
         this.joinTimers.delete(group.groupId);
@@ -450,7 +454,9 @@ export class GroupCoordinator {
     for (const member of group.allMembers()) {
       if (!member.awaitingJoin && member.groupInstanceId === null) this.removeMember(group, member);
     }
-    group.pendingMembers.clear();
+    // Pending members (MEMBER_ID_REQUIRED) outlive the generation, as in Kafka: one whose
+    // rejoin arrives after this join completes becomes a member of the next generation;
+    // only its own session timeout forgets it.
     group.initNextGeneration(now);
     if (group.is(GroupState.Empty)) {
       void this.storeGroup(group);

@@ -154,5 +154,7 @@ async function partitionData(r: FetchPartitionResult, fetchOffset: number, versi
 }
 
 export function registerFetchHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) => handleFetch(services, request, version));
+  // Controller listeners serve Fetch from Raft (quorum.ts), as Kafka's ControllerApis do.
+  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) => handleFetch(services, request, version),
+    { listeners: 'broker' });
 }

@@ -1,7 +1,9 @@
 /**
  * Produce: every partition's records go to ReplicaManager.appendRecords; acks=0 sends no
- * response (the server keeps later responses in order).
+ * response (the server keeps later responses in order), and an acks=0 produce with any
+ * partition error closes the connection, as Kafka does, so the client refreshes metadata.
  */
+import { Errors, errorByCode } from '../../protocol/errors.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeProduceResponse, makeProduceResponsePartitionProduceResponse, makeProduceResponseTopicProduceResponse,
@@ -14,6 +16,7 @@ import type { HandlerRegistry } from './registry.ts';
 
 export async function handleProduce(
   services: DataPathServices, request: ProduceRequest, version: number, clientId: string | null = null,
+  closeConnection: (reason: string) => void = () => {},
 ): Promise<ProduceResponse | null> {
   const entries: ProducePartitionInput[] = [];
   for (const topic of request.topicData) {
@@ -26,7 +29,14 @@ export async function handleProduce(
     entries,
     internalTopicsAllowed: clientId === '__admin_client',
   });
-  if (request.acks === 0) return null;
+  if (request.acks === 0) {
+    const failed = results.filter((r) => r.errorCode !== Errors.NONE.code);
+    if (failed.length > 0) {
+      const summary = failed.map((r) => `${r.topic}-${r.partition}: ${errorByCode(r.errorCode).name}`).join(', ');
+      closeConnection(`error during produce request with acks=0 (client id ${clientId}): ${summary}`);
+    }
+    return null;
+  }
   let i = 0;
   const responses = request.topicData.map((topic) => makeProduceResponseTopicProduceResponse({
     name: topic.name,
@@ -49,5 +59,6 @@ export async function handleProduce(
 }
 
 export function registerProduceHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<ProduceRequest, ProduceResponse>(ApiKey.Produce, (ctx, request, version) => handleProduce(services, request, version, ctx.clientId));
+  registry.register<ProduceRequest, ProduceResponse>(ApiKey.Produce, (ctx, request, version) =>
+    handleProduce(services, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason)));
 }

@@ -27,11 +27,15 @@ import {
   type EndQuorumEpochResponse,
 } from '../../protocol/messages/end-quorum-epoch.ts';
 import {
+  makeFetchResponse,
   makeFetchResponseEpochEndOffset,
+  makeFetchResponseFetchableTopicResponse,
   makeFetchResponseLeaderIdAndEpoch,
   makeFetchResponsePartitionData,
   makeFetchResponseSnapshotId,
+  type FetchRequest,
   type FetchRequestFetchPartition,
+  type FetchResponse,
   type FetchResponsePartitionData,
 } from '../../protocol/messages/fetch.ts';
 import {
@@ -60,6 +64,9 @@ import type { HandlerRegistry } from './registry.ts';
 
 export { METADATA_TOPIC };
 
+/** Kafka's Uuid.METADATA_TOPIC_ID (0, 1): how Fetch v13+ names `__cluster_metadata`. */
+export const METADATA_TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
+
 /** A quorum request for some other topic/partition or cluster is refused as Kafka does. */
 function misdirected(metadata: MetadataManager, clusterId: string | null, topicName: string, partitionIndex: number): number | null {
   if (clusterId !== null && clusterId !== metadata.clusterId) return Errors.INCONSISTENT_CLUSTER_ID.code;
@@ -74,6 +81,9 @@ export function registerQuorumHandlers(registry: HandlerRegistry, services: Meta
     handleBeginQuorumEpoch(metadata, request), { listeners: 'controller' });
   registry.register<EndQuorumEpochRequest, EndQuorumEpochResponse>(ApiKey.EndQuorumEpoch, (_ctx, request) =>
     handleEndQuorumEpoch(metadata, request), { listeners: 'controller' });
+  // On controller listeners Fetch is Raft's (KIP-595); broker listeners keep the data path's.
+  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) =>
+    handleMetadataFetch(metadata, request, version), { listeners: 'controller' });
   registry.register<FetchSnapshotRequest, FetchSnapshotResponse>(ApiKey.FetchSnapshot, (_ctx, request) =>
     handleFetchSnapshot(metadata, request), { listeners: 'controller' });
   registry.register<DescribeQuorumRequest, DescribeQuorumResponse>(ApiKey.DescribeQuorum, (_ctx, request) =>
@@ -231,9 +241,37 @@ export function handleDescribeQuorum(metadata: MetadataManager, request: Describ
 }
 
 /**
+ * Fetch on a controller listener, as KafkaRaftClient answers it: the request must name exactly
+ * `__cluster_metadata` partition 0 (by name up to v12, by topic id from v13), else the whole
+ * request gets INVALID_REQUEST; a foreign cluster id gets INCONSISTENT_CLUSTER_ID.
+ */
+export async function handleMetadataFetch(metadata: MetadataManager, request: FetchRequest, version: number): Promise<FetchResponse> {
+  if (request.clusterId !== null && request.clusterId !== metadata.clusterId) {
+    return makeFetchResponse({ errorCode: Errors.INCONSISTENT_CLUSTER_ID.code });
+  }
+  const usesTopicIds = version >= 13;
+  const topic = request.topics.length === 1 ? request.topics[0]! : undefined;
+  const partition = topic?.partitions.length === 1 ? topic.partitions[0]! : undefined;
+  const named = topic !== undefined && (usesTopicIds ? topic.topicId === METADATA_TOPIC_ID : topic.topic === METADATA_TOPIC);
+  if (!named || partition === undefined || partition.partition !== 0) {
+    return makeFetchResponse({ errorCode: Errors.INVALID_REQUEST.code });
+  }
+  const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
+  const data = await fetchMetadataPartition(metadata, request.clusterId, replicaId, partition, request.maxWaitMs);
+  return makeFetchResponse({
+    errorCode: Errors.NONE.code,
+    responses: [makeFetchResponseFetchableTopicResponse({
+      topic: METADATA_TOPIC,
+      topicId: METADATA_TOPIC_ID,
+      partitions: [data],
+    })],
+  });
+}
+
+/**
  * Fetch of `__cluster_metadata-0` (a follower voter or an observer replicating the metadata
  * log): served by the Raft leader, long-polled up to maxWaitMs, with diverging-epoch and
- * snapshot hints as KIP-595 defines them. The Fetch handler calls this for that partition.
+ * snapshot hints as KIP-595 defines them.
  */
 export async function fetchMetadataPartition(
   metadata: MetadataManager,

@@ -74,6 +74,12 @@ export interface RequestContext {
   readonly correlationId: number;
   readonly clientId: string | null;
   readonly broker: BrokerServices;
+  /**
+   * Closes the connection instead of answering this request, as Kafka's
+   * RequestChannel.closeConnection does (an acks=0 Produce that failed: the client learns of
+   * the error only by reconnecting and refreshing metadata). Requests behind it are dropped.
+   */
+  closeConnection(reason: string): void;
 }
 
 /** Returns the response to send, or null to send nothing (acks=0 Produce). */

@@ -14,6 +14,14 @@ export class ConnectionClosingError extends Error {
   }
 }
 
+/** A handler asked for the connection to be closed instead of answering (RequestContext.closeConnection). */
+export class CloseRequestedError extends ConnectionClosingError {
+  constructor(reason: string, apiKey: number, apiVersion: number) {
+    super(reason, apiKey, apiVersion);
+    this.name = 'CloseRequestedError';
+  }
+}
+
 /** A handler or the response encoder threw: a bug, logged at error level, then close. */
 export class RequestFailedError extends Error {
   constructor(readonly apiKey: number, readonly apiVersion: number, override readonly cause: unknown) {
@@ -203,7 +211,10 @@ export class Connection {
   }
 
   private protocolClose(err: unknown): void {
-    if (err instanceof ConnectionClosingError) {
+    if (err instanceof CloseRequestedError) {
+      this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: err.reason },
+        'closing connection');
+    } else if (err instanceof ConnectionClosingError) {
       this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: err.reason },
         'closing connection: protocol violation');
     } else if (err instanceof RequestFailedError) {

@@ -12,7 +12,7 @@ import { decodeRequestHeader, encodeResponseHeader } from '../../protocol/header
 import type { BrokerServices } from '../broker.ts';
 import type { HandlerRegistry, RequestContext, Session } from '../handlers/registry.ts';
 import { unsupportedApiVersionsResponse } from '../handlers/api-versions.ts';
-import { ConnectionClosingError, RequestFailedError, type FrameProcessor } from './connection.ts';
+import { CloseRequestedError, ConnectionClosingError, RequestFailedError, type FrameProcessor } from './connection.ts';
 
 /** api key (int16) + api version (int16) + correlation id (int32): readable in every header version. */
 const FIXED_HEADER_BYTES = 8;
@@ -37,6 +37,7 @@ export class RequestProcessor implements FrameProcessor {
     const reader = new Reader(frame);
     let ctx: RequestContext;
     let request: unknown;
+    let closeReason: string | null = null;
     try {
       const header = decodeRequestHeader(reader);
       request = descriptor.decodeRequest(reader, apiVersion);
@@ -48,6 +49,7 @@ export class RequestProcessor implements FrameProcessor {
         correlationId,
         clientId: header.clientId ?? null,
         broker: this.services(),
+        closeConnection: (reason) => { closeReason = reason; },
       };
     } catch (err) {
       if (err instanceof DecodeError || err instanceof RangeError) {
@@ -57,6 +59,7 @@ export class RequestProcessor implements FrameProcessor {
     }
     try {
       const response = await api.handler(ctx, request, apiVersion);
+      if (closeReason !== null) throw new CloseRequestedError(closeReason, apiKey, apiVersion);
       if (response === null) return null;
       return frameResponse(correlationId, apiKey, apiVersion, response);
     } catch (err) {

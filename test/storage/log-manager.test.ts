@@ -38,6 +38,9 @@ describe('storage/log-manager', () => {
     assert.equal(reloaded.logEndOffset, 4);
     assert.equal(reloaded.highWatermark, 4);
     assert.equal(reloaded.latestEpoch, 2);
+    // The active segment loads on first use: appends continue at the log end.
+    assert.equal((await reloaded.append(await simpleBatch(1, NOW), { leaderEpoch: 2 })).firstOffset, 4);
+    assert.deepEqual(headers((await reloaded.read(0, 1 << 20)).records).map((h) => h.baseOffset), [0, 4]);
     await again.shutdown();
   }));
 
