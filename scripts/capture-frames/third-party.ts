@@ -7,7 +7,7 @@
 // as it came off the socket, without the 4-byte size prefix.
 // Needs kcat and kafka-python (apt-get install -y kcat python3-kafka).
 // Run: node --import tsx scripts/capture-frames/third-party.ts
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -79,9 +79,16 @@ function proxy() {
   });
 }
 
-function run(command: string, args: string[], input?: string): void {
-  const result = spawnSync(command, args, { input, encoding: 'utf8', timeout: 60_000 });
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}): ${result.stderr}`);
+/** Runs a client to completion; asynchronously, since the proxy shares this event loop. */
+function run(command: string, args: string[], input?: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['pipe', 'ignore', 'pipe'], timeout: 60_000 });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdin.end(input ?? '');
+    child.on('error', reject);
+    child.on('exit', (code) => code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} failed (${code}): ${stderr}`)));
+  });
 }
 
 function save(client: string): void {
@@ -104,13 +111,13 @@ const bootstrap = `127.0.0.1:${proxyPort}`;
 
 try {
   const kcat = ['-b', bootstrap, '-X', 'client.id=kcat-frames'];
-  run('kcat', [...kcat, '-L', '-t', TOPIC]);
-  run('kcat', [...kcat, '-P', '-t', TOPIC, '-z', 'lz4', '-K', ':'], 'k1:hello\nk2:world\n');
-  run('kcat', [...kcat, '-C', '-t', TOPIC, '-o', 'beginning', '-c', '2', '-e']);
-  run('kcat', [...kcat, '-X', 'auto.offset.reset=earliest', '-G', 'kcat-group', TOPIC, '-c', '2']);
+  await run('kcat', [...kcat, '-L', '-t', TOPIC]);
+  await run('kcat', [...kcat, '-P', '-t', TOPIC, '-z', 'lz4', '-K', ':'], 'k1:hello\nk2:world\n');
+  await run('kcat', [...kcat, '-C', '-t', TOPIC, '-o', 'beginning', '-c', '2', '-e']);
+  await run('kcat', [...kcat, '-X', 'auto.offset.reset=earliest', '-G', 'kcat-group', TOPIC, '-c', '2']);
   save('librdkafka');
 
-  run(PYTHON, ['-c', `
+  await run(PYTHON, ['-c', `
 from kafka import KafkaProducer, KafkaConsumer
 p = KafkaProducer(bootstrap_servers='${bootstrap}', client_id='kafka-python-frames')
 for i in range(2):

@@ -69,11 +69,6 @@ async function startVoter(id: number, dir: string, ports: number[], clusterId: s
   const registry = new HandlerRegistry();
   registry.register(ApiKey.ApiVersions, handleApiVersions, { listeners: 'both' });
   registerQuorumHandlers(registry, { nodeId: id, config, metadata });
-  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, async (_ctx, request) => {
-    const topic = request.topics[0]!;
-    const partition = await fetchMetadataPartition(metadata, request.clusterId, request.replicaId, topic.partitions[0]!, request.maxWaitMs);
-    return makeFetchResponse({ responses: [makeFetchResponseFetchableTopicResponse({ topic: topic.topic, partitions: [partition] })] });
-  }, { listeners: 'controller' });
   const services = { registry } as unknown as BrokerServices;
   const server = new SocketServer(
     new RequestProcessor(registry, () => services),
