@@ -114,9 +114,9 @@ function sluiceTarget(): Target {
 }
 
 function kafkaTarget(ci: boolean): Target {
-  const state = mkdtempSync(join(tmpdir(), 'kafka-reference-state-'));
-  const env = { ...process.env, KAFKA_REFERENCE_STATE: join(state, 'broker') };
   const script = join(ROOT, 'scripts/kafka-reference.sh');
+  let state: string | null = null;
+  const env = () => ({ ...process.env, KAFKA_REFERENCE_STATE: join(state!, 'broker') });
   return {
     name: 'Kafka',
     capabilities: new Set(ALL_CAPABILITIES),
@@ -124,14 +124,17 @@ function kafkaTarget(ci: boolean): Target {
       kafkaInstalled() || ci ? null : `Apache Kafka ${kafkaVersion()} is not installed (scripts/install-test-clients.sh)`,
     async start() {
       const started = Date.now();
-      const result = await runOk('bash', [script, 'start'], { env, timeoutMs: 180_000 });
+      state = mkdtempSync(join(tmpdir(), 'kafka-reference-state-'));
+      const result = await runOk('bash', [script, 'start'], { env: env(), timeoutMs: 180_000 });
       const bootstrap = result.stdout.trim().split('\n').pop()!;
       console.log(`compat: Kafka ${kafkaVersion()} up at ${bootstrap} in ${Date.now() - started} ms`);
       return bootstrap;
     },
     async stop() {
-      await runOk('bash', [script, 'stop'], { env, timeoutMs: 60_000 });
+      if (!state) return;
+      await runOk('bash', [script, 'stop'], { env: env(), timeoutMs: 60_000 });
       rmSync(state, { recursive: true, force: true });
+      state = null;
     },
   };
 }

@@ -89,9 +89,11 @@ function parseLine(line: string): ConsumedRecord {
   };
 }
 
+// Complete lines only: a running consumer's last line may still be partial.
 function records(stdout: string): ConsumedRecord[] {
   return stdout
     .split('\n')
+    .slice(0, -1)
     .filter((l) => l.startsWith('CreateTime:'))
     .map(parseLine);
 }

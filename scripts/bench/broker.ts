@@ -49,7 +49,8 @@ const PRODUCE_IN_FLIGHT = 4;
 const PRODUCE_PARTITIONS = 4;
 const PRODUCE_MS = quick ? 3000 : 8000;
 const PRODUCE_WARMUP_MS = 500;
-const PRODUCE_ROUNDS = 2;
+/** Throughput loads alternate with their ceilings this many times; the best of each counts. */
+const MEASURE_ROUNDS = 2;
 /** Bounds the log (and the null server's file) whatever the speed. */
 const PRODUCE_MAX_BYTES = (quick ? 1024 : 3072) * MIB;
 /** The fetch figure reads back at most this much of the log (spread over the partitions). */
@@ -532,8 +533,8 @@ interface BrokerFigures {
 const faster = (a: Throughput | undefined, b: Throughput): Throughput => (a === undefined || b.mibPerS > a.mibPerS ? b : a);
 
 /**
- * Each load runs right after its ceiling, and produce alternates with the null server for
- * PRODUCE_ROUNDS rounds (best of each), so that a busy machine skews both sides alike.
+ * Each load runs right after its ceiling, and the throughput loads alternate with theirs for
+ * MEASURE_ROUNDS rounds (best of each), so that a busy machine skews both sides alike.
  */
 async function measureBroker(target: Target, nullServer: NullServer, workDir: string): Promise<BrokerFigures> {
   const figures: BrokerFigures = { startupMs: target.startupMs };
@@ -551,7 +552,7 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
   try {
     await createTopics(cluster, [TOPIC], PRODUCE_PARTITIONS);
     await stage('produce', async () => {
-      for (let round = 0; round < PRODUCE_ROUNDS; round++) {
+      for (let round = 0; round < MEASURE_ROUNDS; round++) {
         figures.produceCeiling = faster(figures.produceCeiling, await produceLoad('127.0.0.1', nullServer.port, PRODUCE_PARTITIONS));
         await nullServer.truncate();
         figures.produce = faster(figures.produce, await produceLoad(target.host, target.port, PRODUCE_PARTITIONS));
@@ -565,9 +566,10 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
       // The first pass warms the log and writes the same bytes for the raw copy.
       await fetchLoad(cluster, PRODUCE_PARTITIONS, async (p, bytes) => { await handles[p]!.write(bytes); });
       await Promise.all(handles.map((h) => h.close()));
-      figures.fetchCeiling = await rawCopy(nullServer.copyPort, files);
-      figures.fetch = await fetchLoad(cluster, PRODUCE_PARTITIONS, null);
-      figures.fetchCeiling = faster(figures.fetchCeiling, await rawCopy(nullServer.copyPort, files));
+      for (let round = 0; round < MEASURE_ROUNDS; round++) {
+        figures.fetchCeiling = faster(figures.fetchCeiling, await rawCopy(nullServer.copyPort, files));
+        figures.fetch = faster(figures.fetch, await fetchLoad(cluster, PRODUCE_PARTITIONS, null));
+      }
       await rm(dir, { recursive: true, force: true });
     });
     await stage('latency', async () => {

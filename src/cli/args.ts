@@ -13,6 +13,10 @@ export const USAGE = `Usage:
       A single-node cluster (process.roles=broker,controller, node.id=1, one voter).
   sluice start --config server.properties [--override key=value ...]
       A node configured from a Kafka-style properties file.
+  sluice groups list [--bootstrap-server HOST:PORT]
+  sluice groups describe GROUP [--bootstrap-server HOST:PORT]
+      Consumer groups: state, members, and per partition the committed offset, log end
+      offset, lag in records and lag in time (age of the oldest unconsumed record).
 
 Any broker property can be set with --override key=value (repeatable) or a SLUICE_*
 environment variable (SLUICE_LOG_RETENTION_MS=60000 sets log.retention.ms).`;

@@ -3,6 +3,7 @@
  *
  *   sluice dev   [--host 127.0.0.1] [--port 9092] [--data-dir ./data] [--override key=value ...]
  *   sluice start --config server.properties [--override key=value ...]
+ *   sluice groups list|describe GROUP [--bootstrap-server host:port]
  *
  * Prints one ready line on stdout once the listeners are bound; logs (JSON) go to stderr.
  * SIGTERM/SIGINT: stop accepting, finish in-flight requests, close components, exit 0.
@@ -10,6 +11,7 @@
 import { Broker } from '../broker.ts';
 import { ConfigException, type BrokerConfig } from '../config/index.ts';
 import { USAGE, UsageError, configFromArgs } from './args.ts';
+import { runGroupsCommand } from './groups.ts';
 
 /** Runs a broker node until SIGTERM/SIGINT. Returns the exit code, or -1 to keep running. */
 async function runBroker(argv: string[]): Promise<number> {
@@ -62,6 +64,7 @@ async function runBroker(argv: string[]): Promise<number> {
 const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = {
   dev: runBroker,
   start: runBroker,
+  groups: runGroupsCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -5,15 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { handleApiVersions } from '../../src/handlers/api-versions.ts';
-import {
-  makeFetchResponse,
-  makeFetchResponseFetchableTopicResponse,
-  type FetchRequest,
-  type FetchResponse,
-} from '../../protocol/messages/fetch.ts';
 import type { BrokerServices } from '../../src/broker.ts';
 import { BrokerConfig } from '../../src/config/broker-config.ts';
-import { fetchMetadataPartition, registerQuorumHandlers } from '../../src/handlers/quorum.ts';
+import { registerQuorumHandlers } from '../../src/handlers/quorum.ts';
 import { HandlerRegistry } from '../../src/handlers/registry.ts';
 import { MetadataManager } from '../../src/metadata/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
