@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 // The client x scenario results of a compat run, one table per target.
 
@@ -48,6 +49,7 @@ export class Matrix {
   }
 
   write(path: string, header: string): void {
+    mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, `${header}\n\n${this.render()}`);
   }
 }

@@ -109,7 +109,7 @@ function produceConsume(codec: Codec): Scenario {
     requires: ['topics-admin', 'produce-fetch', ...codecCapability],
     usesProducer: true,
     usesConsumer: true,
-    notApplicable: (d) => (d.features.codecs.includes(codec) ? null : `no ${codec} codec`),
+    notApplicable: (d) => (d.features.codecs.includes(codec) ? null : `${codec} is not among its usable codecs (see its driver)`),
     timeoutMs: 120_000,
     async run({ driver, fixture, name }) {
       const topic = name();

@@ -7,7 +7,7 @@ import { ROOT } from '../targets.ts';
 import { ProcessDriver } from './process-driver.ts';
 
 // The Python clients come from Debian's packages, installed for Debian's interpreter: another
-// python3 first on PATH (pyenv) would not see them.
+// python3 first on PATH (pyenv) would not see them. -B: no __pycache__ in the source tree.
 const PYTHON = '/usr/bin/python3';
 
 function importable(module: string): boolean {
@@ -29,7 +29,7 @@ function pythonClient(info: DriverInfo, module: string, script: string, apt: str
       return available ? null : `${PYTHON} cannot import ${module} (apt-get install ${apt}: scripts/install-test-clients.sh)`;
     },
     create: (bootstrap) =>
-      new ProcessDriver(info, bootstrap, async () => [PYTHON, [join(ROOT, 'compat/python', script)]]),
+      new ProcessDriver(info, bootstrap, async () => [PYTHON, ['-B', join(ROOT, 'compat/python', script)]]),
   };
 }
 

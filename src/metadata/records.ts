@@ -1,4 +1,4 @@
-// The metadata record vocabulary (kafka-spec metadata-records) as the image and the
+// The metadata record vocabulary (Kafka's metadata-records schemas) as the image and the
 // controller use it: a discriminated union of the record shapes the codec generates, keyed
 // by Kafka's metadata record type ids (the "apiKey" of each record schema).
 
