@@ -8,12 +8,11 @@ import { batchesIn } from '../../protocol/records/batch.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
 import type { ReplicaManager } from '../replication/replica-manager.ts';
-import { ISOLATION_READ_UNCOMMITTED } from '../replication/replica-manager.ts';
-import { OFFSETS_TOPIC, type OffsetsTopicAccess } from './service.ts';
+import { CONSUMER_REPLICA_ID, ISOLATION_READ_UNCOMMITTED } from '../replication/replica-manager.ts';
+import { OFFSETS_TOPIC, offsetsTopicCreatable, type OffsetsTopicAccess } from './service.ts';
 
 const PRODUCE_VERSION = 9;
 const READ_CHUNK_BYTES = 1024 * 1024;
-const CONSUMER_REPLICA_ID = -1;
 
 export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManager, replicaManager: ReplicaManager): OffsetsTopicAccess {
   return {
@@ -27,17 +26,7 @@ export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManag
     },
 
     async createOffsetsTopic() {
-      const [result] = await metadata.controller.createTopics([{
-        name: OFFSETS_TOPIC,
-        numPartitions: config.getInt('offsets.topic.num.partitions'),
-        replicationFactor: config.getInt('offsets.topic.replication.factor'),
-        assignments: [],
-        configs: [
-          { name: 'cleanup.policy', value: 'compact' },
-          { name: 'compression.type', value: 'producer' },
-          { name: 'segment.bytes', value: String(config.getInt('offsets.topic.segment.bytes')) },
-        ],
-      }], false);
+      const [result] = await metadata.controller.createTopics([offsetsTopicCreatable(config)], false);
       // Another request may have created it in the meantime.
       return result!.errorCode === Errors.TOPIC_ALREADY_EXISTS.code ? 0 : result!.errorCode;
     },

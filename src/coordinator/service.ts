@@ -13,8 +13,28 @@ import type { Group } from './group.ts';
 import { decodeCoordinatorRecord, encodeCoordinatorRecord } from './offsets-topic-codec.ts';
 import type { CoordinatorRecord } from './records.ts';
 import type { Scheduler } from './scheduler.ts';
+import type { BrokerConfig } from '../config/broker-config.ts';
+import type { CreatableTopic } from '../metadata/controller.ts';
 
 export const OFFSETS_TOPIC = '__consumer_offsets';
+
+/**
+ * `__consumer_offsets` with Kafka's settings (GroupCoordinator.offsetsTopicConfigs), whether
+ * FindCoordinator or a Metadata auto-create brings it into being.
+ */
+export function offsetsTopicCreatable(config: BrokerConfig): CreatableTopic {
+  return {
+    name: OFFSETS_TOPIC,
+    numPartitions: config.getInt('offsets.topic.num.partitions'),
+    replicationFactor: config.getInt('offsets.topic.replication.factor'),
+    assignments: [],
+    configs: [
+      { name: 'cleanup.policy', value: 'compact' },
+      { name: 'compression.type', value: 'producer' },
+      { name: 'segment.bytes', value: String(config.getInt('offsets.topic.segment.bytes')) },
+    ],
+  };
+}
 
 export interface CoordinatorEndpoint {
   errorCode: number;

@@ -16,6 +16,7 @@ import {
 } from '../../protocol/messages/metadata.ts';
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
+import { OFFSETS_TOPIC, offsetsTopicCreatable } from '../coordinator/service.ts';
 import { topicNameError, type CreatableTopic } from '../metadata/controller.ts';
 import {
   AUTHORIZED_OPERATIONS_OMITTED,
@@ -91,19 +92,7 @@ function errorTopic(name: string | null, topicId: string, errorCode: number): Me
 
 /** How Kafka's AutoTopicCreationManager creates a topic: internal ones with their own settings. */
 function autoCreatable(config: BrokerConfig, name: string): CreatableTopic {
-  if (name === '__consumer_offsets') {
-    return {
-      name,
-      numPartitions: config.getInt('offsets.topic.num.partitions'),
-      replicationFactor: config.getInt('offsets.topic.replication.factor'),
-      assignments: [],
-      configs: [
-        { name: 'cleanup.policy', value: 'compact' },
-        { name: 'compression.type', value: 'producer' },
-        { name: 'segment.bytes', value: config.getString('offsets.topic.segment.bytes') },
-      ],
-    };
-  }
+  if (name === OFFSETS_TOPIC) return offsetsTopicCreatable(config);
   if (name === '__transaction_state') {
     return {
       name,

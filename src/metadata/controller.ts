@@ -14,7 +14,7 @@ import { validateTopicConfig } from '../config/topic-config.ts';
 import { ConfigException, checkValue, parseList } from '../config/types.ts';
 import type { MetadataImage } from './image.ts';
 import type { BrokerEndpoint, ConfigRecord, MetadataRecord } from './records.ts';
-import { ConfigResourceType, partitionRecord } from './records.ts';
+import { ConfigResourceType, partitionChangeRecord, partitionRecord } from './records.ts';
 
 /** Kafka's metadata.version feature and the level this broker writes (3.9-IV0). */
 export const METADATA_VERSION_FEATURE = 'metadata.version';
@@ -544,19 +544,7 @@ export class QuorumController {
           if (p.leader === -1 && p.replicas.includes(brokerId)) {
             records.push({
               type: 'PartitionChangeRecord',
-              data: {
-                partitionId: p.partitionId,
-                topicId: topic.id,
-                isr: [brokerId],
-                leader: brokerId,
-                replicas: null,
-                removingReplicas: null,
-                addingReplicas: null,
-                leaderRecoveryState: -1,
-                directories: null,
-                eligibleLeaderReplicas: null,
-                lastKnownElr: null,
-              },
+              data: partitionChangeRecord({ partitionId: p.partitionId, topicId: topic.id, isr: [brokerId], leader: brokerId }),
             });
           }
         }

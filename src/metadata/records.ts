@@ -2,6 +2,21 @@
 // controller use it: a discriminated union of the record shapes the codec generates, keyed
 // by Kafka's metadata record type ids (the "apiKey" of each record schema).
 
+import type {
+  RegisterBrokerRecord, RegisterBrokerRecordBrokerEndpoint,
+} from '../../protocol/messages/metadata/register-broker-record.ts';
+import type { UnregisterBrokerRecord } from '../../protocol/messages/metadata/unregister-broker-record.ts';
+import type { TopicRecord } from '../../protocol/messages/metadata/topic-record.ts';
+import type { PartitionRecord } from '../../protocol/messages/metadata/partition-record.ts';
+import type { ConfigRecord } from '../../protocol/messages/metadata/config-record.ts';
+import type { PartitionChangeRecord } from '../../protocol/messages/metadata/partition-change-record.ts';
+import type { FenceBrokerRecord } from '../../protocol/messages/metadata/fence-broker-record.ts';
+import type { UnfenceBrokerRecord } from '../../protocol/messages/metadata/unfence-broker-record.ts';
+import type { RemoveTopicRecord } from '../../protocol/messages/metadata/remove-topic-record.ts';
+import type { FeatureLevelRecord } from '../../protocol/messages/metadata/feature-level-record.ts';
+import type { ProducerIdsRecord } from '../../protocol/messages/metadata/producer-ids-record.ts';
+import type { BrokerRegistrationChangeRecord } from '../../protocol/messages/metadata/broker-registration-change-record.ts';
+
 export const MetadataRecordType = {
   RegisterBrokerRecord: 0,
   UnregisterBrokerRecord: 1,
@@ -26,113 +41,15 @@ export const ConfigResourceType = {
   BROKER_LOGGER: 8,
 } as const;
 
-export interface BrokerEndpoint {
-  name: string;
-  host: string;
-  port: number;
-  securityProtocol: number;
-}
-
-export interface BrokerFeature {
-  name: string;
-  minSupportedVersion: number;
-  maxSupportedVersion: number;
-}
-
-export interface RegisterBrokerRecord {
-  brokerId: number;
-  isMigratingZkBroker: boolean;
-  incarnationId: string;
-  brokerEpoch: bigint;
-  endPoints: BrokerEndpoint[];
-  features: BrokerFeature[];
-  rack: string | null;
-  fenced: boolean;
-  inControlledShutdown: boolean;
-  logDirs: string[];
-}
-
-export interface UnregisterBrokerRecord {
-  brokerId: number;
-  brokerEpoch: bigint;
-}
-
-export interface TopicRecord {
-  name: string;
-  topicId: string;
-}
-
-export interface PartitionRecord {
-  partitionId: number;
-  topicId: string;
-  replicas: number[];
-  isr: number[];
-  removingReplicas: number[];
-  addingReplicas: number[];
-  leader: number;
-  leaderRecoveryState: number;
-  leaderEpoch: number;
-  partitionEpoch: number;
-  directories: string[];
-  eligibleLeaderReplicas: number[] | null;
-  lastKnownElr: number[] | null;
-}
-
-export interface ConfigRecord {
-  resourceType: number;
-  resourceName: string;
-  name: string;
-  value: string | null;
-}
-
+export type {
+  RegisterBrokerRecord, UnregisterBrokerRecord, TopicRecord, PartitionRecord, ConfigRecord,
+  FenceBrokerRecord, UnfenceBrokerRecord, RemoveTopicRecord, FeatureLevelRecord, ProducerIdsRecord,
+};
+export type BrokerEndpoint = RegisterBrokerRecordBrokerEndpoint;
 /** Null / -2 fields mean "unchanged" (Kafka's PartitionChangeRecord defaults). */
-export interface PartitionChangeRecord {
-  partitionId: number;
-  topicId: string;
-  isr: number[] | null;
-  leader: number;
-  replicas: number[] | null;
-  removingReplicas: number[] | null;
-  addingReplicas: number[] | null;
-  leaderRecoveryState: number;
-  directories: string[] | null;
-  eligibleLeaderReplicas: number[] | null;
-  lastKnownElr: number[] | null;
-}
-
-export interface FenceBrokerRecord {
-  id: number;
-  epoch: bigint;
-}
-
-export interface UnfenceBrokerRecord {
-  id: number;
-  epoch: bigint;
-}
-
-export interface RemoveTopicRecord {
-  topicId: string;
-}
-
-export interface FeatureLevelRecord {
-  name: string;
-  featureLevel: number;
-}
-
-export interface ProducerIdsRecord {
-  brokerId: number;
-  brokerEpoch: bigint;
-  nextProducerId: bigint;
-}
-
+export type { PartitionChangeRecord };
 /** fenced: 1 fence, -1 unfence, 0 no change; inControlledShutdown: 1 yes, 0 no change. */
-export interface BrokerRegistrationChangeRecord {
-  brokerId: number;
-  brokerEpoch: bigint;
-  fenced: number;
-  inControlledShutdown: number;
-  logDirs: string[];
-}
+export type { BrokerRegistrationChangeRecord };
 
 export type NoOpRecord = Record<string, never>;
 

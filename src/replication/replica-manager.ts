@@ -26,9 +26,8 @@ export const EARLIEST_TIMESTAMP = -2;
 export const MAX_TIMESTAMP = -3;
 export const EARLIEST_LOCAL_TIMESTAMP = -4;
 export const LATEST_TIERED_TIMESTAMP = -5;
-/** replica_id of consumers (FetchRequest.CONSUMER_REPLICA_ID) and of debugging tools. */
+/** replica_id of consumers (FetchRequest.CONSUMER_REPLICA_ID). */
 export const CONSUMER_REPLICA_ID = -1;
-export const DEBUGGING_REPLICA_ID = -2;
 /** Kafka's internal topics (Topic.INTERNAL_TOPICS): clients may not produce to them. */
 export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
 
@@ -654,7 +653,7 @@ export class ReplicaManager {
 }
 
 /** Maps a storage failure to the partition error Kafka would answer. */
-export function storageErrorToKafka(err: unknown): { errorCode: number; message: string } {
+function storageErrorToKafka(err: unknown): { errorCode: number; message: string } {
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof ProducerStateError) return { errorCode: Errors[err.code].code, message };
   if (err instanceof RecordTooLargeError) return { errorCode: Errors.MESSAGE_TOO_LARGE.code, message };

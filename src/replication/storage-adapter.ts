@@ -11,6 +11,7 @@ import { TOPIC_CONFIG_DEFS } from '../config/topic-defs.ts';
 import type {
   EpochEndOffset, LeaderAppendInfo, LogProvider, LogReadResult, ProducerDescription, ReplicaLog, TimestampAndOffset, TopicConfigLookup,
 } from './log.ts';
+import { partitionKey } from './partition.ts';
 
 /**
  * The log settings of a topic config. LogAppendTime is left to the ReplicaManager (it stamps
@@ -94,7 +95,7 @@ export class LogManagerProvider implements LogProvider {
   async getOrCreateLog(topic: string, partition: number, _topicId: string, config: TopicConfigLookup): Promise<ReplicaLog> {
     const log = await this.manager.getOrCreateLog(topic, partition, toLogConfig(config));
     log.updateConfig(toLogConfig(config));
-    const key = `${topic}-${partition}`;
+    const key = partitionKey(topic, partition);
     let replica = this.replicas.get(key);
     if (replica === undefined || replica.log !== log) {
       // Topic-wide: the LogManager applies it to every log of the topic and to the cleaner.
@@ -105,7 +106,7 @@ export class LogManagerProvider implements LogProvider {
   }
 
   async deleteLog(topic: string, partition: number): Promise<void> {
-    this.replicas.delete(`${topic}-${partition}`);
+    this.replicas.delete(partitionKey(topic, partition));
     await this.manager.deleteLog(topic, partition);
   }
 

@@ -2,7 +2,6 @@
 // both listeners, and Fetch on the controller listener is Raft's (the metadata partition),
 // while Fetch on the broker listener stays the data path's.
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo } from 'node:net';
 import { Errors } from '../../protocol/errors.ts';
 import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
@@ -12,17 +11,8 @@ import { Reader, Writer } from '../../protocol/primitives.ts';
 import { batchesIn } from '../../protocol/records/batch.ts';
 import { startBroker, type EmbeddedBroker } from '../../src/index.ts';
 import { METADATA_TOPIC, METADATA_TOPIC_ID } from '../../src/handlers/quorum.ts';
+import { freePort } from '../helpers/wait.ts';
 import { RawClient } from '../server/raw-client.ts';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 let correlationId = 0;
 

@@ -3,6 +3,7 @@ import {
   Admin, Consumer, Producer, stringDeserializers, stringSerializers, type Message, type MessagesStream,
 } from '@platformatic/kafka';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
+import { eventually } from '../helpers/wait.ts';
 
 // @platformatic/kafka's consumer group (flexible versions only: JoinGroup v6+, LeaveGroup
 // v4+, its own assigner, per-record commits) against the real broker process.
@@ -10,15 +11,6 @@ import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 const TOPIC = 'pt-group-events';
 const PARTITIONS = 4;
 const GROUP = 'pt-group';
-
-async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 interface Member {
   consumer: Consumer<string, string, string, string>;

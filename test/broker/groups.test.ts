@@ -3,20 +3,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const TOPIC = 'orders';
 const PARTITIONS = 6;
 const GROUP = 'billing';
-
-/** Polls `check` until it returns true or `timeoutMs` passes. */
-async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 interface GroupMember {
   assignment: number[];

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiKey } from '../../protocol/messages/index.ts';
@@ -13,18 +12,11 @@ import { MetadataManager } from '../../src/metadata/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { RequestProcessor } from '../../src/server/request-processor.ts';
 import { SocketServer } from '../../src/server/socket-server.ts';
+import { freePort } from '../helpers/wait.ts';
 
 // Three metadata quorum voters in one process, each behind a real controller listener,
 // talking Kafka's Raft RPCs (Vote, BeginQuorumEpoch, Fetch of __cluster_metadata-0) over
 // loopback sockets.
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function until(condition: () => boolean, what: string, limitMs = 15_000): Promise<void> {
   const deadline = Date.now() + limitMs;

@@ -7,7 +7,7 @@ import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { messageArbitrary, versionsOf } from './arbitraries.ts';
 import { EncodeError } from '../../protocol/primitives.ts';
 import { decodeProduceRequest, encodeProduceRequest, makeProduceRequest } from '../../protocol/messages/produce.ts';
-import { decodeMetadataRequest, encodeMetadataRequest, makeMetadataRequest, decodeMetadataResponse, encodeMetadataResponse, makeMetadataResponse } from '../../protocol/messages/metadata.ts';
+import { encodeMetadataRequest, makeMetadataRequest, decodeMetadataResponse, encodeMetadataResponse, makeMetadataResponse } from '../../protocol/messages/metadata.ts';
 import { decodeFetchResponse, encodeFetchResponse, makeFetchResponse } from '../../protocol/messages/fetch.ts';
 import { decodeApiVersionsRequest, encodeApiVersionsRequest } from '../../protocol/messages/api-versions.ts';
 import { decodePartitionChangeRecord, encodePartitionChangeRecord, makePartitionChangeRecord } from '../../protocol/messages/metadata/partition-change-record.ts';
