@@ -129,7 +129,7 @@ describe('consumer groups with kafkajs against the broker', function () {
     await admin.disconnect();
 
     assert.equal(await broker.stop(), 0);
-    await broker.restart();
+    broker = await broker.restart();
     kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
     const before = new Map(expected);
     produced += await produce(kafka, 60, 'c');

@@ -5,7 +5,7 @@
  *   const kafka = new Kafka({ brokers: [broker.bootstrap] });
  *   ...
  *   await broker.stop();                                 // SIGTERM; resolves with the exit code
- *   await broker.restart();                              // same port and data dir
+ *   broker = await broker.restart();                     // same port and data dir: a new handle
  *   await broker.cleanup();                              // stop if running, delete the temp dir
  */
 import { spawn, type ChildProcess } from 'node:child_process';
