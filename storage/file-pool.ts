@@ -2,7 +2,16 @@
 // descriptors. Handles are leased: an evicted or invalidated handle is closed only once
 // every lease on it has been released, so an in-flight read keeps reading the file it
 // started on even if compaction swapped the path meanwhile.
+//
+// Segment appends write through the pool. A write into the page cache costs the event loop
+// less when made in place than when handed to libuv's thread pool (16 KiB: about 11 us in
+// place against 25-30 us of event-loop time for the async write, whose completion also has
+// to wake the loop), so writes up to `syncWriteMaxBytes` are made in place, as Kafka's
+// request threads write their FileChannel. The default is message.max.bytes' default: any
+// single default-sized batch is written in place, and only larger group commits go to the
+// thread pool so their copy runs beside the event loop. fsync is never made here.
 
+import { writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 
@@ -19,10 +28,47 @@ export interface HandleLease {
   release(): void;
 }
 
+export interface FileHandlePoolOptions {
+  /** Writes up to this many bytes are made in place on the calling thread. */
+  syncWriteMaxBytes?: number;
+}
+
+export const DEFAULT_SYNC_WRITE_MAX_BYTES = 1024 * 1024;
+
 export class FileHandlePool {
   private readonly entries = new Map<string, Entry>();
+  readonly syncWriteMaxBytes: number;
 
-  constructor(readonly maxOpen = 2048) {}
+  constructor(readonly maxOpen = 2048, options: FileHandlePoolOptions = {}) {
+    this.syncWriteMaxBytes = options.syncWriteMaxBytes ?? DEFAULT_SYNC_WRITE_MAX_BYTES;
+  }
+
+  /**
+   * The already open handle of `path`, or null if it must be opened first. It is safe to
+   * use only until the caller next yields to the event loop (no lease keeps it open).
+   */
+  openHandle(path: string): FileHandle | null {
+    const entry = this.entries.get(path);
+    if (entry === undefined || entry.stale || entry.handle === null) return null;
+    this.entries.delete(path);
+    this.entries.set(path, entry);
+    return entry.handle;
+  }
+
+  /** Writes all of `data` at `position`, in place (for writes up to syncWriteMaxBytes). */
+  writeSync(handle: FileHandle, data: Buffer, position: number): void {
+    let written = 0;
+    while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written, position + written);
+  }
+
+  /** Writes all of `data` at `position` on the thread pool; `handle` must be leased. */
+  async write(handle: FileHandle, data: Buffer, position: number): Promise<void> {
+    let written = 0;
+    while (written < data.length) {
+      const { bytesWritten } = await handle.write(data, written, data.length - written, position + written);
+      written += bytesWritten;
+    }
+  }
 
   /** Opens (or reuses) a read-write handle on an existing file. */
   async acquire(path: string): Promise<HandleLease> {

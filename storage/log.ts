@@ -99,13 +99,35 @@ export interface TimestampAndOffset {
 
 export type AppendListener = (info: LogAppendInfo) => void;
 
+/** Runs critical sections one at a time, in call order; an uncontended one starts at once. */
 class Mutex {
-  private tail: Promise<unknown> = Promise.resolve();
+  private locked = false;
+  private readonly waiting: (() => void)[] = [];
+
   run<T>(fn: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(fn);
-    this.tail = result.catch(() => undefined);
+    if (!this.locked) {
+      this.locked = true;
+      return this.enter(fn);
+    }
+    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => this.enter(fn));
+  }
+
+  private enter<T>(fn: () => Promise<T>): Promise<T> {
+    let result: Promise<T>;
+    try {
+      result = fn();
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    result.then(this.leave, this.leave);
     return result;
   }
+
+  private readonly leave = (): void => {
+    const next = this.waiting.shift();
+    if (next === undefined) this.locked = false;
+    else next();
+  };
 }
 
 export class PartitionLog {
@@ -123,6 +145,8 @@ export class PartitionLog {
   private lastFlushMs: number;
   private flushTimer: NodeJS.Timeout | null = null;
   private producerStateLoad: Promise<void> | null = null;
+  /** Whether `producerStateLoad` has completed (appends then skip waiting on it). */
+  private producerStateLoaded = false;
   private readonly listeners = new Set<AppendListener>();
   private closed = false;
   readonly epochCache: LeaderEpochCache;
@@ -263,7 +287,11 @@ export class PartitionLog {
 
   /** Producer state is loaded on first use: latest snapshot, then the log after it. */
   private ensureProducerState(): Promise<void> {
-    this.producerStateLoad ??= this.loadProducerState();
+    if (this.producerStateLoad === null) {
+      const load = this.loadProducerState();
+      this.producerStateLoad = load;
+      load.then(() => { if (this.producerStateLoad === load) this.producerStateLoaded = true; }, () => undefined);
+    }
     return this.producerStateLoad;
   }
 
@@ -299,11 +327,11 @@ export class PartitionLog {
   async append(batches: Buffer, opts: AppendOptions = {}): Promise<LogAppendInfo> {
     const assignOffsets = opts.assignOffsets ?? true;
     const views = this.validateBatches(batches, assignOffsets);
-    await this.ensureProducerState();
     const info = await this.lock.run(() => this.appendLocked(batches, views, assignOffsets, opts));
     if (!info.duplicate && info.validBytes > 0) {
       for (const l of this.listeners) l(info);
-      await this.maybeFlushAfterAppend();
+      if (this.unflushedMessages >= this.config.flushMessages) await this.flush();
+      else if (this.config.flushMs < NEVER && this.flushTimer === null) this.scheduleFlush();
     }
     return info;
   }
@@ -365,6 +393,7 @@ export class PartitionLog {
         logStartOffset: this.startOffset, validBytes: 0, batchCount: 0, duplicate: false,
       };
     }
+    if (!this.producerStateLoaded) await this.ensureProducerState();
     if (origin === 'client') {
       const check = this.producerState.checkOrThrow(views);
       if (check.result === 'duplicate') {
@@ -405,8 +434,11 @@ export class PartitionLog {
       }
       return e;
     });
-    await this.maybeRoll(data.length, firstOffset, lastOffset, now);
-    await this.activeSegment.append(data, extents, this.config.indexIntervalBytes);
+    const active = this.activeSegment;
+    if (!active.loaded) await active.ensureLoaded(this.config.indexIntervalBytes);
+    if (this.shouldRoll(data.length, lastOffset, now)) await this.rollLocked(firstOffset);
+    const writing = this.activeSegment.append(data, extents, this.config.indexIntervalBytes);
+    if (writing !== undefined) await writing;
     this.nextOffsetMetadata = lastOffset + 1;
     let epochsChanged = false;
     for (const v of views) {
@@ -422,31 +454,24 @@ export class PartitionLog {
     };
   }
 
-  private async maybeRoll(bytes: number, firstOffset: number, lastOffset: number, now: number): Promise<void> {
+  /** Whether the active segment must roll before taking `bytes` ending at `lastOffset`; it must be loaded. */
+  private shouldRoll(bytes: number, lastOffset: number, now: number): boolean {
     const seg = this.activeSegment;
-    await seg.ensureLoaded(this.config.indexIntervalBytes);
     const c = this.config;
     const timeWaited = now - (seg.rollingBasedTimestamp >= 0 ? seg.rollingBasedTimestamp : seg.createdMs);
-    const shouldRoll = (seg.size > 0 && (seg.size + bytes > c.segmentBytes || timeWaited > c.segmentMs - c.segmentJitterMs))
+    return (seg.size > 0 && (seg.size + bytes > c.segmentBytes || timeWaited > c.segmentMs - c.segmentJitterMs))
       || (seg.size > 0 && seg.isIndexFull(c.segmentIndexBytes))
       || !seg.canHoldOffset(lastOffset);
-    if (shouldRoll) await this.rollLocked(firstOffset);
   }
 
-  private async maybeFlushAfterAppend(): Promise<void> {
-    if (this.unflushedMessages >= this.config.flushMessages) {
-      await this.flush();
-      return;
-    }
-    if (this.config.flushMs < NEVER && this.flushTimer === null) {
-      const delay = Math.max(0, this.config.flushMs - (this.time() - this.lastFlushMs));
-      this.flushTimer = setTimeout(() => {
-        this.flushTimer = null;
-        // A failed background flush leaves the recovery point behind; the next flush retries.
-        this.flush().catch(() => undefined);
-      }, delay);
-      this.flushTimer.unref();
-    }
+  private scheduleFlush(): void {
+    const delay = Math.max(0, this.config.flushMs - (this.time() - this.lastFlushMs));
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      // A failed background flush leaves the recovery point behind; the next flush retries.
+      this.flush().catch(() => undefined);
+    }, delay);
+    this.flushTimer.unref();
   }
 
   // ---- roll and flush ----
@@ -665,6 +690,7 @@ export class PartitionLog {
       if (this.epochCache.truncateFromEnd(offset)) await this.epochCache.persist();
       await this.producerState.deleteSnapshots((o) => o > offset);
       this.producerStateLoad = null;
+      this.producerStateLoaded = false;
       this.producerState.reset(this.startOffset);
     });
   }
@@ -689,6 +715,7 @@ export class PartitionLog {
     await this.producerState.deleteSnapshots(() => true);
     this.producerState.reset(offset);
     this.producerStateLoad = Promise.resolve();
+    this.producerStateLoaded = true;
   }
 
   /**

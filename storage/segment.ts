@@ -94,15 +94,19 @@ export class LogSegment {
   nextOffset: number;
   createdMs: number;
 
+  readonly logPath: string;
+  readonly indexPath: string;
+  readonly timeIndexPath: string;
+
   constructor(readonly dir: string, readonly baseOffset: number, size: number, private readonly pool: FileHandlePool, createdMs = Date.now()) {
+    this.logPath = join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
+    this.indexPath = join(dir, segmentFileName(baseOffset, INDEX_SUFFIX));
+    this.timeIndexPath = join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX));
     this.size = size;
     this.nextOffset = baseOffset;
     this.createdMs = createdMs;
   }
 
-  get logPath(): string { return join(this.dir, segmentFileName(this.baseOffset, LOG_SUFFIX)); }
-  get indexPath(): string { return join(this.dir, segmentFileName(this.baseOffset, INDEX_SUFFIX)); }
-  get timeIndexPath(): string { return join(this.dir, segmentFileName(this.baseOffset, TIME_INDEX_SUFFIX)); }
 
   /** Creates empty files for a new segment. */
   static async create(dir: string, baseOffset: number, pool: FileHandlePool, nowMs: number): Promise<LogSegment> {
@@ -485,29 +489,54 @@ export class LogSegment {
     return { records: data.subarray(p, end), position: dataPos + p, firstOffset: first.baseOffset, nextOffset };
   }
 
-  /** Appends whole batches at the end; on failure the partial write is cut off again. */
-  async append(data: Buffer, extents: readonly BatchExtent[], indexIntervalBytes: number): Promise<void> {
-    await this.ensureLoaded(indexIntervalBytes);
-    const lease = await this.lease();
+  /**
+   * Appends whole batches at the end; on failure the partial write is cut off again. Returns
+   * a promise only when the append has to wait (indexes to load, a file to open, or a write
+   * large enough for the thread pool); otherwise it is done on return.
+   */
+  append(data: Buffer, extents: readonly BatchExtent[], indexIntervalBytes: number): Promise<void> | undefined {
+    const inPlace = data.length <= this.pool.syncWriteMaxBytes;
+    const handle = inPlace && this.loaded ? this.pool.openHandle(this.logPath) : null;
+    if (handle === null) return this.appendWaiting(data, extents, indexIntervalBytes, inPlace);
     const start = this.size;
     try {
-      let written = 0;
-      while (written < data.length) {
-        const { bytesWritten } = await lease.handle.write(data, written, data.length - written, start + written);
-        written += bytesWritten;
+      this.pool.writeSync(handle, data, start);
+    } catch (err) {
+      return this.cutFailedAppend(err, start);
+    }
+    this.appended(extents, start, data.length, indexIntervalBytes);
+    return undefined;
+  }
+
+  private async appendWaiting(data: Buffer, extents: readonly BatchExtent[], indexIntervalBytes: number, inPlace: boolean): Promise<void> {
+    if (!this.loaded) await this.ensureLoaded(indexIntervalBytes);
+    const start = this.size;
+    try {
+      const lease = await this.lease();
+      try {
+        if (inPlace) this.pool.writeSync(lease.handle, data, start);
+        else await this.pool.write(lease.handle, data, start);
+      } finally {
+        lease.release();
       }
     } catch (err) {
-      await lease.handle.truncate(start).catch(() => undefined);
-      throw toStorageIOError(err, `appending to ${this.logPath}`);
-    } finally {
-      lease.release();
+      await this.cutFailedAppend(err, start);
     }
+    this.appended(extents, start, data.length, indexIntervalBytes);
+  }
+
+  private async cutFailedAppend(err: unknown, start: number): Promise<never> {
+    await truncate(this.logPath, start).catch(() => undefined);
+    throw toStorageIOError(err, `appending to ${this.logPath}`);
+  }
+
+  private appended(extents: readonly BatchExtent[], start: number, bytes: number, indexIntervalBytes: number): void {
     let pos = start;
     for (const e of extents) {
       this.onBatchAppended(e, pos, indexIntervalBytes);
       pos += e.size;
     }
-    this.size = start + data.length;
+    this.size = start + bytes;
   }
 
   /**

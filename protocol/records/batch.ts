@@ -50,13 +50,29 @@ export const NO_PARTITION_LEADER_EPOCH = -1;
 export const NO_TIMESTAMP = -1;
 
 /**
+ * An int64 as a number without allocating a BigInt: exact below 2^53, as offsets and
+ * timestamps are; beyond that it rounds as Number(bigint) does.
+ */
+function readInt64AsNumber(buf: Buffer, at: number): number {
+  return buf.readInt32BE(at) * 0x1_0000_0000 + buf.readUInt32BE(at + 4);
+}
+
+/** Writes a safe integer as an int64, without going through a BigInt. */
+function writeInt64FromNumber(buf: Buffer, at: number, value: number): void {
+  if (!Number.isSafeInteger(value)) throw new RangeError(`int64 value ${value} is not a safe integer`);
+  const high = Math.floor(value / 0x1_0000_0000);
+  buf.writeInt32BE(high, at);
+  buf.writeUInt32BE(value - high * 0x1_0000_0000, at + 4);
+}
+
+/**
  * A view over one v2 batch starting at `offset` in `buf`. It never copies: getters read
  * the header in place; `setBaseOffset` / `setPartitionLeaderEpoch` write it in place.
  */
 export class RecordBatch {
   constructor(readonly buf: Buffer, readonly offset = 0) {}
 
-  get baseOffset(): number { return Number(this.buf.readBigInt64BE(this.offset + BASE_OFFSET)); }
+  get baseOffset(): number { return readInt64AsNumber(this.buf, this.offset + BASE_OFFSET); }
   get baseOffsetBig(): bigint { return this.buf.readBigInt64BE(this.offset + BASE_OFFSET); }
   get batchLength(): number { return this.buf.readInt32BE(this.offset + BATCH_LENGTH); }
   /** Total bytes of the batch, header included. */
@@ -76,8 +92,8 @@ export class RecordBatch {
   get lastOffset(): number { return this.baseOffset + this.lastOffsetDelta; }
   /** The offset after this batch: where the next batch starts. */
   get nextOffset(): number { return this.baseOffset + this.lastOffsetDelta + 1; }
-  get baseTimestamp(): number { return Number(this.buf.readBigInt64BE(this.offset + BASE_TIMESTAMP)); }
-  get maxTimestamp(): number { return Number(this.buf.readBigInt64BE(this.offset + MAX_TIMESTAMP)); }
+  get baseTimestamp(): number { return readInt64AsNumber(this.buf, this.offset + BASE_TIMESTAMP); }
+  get maxTimestamp(): number { return readInt64AsNumber(this.buf, this.offset + MAX_TIMESTAMP); }
   get producerId(): bigint { return this.buf.readBigInt64BE(this.offset + PRODUCER_ID); }
   get producerEpoch(): number { return this.buf.readInt16BE(this.offset + PRODUCER_EPOCH); }
   get baseSequence(): number { return this.buf.readInt32BE(this.offset + BASE_SEQUENCE); }
@@ -110,7 +126,8 @@ export class RecordBatch {
   }
 
   setBaseOffset(offset: number | bigint): void {
-    this.buf.writeBigInt64BE(BigInt(offset), this.offset + BASE_OFFSET);
+    if (typeof offset === 'bigint') this.buf.writeBigInt64BE(offset, this.offset + BASE_OFFSET);
+    else writeInt64FromNumber(this.buf, this.offset + BASE_OFFSET, offset);
   }
 
   setPartitionLeaderEpoch(epoch: number): void {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { CompressionError } from '../../protocol/compression/index.ts';
 import { EncodeError } from '../../protocol/primitives.ts';
 import {
-  ATTRIBUTES, batchesIn, buildEmptyBatch, buildRecordBatch, CompressionType, decompressedRecords, InvalidRecordBatchError,
+  ATTRIBUTES, MAX_TIMESTAMP, batchesIn, buildEmptyBatch, buildRecordBatch, CompressionType, decompressedRecords, InvalidRecordBatchError,
   iterateRecords, NO_TIMESTAMP, readRecords, RECORD_BATCH_OVERHEAD, RecordBatch, RecordBatchBuilder, records,
   TimestampType, validateBatchAt, type RecordBatchOptions, type RecordInput,
 } from '../../protocol/records/index.ts';
@@ -119,6 +119,22 @@ describe('record batches', () => {
         assert.deepEqual((await readRecords(batch)).map((r) => r.offset), inputs.map((r) => baseOffset + r.offsetDelta!));
       },
     ), { numRuns: 30 });
+  });
+
+  it('reads and writes int64 header fields as numbers exactly as the BigInt forms', () => {
+    const buf = Buffer.alloc(RECORD_BATCH_OVERHEAD);
+    const batch = new RecordBatch(buf);
+    fc.assert(fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (value) => {
+      buf.writeBigInt64BE(value, 0);
+      buf.writeBigInt64BE(value, MAX_TIMESTAMP);
+      assert.equal(batch.baseOffset, Number(value));
+      assert.equal(batch.maxTimestamp, Number(value));
+    }), { numRuns: 2000 });
+    fc.assert(fc.property(fc.maxSafeInteger(), (value) => {
+      batch.setBaseOffset(value);
+      assert.equal(buf.readBigInt64BE(0), BigInt(value));
+    }), { numRuns: 2000 });
+    assert.throws(() => batch.setBaseOffset(2 ** 60), RangeError);
   });
 
   it('fails the CRC when any byte it covers flips', async () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -382,42 +383,45 @@ describe('storage/log: flush and I/O errors', () => {
     await log.close();
   }));
 
-  it('turns ENOSPC into StorageIOError and cuts the partial write', () => withTempDir(async (dir) => {
-    let failNext = false;
-    class FailingPool extends FileHandlePool {
-      override async acquire(path: string) {
-        const lease = await super.acquire(path);
-        if (!path.endsWith('.log') || !failNext) return lease;
-        failNext = false;
-        const real = lease.handle;
-        const handle = new Proxy(real, {
-          get(target, prop) {
-            if (prop === 'write') {
-              return async (buf: Buffer, off: number, len: number, pos: number) => {
-                await target.write(buf, off, Math.floor(len / 2), pos);
-                throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
-              };
-            }
-            const v = Reflect.get(target, prop) as unknown;
-            return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-          },
-        }) as FileHandle;
-        return { handle, release: lease.release };
-      }
+  /** A pool whose next segment write stores half the bytes, then fails with ENOSPC. */
+  class FailingPool extends FileHandlePool {
+    failNext = false;
+    private fail(handle: FileHandle, data: Buffer, position: number): Error {
+      this.failNext = false;
+      writeSync(handle.fd, data, 0, Math.floor(data.length / 2), position);
+      return Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
     }
-    const log = await openLog(dir, { pool: new FailingPool() });
-    await log.append(await simpleBatch(2, NOW));
-    const size = log.size;
-    failNext = true;
-    await assert.rejects(log.append(await simpleBatch(3, NOW)), (e: unknown) => e instanceof StorageIOError && e.code === 'ENOSPC');
-    assert.equal(log.size, size);
-    assert.equal(log.logEndOffset, 2);
-    assert.equal((await stat(join(dir, 'topic-0', '00000000000000000000.log'))).size, size);
-    assert.equal((await log.append(await simpleBatch(1, NOW))).firstOffset, 2);
-    const all = await recordsOf((await log.read(0, 1 << 20)).records);
-    assert.deepEqual(all.map((r) => r.offset), [0, 1, 2]);
-    await log.close();
-  }));
+    override writeSync(handle: FileHandle, data: Buffer, position: number): void {
+      if (this.failNext) throw this.fail(handle, data, position);
+      super.writeSync(handle, data, position);
+    }
+    override async write(handle: FileHandle, data: Buffer, position: number): Promise<void> {
+      if (this.failNext) throw this.fail(handle, data, position);
+      await super.write(handle, data, position);
+    }
+  }
+
+  for (const { path, syncWriteMaxBytes } of [
+    { path: 'a write in place', syncWriteMaxBytes: undefined },
+    { path: 'a thread-pool write', syncWriteMaxBytes: 0 },
+  ]) {
+    it(`turns ENOSPC into StorageIOError and cuts the partial write (${path})`, () => withTempDir(async (dir) => {
+      const pool = new FailingPool(16, { syncWriteMaxBytes });
+      const log = await openLog(dir, { pool });
+      await log.append(await simpleBatch(2, NOW));
+      const size = log.size;
+      pool.failNext = true;
+      await assert.rejects(log.append(await simpleBatch(3, NOW)), (e: unknown) => e instanceof StorageIOError && e.code === 'ENOSPC');
+      assert.equal(pool.failNext, false);
+      assert.equal(log.size, size);
+      assert.equal(log.logEndOffset, 2);
+      assert.equal((await stat(join(dir, 'topic-0', '00000000000000000000.log'))).size, size);
+      assert.equal((await log.append(await simpleBatch(1, NOW))).firstOffset, 2);
+      const all = await recordsOf((await log.read(0, 1 << 20)).records);
+      assert.deepEqual(all.map((r) => r.offset), [0, 1, 2]);
+      await log.close();
+    }));
+  }
 });
 
 describe('storage/log: crash recovery', () => {
