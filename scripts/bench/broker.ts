@@ -35,6 +35,7 @@ import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../../pro
 import { readRecords } from '../../protocol/records/record.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
 import { KafkaCluster } from '../../src/client/cluster.ts';
+import { BROKER_NODE_FLAGS } from '../../src/cli/node-flags.ts';
 import { listOffsets, tpKey } from '../../src/client/offsets.ts';
 
 const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
@@ -132,8 +133,9 @@ async function firstAcknowledgedProduce(host: string, port: number, deadlineMs: 
 async function startSluice(): Promise<Target> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-'));
   const t0 = performance.now();
+  // The same process a user starts with `npm start` or the sluice command.
   const child = spawn(process.execPath, [
-    '--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'dev', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir,
+    ...BROKER_NODE_FLAGS, '--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'dev', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir,
     '--override', 'log.level=warn',
   ], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   const m = await waitForLine(child, /listening on [A-Z_]+:\/\/([^:,\s]+):(\d+)/, 60_000);
@@ -182,7 +184,8 @@ async function startKafka(): Promise<Target> {
 }
 
 interface NullServer {
-  port: number;
+  /** Kafka ports: appending through a write stream, and appending in place. */
+  ports: [number, number];
   copyPort: number;
   /** Drops what the null server appended so far (its file would otherwise grow each round). */
   truncate(): Promise<void>;
@@ -192,11 +195,13 @@ interface NullServer {
 async function startNullServer(dir: string): Promise<NullServer> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'scripts/bench/null-server.ts'), '--file', join(dir, 'null-frames.bin')],
     { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
-  const m = await waitForLine(child, /null-server ports (\d+) (\d+)/, 30_000);
+  const m = await waitForLine(child, /null-server ports (\d+) (\d+) (\d+)/, 30_000);
   const file = join(dir, 'null-frames.bin');
   return {
-    port: Number(m[1]), copyPort: Number(m[2]),
-    truncate: () => truncate(file, 0).catch(() => undefined),
+    ports: [Number(m[1]), Number(m[2])], copyPort: Number(m[3]),
+    truncate: async () => {
+      for (const suffix of ['.stream', '.inplace']) await truncate(file + suffix, 0).catch(() => undefined);
+    },
     stop: () => stopChild(child),
   };
 }
@@ -553,8 +558,10 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
     await createTopics(cluster, [TOPIC], PRODUCE_PARTITIONS);
     await stage('produce', async () => {
       for (let round = 0; round < MEASURE_ROUNDS; round++) {
-        figures.produceCeiling = faster(figures.produceCeiling, await produceLoad('127.0.0.1', nullServer.port, PRODUCE_PARTITIONS));
-        await nullServer.truncate();
+        for (const port of nullServer.ports) {
+          figures.produceCeiling = faster(figures.produceCeiling, await produceLoad('127.0.0.1', port, PRODUCE_PARTITIONS));
+          await nullServer.truncate();
+        }
         figures.produce = faster(figures.produce, await produceLoad(target.host, target.port, PRODUCE_PARTITIONS));
       }
     });
@@ -573,7 +580,7 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
       await rm(dir, { recursive: true, force: true });
     });
     await stage('latency', async () => {
-      figures.latencyCeiling = await pingPong(nullServer.port);
+      figures.latencyCeiling = await pingPong(nullServer.ports[1]);
       figures.latency = await produceToConsume(cluster);
     });
     await stage('memory', async () => {

@@ -1,12 +1,15 @@
 // The ceilings of scripts/bench/broker.ts, as a separate process like the broker it is
 // compared with:
 //   - a minimal Kafka "broker": reads request frames, appends them to a file and answers
-//     ApiVersions and Produce with canned responses (nothing is parsed beyond the header);
+//     ApiVersions and Produce with canned responses (nothing is parsed beyond the header).
+//     It listens twice, once appending through a write stream (the thread pool) and once
+//     appending in place (writeSync), so the bench can take whichever is faster;
 //   - a raw file-to-socket copy: each connection to the copy port receives the file named by
 //     the 2-byte-length-prefixed path it sends, then is closed.
 // Run: node --import tsx scripts/bench/null-server.ts --file /tmp/frames.bin
-// Prints `null-server ports <kafka> <copy>` once listening.
-import { createReadStream, createWriteStream } from 'node:fs';
+// Prints `null-server ports <kafka, stream writes> <kafka, in-place writes> <copy>` once
+// listening; it appends to <file>.stream and <file>.inplace.
+import { closeSync, createReadStream, createWriteStream, openSync, writeSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { encodeResponseHeader } from '../../protocol/headers.ts';
@@ -20,7 +23,13 @@ import { Writer } from '../../protocol/primitives.ts';
 
 const { values } = parseArgs({ options: { file: { type: 'string' } } });
 if (values.file === undefined) throw new Error('--file is required');
-const sink = createWriteStream(values.file, { flags: 'a' });
+const streamSink = createWriteStream(`${values.file}.stream`, { flags: 'a' });
+const inPlaceFd = openSync(`${values.file}.inplace`, 'a');
+type Append = (frame: Buffer) => void;
+const appendToStream: Append = (frame) => { streamSink.write(frame); };
+const appendInPlace: Append = (frame) => {
+  for (let written = 0; written < frame.length;) written += writeSync(inPlaceFd, frame, written);
+};
 
 const produce = apis.get(ApiKey.Produce)!;
 const apiVersionsBody = (version: number): Buffer => {
@@ -54,14 +63,14 @@ function respond(socket: Socket, correlationId: number, apiKey: number, version:
   socket.write(Buffer.concat([w.toBuffer(), body]));
 }
 
-function onFrame(socket: Socket, frame: Buffer): void {
+function onFrame(socket: Socket, frame: Buffer, append: Append): void {
   const apiKey = frame.readInt16BE(4);
   const version = frame.readInt16BE(6);
   const correlationId = frame.readInt32BE(8);
   if (apiKey === ApiKey.ApiVersions) {
     respond(socket, correlationId, apiKey, version, apiVersionsBody(Math.min(version, 3)));
   } else if (apiKey === ApiKey.Produce) {
-    sink.write(frame);
+    append(frame);
     const body = produceBodies.get(version);
     if (body === undefined) socket.destroy();
     else respond(socket, correlationId, apiKey, version, body);
@@ -70,13 +79,16 @@ function onFrame(socket: Socket, frame: Buffer): void {
   }
 }
 
-const kafka = createServer((socket) => {
+const kafkaServer = (append: Append): ReturnType<typeof createServer> => createServer((socket) => {
   socket.setNoDelay(true);
   const chunks: Buffer[] = [];
   let buffered = 0;
   socket.on('data', (chunk: Buffer) => {
     chunks.push(chunk);
     buffered += chunk.length;
+    // The responses to every frame this chunk completes leave in one write.
+    socket.cork();
+    process.nextTick(() => socket.uncork());
     while (buffered >= 4) {
       const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, buffered);
       const size = all.readInt32BE(0);
@@ -85,7 +97,7 @@ const kafka = createServer((socket) => {
         chunks.push(all);
         return;
       }
-      onFrame(socket, all.subarray(0, 4 + size));
+      onFrame(socket, all.subarray(0, 4 + size), append);
       chunks.length = 0;
       buffered -= 4 + size;
       if (buffered > 0) chunks.push(all.subarray(4 + size));
@@ -107,6 +119,11 @@ const copy = createServer((socket) => {
 
 const listen = (server: ReturnType<typeof createServer>): Promise<number> =>
   new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
-const [kafkaPort, copyPort] = await Promise.all([listen(kafka), listen(copy)]);
-process.stdout.write(`null-server ports ${kafkaPort} ${copyPort}\n`);
-process.on('SIGTERM', () => sink.end(() => process.exit(0)));
+const [streamPort, inPlacePort, copyPort] = await Promise.all([
+  listen(kafkaServer(appendToStream)), listen(kafkaServer(appendInPlace)), listen(copy),
+]);
+process.stdout.write(`null-server ports ${streamPort} ${inPlacePort} ${copyPort}\n`);
+process.on('SIGTERM', () => streamSink.end(() => {
+  closeSync(inPlaceFd);
+  process.exit(0);
+}));

@@ -1,7 +1,7 @@
 /**
  * The ReplicaManager owns the partitions this broker hosts: it opens their logs when it
- * becomes a replica, appends client batches as leader (validated, coalesced per partition
- * per event-loop turn), serves fetches from the logs, keeps the high watermark, and parks
+ * becomes a replica, appends client batches as leader (validated, group-committed per
+ * partition), serves fetches from the logs, keeps the high watermark, and parks
  * acks=all produces and waiting fetches in purgatories woken by appends.
  */
 import { Errors } from '../../protocol/errors.ts';
@@ -346,10 +346,12 @@ export class ReplicaManager {
       q.pending.push({ validated, resolve });
       if (q.scheduled) return;
       q.scheduled = true;
-      // Everything queued for this partition during this event-loop turn goes out as one write.
-      setImmediate(() => {
+      // Group commit: an idle partition writes at once; what arrives while its previous write
+      // is still in flight goes out together as the next write. Waiting for a later event-loop
+      // phase to gather more would only add latency to every acknowledgement.
+      q.chain = q.chain.then(() => {
         q.scheduled = false;
-        q.chain = q.chain.then(() => this.flushAppends(partition, q));
+        return this.flushAppends(partition, q);
       });
     });
   }
@@ -367,17 +369,24 @@ export class ReplicaManager {
       return;
     }
     const nowMs = this.clock.now();
-    let group: PendingAppend[] = [];
-    for (const p of pending) {
-      if (p.validated.producerId >= 0n) {
-        if (group.length > 0) await this.appendGroup(partition, group, nowMs);
-        group = [];
-        await this.appendGroup(partition, [p], nowMs);
-      } else {
-        group.push(p);
+    try {
+      let group: PendingAppend[] = [];
+      for (const p of pending) {
+        if (p.validated.producerId >= 0n) {
+          if (group.length > 0) await this.appendGroup(partition, group, nowMs);
+          group = [];
+          await this.appendGroup(partition, [p], nowMs);
+        } else {
+          group.push(p);
+        }
       }
+      if (group.length > 0) await this.appendGroup(partition, group, nowMs);
+    } catch (err) {
+      // A broken invariant fails the requests not yet answered (answered ones ignore a second
+      // answer) and leaves the queue usable for the next appends.
+      this.options.onAppendError?.(partition.key, err);
+      for (const p of pending) p.resolve({ ok: false, errorCode: Errors.UNKNOWN_SERVER_ERROR.code, message: `Append to ${partition.key} failed` });
     }
-    if (group.length > 0) await this.appendGroup(partition, group, nowMs);
   }
 
   private async appendGroup(partition: Partition, group: readonly PendingAppend[], nowMs: number): Promise<void> {

@@ -116,22 +116,35 @@ export class Connection {
   private peekSize(): number {
     const first = this.pending[0]!;
     if (first.length >= SIZE_BYTES) return first.readInt32BE(0);
-    return this.concatPending().readInt32BE(0);
+    const head = this.take(SIZE_BYTES);
+    this.pending.unshift(head);
+    this.pendingBytes += SIZE_BYTES;
+    return head.readInt32BE(0);
   }
 
-  private concatPending(): Buffer {
-    const all = Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = [all];
-    return all;
-  }
-
-  /** Removes and returns the first n pending bytes: a slice when they sit in one chunk. */
+  /**
+   * Removes and returns the first n pending bytes: a slice when they sit in one chunk,
+   * otherwise a copy of exactly those bytes (the rest of the last chunk stays a slice, so
+   * no byte is copied twice).
+   */
   private take(n: number): Buffer {
-    let first = this.pending[0]!;
-    if (first.length < n) first = this.concatPending();
-    const out = first.subarray(0, n);
-    if (first.length === n) this.pending.shift();
-    else this.pending[0] = first.subarray(n);
+    const first = this.pending[0]!;
+    if (first.length >= n) {
+      if (first.length === n) this.pending.shift();
+      else this.pending[0] = first.subarray(n);
+      this.pendingBytes -= n;
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let filled = 0;
+    while (filled < n) {
+      const chunk = this.pending[0]!;
+      const used = Math.min(chunk.length, n - filled);
+      chunk.copy(out, filled, 0, used);
+      filled += used;
+      if (used === chunk.length) this.pending.shift();
+      else this.pending[0] = chunk.subarray(used);
+    }
     this.pendingBytes -= n;
     return out;
   }

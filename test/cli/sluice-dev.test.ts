@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { encodeRequestHeader } from '../../protocol/headers.ts';
@@ -12,8 +13,11 @@ import {
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { decodeApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
 import { Errors } from '../../protocol/errors.ts';
+import { BROKER_NODE_FLAGS } from '../../src/cli/node-flags.ts';
 import { spawnBroker, sluiceCommand, type BrokerProcess } from '../helpers/broker-process.ts';
 import { RawClient, requestPayload } from '../server/raw-client.ts';
+
+const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
 async function apiVersionsV3(port: number): Promise<{ errorCode: number; apiKeys: number[] }> {
   const client = await RawClient.connect(port);
@@ -160,6 +164,31 @@ describe('sluice start and usage errors', () => {
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs the broker with its Node flags from the sluice command and from npm start', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-bin-'));
+    const child = spawn(join(REPO, 'bin/sluice.js'), ['dev', '--port', '0', '--data-dir', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('sluice ready')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`exited ${code}`)));
+      });
+      const argv = (await readFile(`/proc/${child.pid}/cmdline`, 'utf8')).split('\0');
+      for (const flag of BROKER_NODE_FLAGS) assert.ok(argv.includes(flag), `${flag} in ${argv.join(' ')}`);
+    } finally {
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+      await rm(dir, { recursive: true, force: true });
+    }
+    const pkg = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } };
+    const startArgv = pkg.scripts.start.split(/\s+/);
+    for (const flag of BROKER_NODE_FLAGS) assert.ok(startArgv.includes(flag), `${flag} in npm start`);
   });
 
   it('rejects a bad config value with Kafka\'s wording and exit code 2', async () => {

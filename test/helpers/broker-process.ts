@@ -13,6 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BROKER_NODE_FLAGS } from '../../src/cli/node-flags.ts';
 
 const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const READY = /^sluice ready: .* listening on [A-Z_]+:\/\/([^:,\s]+):(\d+)/m;
@@ -50,7 +51,7 @@ export interface BrokerProcess {
 
 /** The command line the helper runs: the same CLI a user runs. */
 export function sluiceCommand(args: string[]): { command: string; args: string[] } {
-  return { command: process.execPath, args: ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), ...args] };
+  return { command: process.execPath, args: [...BROKER_NODE_FLAGS, '--import', 'tsx', join(REPO, 'src/cli/main.ts'), ...args] };
 }
 
 export async function spawnBroker(options: SpawnBrokerOptions = {}): Promise<BrokerProcess> {

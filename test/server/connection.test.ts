@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
 import { SocketServer } from '../../src/server/socket-server.ts';
 import { ConnectionClosingError, type ConnectionLimits, type FrameProcessor } from '../../src/server/connection.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -62,6 +63,32 @@ describe('server connections', () => {
       assert.equal((await client.next()).toString(), 'second frame');
       client.close();
     });
+  });
+
+  it('cuts any sequence of frames out of a stream split at arbitrary points', async () => {
+    const frameArb = fc.oneof(
+      fc.uint8Array({ maxLength: 64 }),
+      fc.integer({ min: 0, max: 200_000 }).map((n) => new Uint8Array(n).map((_, i) => (i * 31 + n) % 251)),
+    ).map((a) => Buffer.from(a));
+    await fc.assert(fc.asyncProperty(
+      fc.array(frameArb, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { maxLength: 12 }),
+      async (payloads, cutSeeds) => {
+        await withServer(echo(), LIMITS, async (_server, port) => {
+          const client = await RawClient.connect(port);
+          const stream = Buffer.concat(payloads.map(framed));
+          const cuts = [...new Set(cutSeeds.map((c) => c % stream.length))].sort((a, b) => a - b);
+          let from = 0;
+          for (const cut of [...cuts, stream.length]) {
+            if (cut <= from) continue;
+            client.write(stream.subarray(from, cut));
+            from = cut;
+            await sleep(1);
+          }
+          for (const payload of payloads) assert.ok((await client.next()).equals(payload));
+          client.close();
+        });
+      },
+    ), { numRuns: 25 });
   });
 
   it('answers pipelined requests in request order even when later ones finish first', async () => {
