@@ -12,7 +12,7 @@
 // anything is inflated.
 
 import * as lz4 from 'lz4-napi';
-import { CompressionType, corrupt, tooLarge, CompressionError } from './types.ts';
+import { CompressionType, corrupt, tooLarge } from './types.ts';
 import { xxhash32 } from './xxhash32.ts';
 
 const FRAME_MAGIC = 0x184d2204;
@@ -76,7 +76,9 @@ function scanFrame(data: Buffer, start: number): ScannedFrame {
   const bd = data[start + 5]!;
   if ((flg & 0xc0) !== FLG_VERSION_01) throw corrupt(CompressionType.Lz4, `unsupported frame version in FLG ${flg}`);
   if (flg & 0x02 || bd & 0x8f) throw corrupt(CompressionType.Lz4, 'reserved descriptor bits set');
-  if (flg & FLG_DICT_ID) throw new CompressionError('unsupported', CompressionType.Lz4, 'frames with a dictionary id');
+  // Kafka never writes a preset dictionary and cannot read one: its decompression fails and
+  // the batch is corrupt.
+  if (flg & FLG_DICT_ID) throw corrupt(CompressionType.Lz4, 'frames with a preset dictionary id');
   const blockSizeId = (bd >> 4) & 0x07;
   if (blockSizeId < 4) throw corrupt(CompressionType.Lz4, `invalid block size id ${blockSizeId}`);
   const blockMaxBytes = 1 << (2 * blockSizeId + 8);

@@ -201,6 +201,12 @@ describe('compression', () => {
       await rejects(decompress(CompressionType.Lz4, badContent), 'corrupt');
     });
 
+    it('reports a frame claiming a preset dictionary as corrupt, as Kafka fails to decompress it', async () => {
+      const packed = Buffer.from(await compress(CompressionType.Lz4, data));
+      packed[4]! |= 0x01;
+      await rejects(decompress(CompressionType.Lz4, packed), 'corrupt');
+    });
+
     it('reads concatenated frames and skips skippable frames', async () => {
       const a = await compress(CompressionType.Lz4, data.subarray(0, 1000));
       const b = await compress(CompressionType.Lz4, data.subarray(1000));
