@@ -94,19 +94,20 @@ export class LogSegment {
   nextOffset: number;
   createdMs: number;
 
-  readonly logPath: string;
-  readonly indexPath: string;
-  readonly timeIndexPath: string;
+  // The log path is built on first use and kept: appends need it every time, while
+  // thousands of idle segments never need it.
+  private logPathMemo: string | undefined;
 
   constructor(readonly dir: string, readonly baseOffset: number, size: number, private readonly pool: FileHandlePool, createdMs = Date.now()) {
-    this.logPath = join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
-    this.indexPath = join(dir, segmentFileName(baseOffset, INDEX_SUFFIX));
-    this.timeIndexPath = join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX));
     this.size = size;
     this.nextOffset = baseOffset;
     this.createdMs = createdMs;
   }
 
+
+  get logPath(): string { return this.logPathMemo ??= join(this.dir, segmentFileName(this.baseOffset, LOG_SUFFIX)); }
+  get indexPath(): string { return join(this.dir, segmentFileName(this.baseOffset, INDEX_SUFFIX)); }
+  get timeIndexPath(): string { return join(this.dir, segmentFileName(this.baseOffset, TIME_INDEX_SUFFIX)); }
 
   /** Creates empty files for a new segment. */
   static async create(dir: string, baseOffset: number, pool: FileHandlePool, nowMs: number): Promise<LogSegment> {

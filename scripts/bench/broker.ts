@@ -193,7 +193,8 @@ interface NullServer {
 }
 
 async function startNullServer(dir: string): Promise<NullServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'scripts/bench/null-server.ts'), '--file', join(dir, 'null-frames.bin')],
+  // The broker's own Node flags: the ceiling runs on the same runtime settings.
+  const child = spawn(process.execPath, [...BROKER_NODE_FLAGS, '--import', 'tsx', join(REPO, 'scripts/bench/null-server.ts'), '--file', join(dir, 'null-frames.bin')],
     { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   const m = await waitForLine(child, /null-server ports (\d+) (\d+) (\d+)/, 30_000);
   const file = join(dir, 'null-frames.bin');

@@ -79,6 +79,26 @@ function onFrame(socket: Socket, frame: Buffer, append: Append): void {
   }
 }
 
+/** Removes the first n buffered bytes: a slice of one chunk, or a copy of exactly those bytes. */
+function take(chunks: Buffer[], n: number): Buffer {
+  const first = chunks[0]!;
+  if (first.length >= n) {
+    if (first.length === n) chunks.shift();
+    else chunks[0] = first.subarray(n);
+    return first.subarray(0, n);
+  }
+  const out = Buffer.allocUnsafe(n);
+  for (let filled = 0; filled < n;) {
+    const chunk = chunks[0]!;
+    const used = Math.min(chunk.length, n - filled);
+    chunk.copy(out, filled, 0, used);
+    filled += used;
+    if (used === chunk.length) chunks.shift();
+    else chunks[0] = chunk.subarray(used);
+  }
+  return out;
+}
+
 const kafkaServer = (append: Append): ReturnType<typeof createServer> => createServer((socket) => {
   socket.setNoDelay(true);
   const chunks: Buffer[] = [];
@@ -90,17 +110,11 @@ const kafkaServer = (append: Append): ReturnType<typeof createServer> => createS
     socket.cork();
     process.nextTick(() => socket.uncork());
     while (buffered >= 4) {
-      const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, buffered);
-      const size = all.readInt32BE(0);
-      if (buffered < 4 + size) {
-        chunks.length = 0;
-        chunks.push(all);
-        return;
-      }
-      onFrame(socket, all.subarray(0, 4 + size), append);
-      chunks.length = 0;
+      if (chunks[0]!.length < 4) chunks.splice(0, chunks.length, Buffer.concat(chunks, buffered));
+      const size = chunks[0]!.readInt32BE(0);
+      if (buffered < 4 + size) return;
+      onFrame(socket, take(chunks, 4 + size), append);
       buffered -= 4 + size;
-      if (buffered > 0) chunks.push(all.subarray(4 + size));
     }
   });
   socket.on('error', () => socket.destroy());
