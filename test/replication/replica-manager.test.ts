@@ -6,7 +6,7 @@ import { Errors } from '../../protocol/errors.ts';
 import { batchesIn, RecordBatch } from '../../protocol/records/batch.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { LogManager } from '../../storage/log-manager.ts';
-import { configFromRecord } from '../../src/replication/log.ts';
+import { configFromRecord, type LogProvider } from '../../src/replication/log.ts';
 import { ReplicaManager, type FetchParams } from '../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../src/replication/storage-adapter.ts';
 import fc from 'fast-check';
@@ -88,11 +88,56 @@ describe('ReplicaManager', function () {
     assert.equal(f!.abortedTransactions, null);
   });
 
-  it('coalesces appends to one partition made in the same event-loop turn', async () => {
+  it('appends made to one partition concurrently land back to back in call order', async () => {
     env = await setup();
     const all = await Promise.all([produce(env, await records(1)), produce(env, await records(2)), produce(env, await records(3))]);
     assert.deepEqual(all.map(([r]) => r!.baseOffset), [0, 1, 3]);
     assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 6);
+  });
+
+  it('an append that breaks the offset invariant fails its request with UNKNOWN_SERVER_ERROR and later appends still go through', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
+    const logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
+    const provider = new LogManagerProvider(logs);
+    let misreport = true;
+    const reported: string[] = [];
+    const misreportingProvider: LogProvider = {
+      async getOrCreateLog(topic, partition, topicId, config) {
+        const log = await provider.getOrCreateLog(topic, partition, topicId, config);
+        return new Proxy(log, {
+          get(target, prop) {
+            if (prop === 'appendAsLeader') {
+              return async (batches: Buffer, leaderEpoch: number) => {
+                const info = await target.appendAsLeader(batches, leaderEpoch);
+                if (!misreport) return info;
+                misreport = false;
+                return { ...info, firstOffset: info.firstOffset + 1 };
+              };
+            }
+            const value = Reflect.get(target, prop) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        });
+      },
+      deleteLog: (topic, partition) => provider.deleteLog(topic, partition),
+      logDirOf: (topic, partition) => provider.logDirOf(topic, partition),
+      logDirs: () => provider.logDirs(),
+    };
+    const clock = new FakeClock();
+    const manager = new ReplicaManager({
+      brokerId: BROKER, logs: misreportingProvider, clock, onAppendError: (partition) => reported.push(partition),
+    });
+    await manager.applyPartitionState({
+      topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAQ', partition: 0, leaderId: BROKER, leaderEpoch: 3, partitionEpoch: 0,
+      replicas: [BROKER], isr: [BROKER],
+    }, configFromRecord({}));
+    env = { dir, logs, rm: manager, clock };
+    const [failed] = await produce(env, await records(2));
+    assert.equal(failed!.errorCode, Errors.UNKNOWN_SERVER_ERROR.code);
+    assert.deepEqual(reported, ['t-0']);
+    const [next] = await produce(env, await records(1));
+    assert.equal(next!.errorCode, Errors.NONE.code);
+    assert.equal(next!.baseOffset, 2);
   });
 
   it('a corrupt batch coalesced with good ones is refused alone (the log checks the CRC)', async () => {
