@@ -20,6 +20,7 @@ import {
   makeProduceResponseTopicProduceResponse,
 } from '../../protocol/messages/produce.ts';
 import { Writer } from '../../protocol/primitives.ts';
+import { ChunkQueue } from '../../src/server/chunk-queue.ts';
 
 const { values } = parseArgs({ options: { file: { type: 'string' } } });
 if (values.file === undefined) throw new Error('--file is required');
@@ -79,42 +80,18 @@ function onFrame(socket: Socket, frame: Buffer, append: Append): void {
   }
 }
 
-/** Removes the first n buffered bytes: a slice of one chunk, or a copy of exactly those bytes. */
-function take(chunks: Buffer[], n: number): Buffer {
-  const first = chunks[0]!;
-  if (first.length >= n) {
-    if (first.length === n) chunks.shift();
-    else chunks[0] = first.subarray(n);
-    return first.subarray(0, n);
-  }
-  const out = Buffer.allocUnsafe(n);
-  for (let filled = 0; filled < n;) {
-    const chunk = chunks[0]!;
-    const used = Math.min(chunk.length, n - filled);
-    chunk.copy(out, filled, 0, used);
-    filled += used;
-    if (used === chunk.length) chunks.shift();
-    else chunks[0] = chunk.subarray(used);
-  }
-  return out;
-}
-
 const kafkaServer = (append: Append): ReturnType<typeof createServer> => createServer((socket) => {
   socket.setNoDelay(true);
-  const chunks: Buffer[] = [];
-  let buffered = 0;
+  const pending = new ChunkQueue();
   socket.on('data', (chunk: Buffer) => {
-    chunks.push(chunk);
-    buffered += chunk.length;
+    pending.push(chunk);
     // The responses to every frame this chunk completes leave in one write.
     socket.cork();
     process.nextTick(() => socket.uncork());
-    while (buffered >= 4) {
-      if (chunks[0]!.length < 4) chunks.splice(0, chunks.length, Buffer.concat(chunks, buffered));
-      const size = chunks[0]!.readInt32BE(0);
-      if (buffered < 4 + size) return;
-      onFrame(socket, take(chunks, 4 + size), append);
-      buffered -= 4 + size;
+    while (pending.length >= 4) {
+      const size = pending.peekInt32();
+      if (pending.length < 4 + size) return;
+      onFrame(socket, pending.take(4 + size), append);
     }
   });
   socket.on('error', () => socket.destroy());

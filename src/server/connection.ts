@@ -5,6 +5,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
 import type { Session } from '../handlers/registry.ts';
+import { ChunkQueue } from './chunk-queue.ts';
 
 /** Thrown by a FrameProcessor for a protocol violation: log one line, then close. */
 export class ConnectionClosingError extends Error {
@@ -51,8 +52,8 @@ const CLOSE_GRACE_MS = 1000;
 
 export class Connection {
   /** Received bytes not yet cut into frames. */
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /** Bytes read but not yet cut into frames. */
+  private readonly pending = new ChunkQueue();
   private readonly queue: Buffer[] = [];
   private queuedBytes = 0;
   private processing = false;
@@ -85,7 +86,7 @@ export class Connection {
 
   /** Bytes held for this connection: queued requests, partial frames and unsent responses. */
   get bufferedBytes(): number {
-    return this.queuedBytes + this.pendingBytes + this.socket.writableLength;
+    return this.queuedBytes + this.pending.length + this.socket.writableLength;
   }
 
   get queuedRequests(): number {
@@ -95,17 +96,16 @@ export class Connection {
   private onData(chunk: Buffer): void {
     if (this.closing) return;
     this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    while (this.pendingBytes >= SIZE_BYTES) {
-      const size = this.peekSize();
+    while (this.pending.length >= SIZE_BYTES) {
+      const size = this.pending.peekInt32();
       if (size < 0 || size > this.limits.maxRequestBytes) {
         this.protocolClose(new ConnectionClosingError(
           size < 0 ? `invalid frame size ${size}` : `frame size ${size} exceeds socket.request.max.bytes ${this.limits.maxRequestBytes}`,
         ));
         return;
       }
-      if (this.pendingBytes < SIZE_BYTES + size) break;
-      const frame = this.take(SIZE_BYTES + size).subarray(SIZE_BYTES);
+      if (this.pending.length < SIZE_BYTES + size) break;
+      const frame = this.pending.take(SIZE_BYTES + size).subarray(SIZE_BYTES);
       this.queue.push(frame);
       this.queuedBytes += frame.length;
     }
@@ -113,41 +113,6 @@ export class Connection {
     void this.drainQueue();
   }
 
-  private peekSize(): number {
-    const first = this.pending[0]!;
-    if (first.length >= SIZE_BYTES) return first.readInt32BE(0);
-    const head = this.take(SIZE_BYTES);
-    this.pending.unshift(head);
-    this.pendingBytes += SIZE_BYTES;
-    return head.readInt32BE(0);
-  }
-
-  /**
-   * Removes and returns the first n pending bytes: a slice when they sit in one chunk,
-   * otherwise a copy of exactly those bytes (the rest of the last chunk stays a slice, so
-   * no byte is copied twice).
-   */
-  private take(n: number): Buffer {
-    const first = this.pending[0]!;
-    if (first.length >= n) {
-      if (first.length === n) this.pending.shift();
-      else this.pending[0] = first.subarray(n);
-      this.pendingBytes -= n;
-      return first.subarray(0, n);
-    }
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const chunk = this.pending[0]!;
-      const used = Math.min(chunk.length, n - filled);
-      chunk.copy(out, filled, 0, used);
-      filled += used;
-      if (used === chunk.length) this.pending.shift();
-      else this.pending[0] = chunk.subarray(used);
-    }
-    this.pendingBytes -= n;
-    return out;
-  }
 
   private async drainQueue(): Promise<void> {
     if (this.processing) return;
@@ -270,7 +235,7 @@ export class Connection {
     if (this.closed) return;
     this.closed = true;
     this.queue.length = 0;
-    this.pending = [];
+    this.pending.clear();
     this.onClose(this);
   }
 }
