@@ -3,7 +3,7 @@
  * topics with ids and partitions, auto-creation of unknown topics (auto.create.topics.enable
  * and, from v4, allow_auto_topic_creation), authorized operations (v8+).
  */
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeMetadataResponse,
@@ -110,6 +110,14 @@ function autoCreatable(config: BrokerConfig, name: string): CreatableTopic {
   return { name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] };
 }
 
+/** KafkaApis.handleTopicMetadataRequest: v10 and v11 carry topic ids, but only v12 serves them. */
+function checkTopicsNamed(request: MetadataRequest, version: number): void {
+  for (const topic of request.topics!) {
+    if (topic.name === null) throw new KafkaError(Errors.INVALID_REQUEST, `Topic name can not be null for version ${version}`);
+    if (topic.topicId !== ZERO_UUID) throw new KafkaError(Errors.INVALID_REQUEST, `Topic IDs are not supported in requests for version ${version}`);
+  }
+}
+
 export async function handleMetadata(
   services: MetadataHandlerServices,
   ctx: RequestContext,
@@ -121,6 +129,7 @@ export async function handleMetadata(
   const includeTopicOps = version >= 8 && request.includeTopicAuthorizedOperations;
   // v0: an empty list means every topic; v1+: null means every topic, empty means none.
   const allTopics = request.topics === null || (version === 0 && request.topics.length === 0);
+  if (!allTopics && version < 12) checkTopicsNamed(request, version);
   let topics: MetadataResponseTopic[];
   if (allTopics) {
     topics = [...image.topicsByName.values()].map((t) => topicMetadata(image, t, includeTopicOps));

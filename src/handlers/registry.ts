@@ -26,8 +26,10 @@
  * - Handlers may be async; requests on one connection are handled strictly one after another,
  *   so a handler that waits (long-poll fetch, acks=all) holds back only its own connection.
  * - Per-partition/topic/group problems are answered with Kafka's error codes in the response.
- *   A thrown exception is a bug: the server logs it with the api key and closes the connection
- *   (other connections are unaffected).
+ *   A handler that refuses the whole request throws a KafkaError (INVALID_REQUEST, ...); the
+ *   server answers with the request's error response carrying that code, as Kafka's
+ *   getErrorResponse does. Any other exception is a bug: logged with its stack and answered
+ *   the same way with UNKNOWN_SERVER_ERROR; the connection and the broker serve on.
  * - ApiVersions advertises exactly what is registered for the listener's role (broker or
  *   controller), intersected with the codec's stable version range for that api key;
  *   requests for anything else close the connection as Kafka does.

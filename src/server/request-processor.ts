@@ -5,9 +5,17 @@
  * serve, or bytes that do not decode close the connection (after one log line), except
  * ApiVersions, whose unsupported versions are answered at v0 with UNSUPPORTED_VERSION and our
  * ranges so the client can retry lower (KIP-511).
+ *
+ * A request that decoded but could not be served (the handler threw, or its response did not
+ * encode) is answered as Kafka's KafkaApis.handleError does: the request's error response,
+ * with the KafkaError's code when the handler refused the request (INVALID_REQUEST, ...) and
+ * UNKNOWN_SERVER_ERROR for anything else, which is a bug and logged with its stack. Only an
+ * acks=0 Produce, which has no response to carry the error, closes the connection.
  */
 import { DecodeError, Reader, Writer } from '../../protocol/primitives.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
+import { Errors, KafkaError } from '../../protocol/errors.ts';
+import { errorResponseFor } from '../../protocol/error-response.ts';
 import { decodeRequestHeader, encodeResponseHeader } from '../../protocol/headers.ts';
 import type { BrokerServices } from '../broker.ts';
 import type { HandlerRegistry, RequestContext, Session } from '../handlers/registry.ts';
@@ -64,7 +72,25 @@ export class RequestProcessor implements FrameProcessor {
       return frameResponse(correlationId, apiKey, apiVersion, response);
     } catch (err) {
       if (err instanceof ConnectionClosingError) throw err;
+      return this.errorResponse(session, correlationId, apiKey, apiVersion, request, err);
+    }
+  }
+
+  private errorResponse(session: Session, correlationId: number, apiKey: number, apiVersion: number, request: unknown, err: unknown): Buffer[] {
+    const refused = err instanceof KafkaError;
+    const error = refused ? err.error : Errors.UNKNOWN_SERVER_ERROR;
+    const logger = this.services().logger;
+    const context = { client: session.clientAddress, apiKey, apiVersion, error: error.name };
+    if (refused) logger.info({ ...context, reason: err.message }, 'request refused');
+    else logger.error({ ...context, err }, 'request handling failed');
+    if (apiKey === ApiKey.Produce && (request as { acks?: number }).acks === 0) {
       throw new RequestFailedError(apiKey, apiVersion, err);
+    }
+    try {
+      const body = errorResponseFor(apiKey, apiVersion, request, error.code, refused ? err.message : null);
+      return frameResponse(correlationId, apiKey, apiVersion, body);
+    } catch (encodeErr) {
+      throw new RequestFailedError(apiKey, apiVersion, encodeErr);
     }
   }
 }

@@ -4,8 +4,8 @@ import { pino } from 'pino';
 import { Reader } from '../../protocol/primitives.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { decodeApiVersionsResponse, type ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
-import { makeDescribeGroupsResponse, type DescribeGroupsRequest } from '../../protocol/messages/describe-groups.ts';
-import { Errors } from '../../protocol/errors.ts';
+import { decodeDescribeGroupsResponse, makeDescribeGroupsResponse, type DescribeGroupsRequest } from '../../protocol/messages/describe-groups.ts';
+import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { HandlerRegistry, type Session } from '../../src/handlers/registry.ts';
 import { registerApiVersionsHandler } from '../../src/handlers/api-versions.ts';
 import { RequestProcessor } from '../../src/server/request-processor.ts';
@@ -37,6 +37,7 @@ async function startHarness(): Promise<Harness> {
   registry.register<DescribeGroupsRequest, unknown>(ApiKey.DescribeGroups, (ctx, request) => {
     describeGroupsCalls.push({ groups: request.groups, session: ctx.session });
     if (request.groups.includes('boom')) throw new Error('handler bug');
+    if (request.groups.includes('refuse')) throw new KafkaError(Errors.INVALID_REQUEST, 'refused');
     return makeDescribeGroupsResponse();
   });
   const config = new BrokerConfig();
@@ -182,18 +183,33 @@ describe('request processing', () => {
     assert.match(String(violations(h)[0]!.reason), /truncated request header/);
   });
 
-  it('closes the connection when a handler throws, logging the api key at error level, and serves others', async () => {
+  it('answers a request whose handler throws with UNKNOWN_SERVER_ERROR for each group it named, logs the stack, and serves on', async () => {
     const client = await RawClient.connect(h.port);
-    const other = await RawClient.connect(h.port);
     client.send(requestPayload(ApiKey.DescribeGroups, 0, 1, Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 4]), Buffer.from('boom')])));
-    await client.whenClosed();
-    const failures = h.logLines.filter((l) => l.msg === 'closing connection: request handling failed');
+    const r = new Reader(await client.next());
+    assert.equal(r.int32(), 1);
+    const response = decodeDescribeGroupsResponse(r, 0);
+    assert.deepEqual(response.groups.map((g) => [g.groupId, g.errorCode]), [['boom', Errors.UNKNOWN_SERVER_ERROR.code]]);
+    const failures = h.logLines.filter((l) => l.msg === 'request handling failed');
     assert.equal(failures.length, 1);
     assert.equal(failures[0]!.apiKey, ApiKey.DescribeGroups);
     assert.equal(failures[0]!.level, 50);
-    const { response } = await apiVersions(other, 1, 2);
-    assert.equal(response.errorCode, Errors.NONE.code);
-    other.close();
+    assert.match(String((failures[0]!.err as { stack?: string }).stack), /handler bug/);
+    const { response: versions } = await apiVersions(client, 1, 2);
+    assert.equal(versions.errorCode, Errors.NONE.code);
+    assert.equal(client.closed, false);
+    client.close();
+  });
+
+  it('answers a request the handler refuses with a KafkaError with that error code and its message', async () => {
+    const client = await RawClient.connect(h.port);
+    client.send(requestPayload(ApiKey.DescribeGroups, 0, 3, Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 6]), Buffer.from('refuse')])));
+    const r = new Reader(await client.next());
+    assert.equal(r.int32(), 3);
+    const response = decodeDescribeGroupsResponse(r, 0);
+    assert.deepEqual(response.groups.map((g) => [g.groupId, g.errorCode]), [['refuse', Errors.INVALID_REQUEST.code]]);
+    assert.equal(h.logLines.filter((l) => l.msg === 'request refused').length, 1);
+    client.close();
   });
 
   it('closes a connection sending garbage while other connections keep being served', async () => {

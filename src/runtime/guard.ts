@@ -1,0 +1,48 @@
+/**
+ * The one way background work runs in the broker: timers, scheduled tasks, loaders and
+ * fire-and-forget promises go through `guard` so that an exception (a bug, or a value from
+ * the wire that slipped a check) is logged with its context and fails only the group,
+ * partition or request it concerns, as Kafka's CoordinatorRuntime and KafkaApis do. Nothing
+ * reaches the process's top level; the process installs no handler that would hide it.
+ */
+
+/** Where a guarded task reports a failure: usually a logger bound to the component. */
+export type FailureSink = (err: unknown, what: string) => void;
+
+/**
+ * Runs `task` now; a synchronous throw or a rejection goes to `onFailure` with `what`
+ * (e.g. "rebalance timeout of group g"), and then to `recover` when given, which undoes the
+ * partial state of the thing that failed. Never throws, never rejects.
+ */
+export function runGuarded(
+  onFailure: FailureSink,
+  what: string,
+  task: () => void | Promise<unknown>,
+  recover?: (err: unknown) => void,
+): void {
+  const fail = (err: unknown): void => {
+    try {
+      onFailure(err, what);
+      recover?.(err);
+    } catch {
+      // The sink or the recovery failed too (a logger whose stream is gone): nothing is left
+      // to tell, and the process must not die of it.
+    }
+  };
+  try {
+    const result = task();
+    if (result instanceof Promise) result.catch(fail);
+  } catch (err) {
+    fail(err);
+  }
+}
+
+/** `runGuarded` as a callback, for `setTimeout`, event emitters and schedulers. */
+export function guarded(
+  onFailure: FailureSink,
+  what: string,
+  task: () => void | Promise<unknown>,
+  recover?: (err: unknown) => void,
+): () => void {
+  return () => runGuarded(onFailure, what, task, recover);
+}
