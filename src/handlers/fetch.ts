@@ -52,11 +52,14 @@ export async function handleFetch(services: DataPathServices, request: FetchRequ
 
   // Partitions of unknown topic ids are answered without reading.
   const known = context.partitions.filter((p) => p.topic !== '');
+  // KafkaApis.handleFetchRequest: the request's bounds never exceed fetch.max.bytes, so what
+  // one Fetch makes the broker read into memory is bounded whatever a client asks for.
+  const maxBytes = Math.min(version >= 3 ? request.maxBytes : 0x7fffffff, services.fetchMaxBytes());
   const results = await services.replicaManager.fetchMessages({
     replicaId,
     maxWaitMs: request.maxWaitMs,
-    minBytes: request.minBytes,
-    maxBytes: version >= 3 ? request.maxBytes : 0x7fffffff,
+    minBytes: Math.min(request.minBytes, maxBytes),
+    maxBytes,
     isolationLevel: version >= 4 ? request.isolationLevel : 0,
     partitions: known.map((p) => ({
       topic: p.topic,

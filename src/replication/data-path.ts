@@ -57,6 +57,7 @@ export function createDataPath(options: DataPathOptions): DataPath {
     producerIds: new ProducerIdManager(() => metadata.allocateProducerIdBlock()),
     topicNameOf: (topicId) => metadata.image().topicById(topicId)?.name,
     topicIdOf: (topic) => metadata.image().topic(topic)?.id,
+    fetchMaxBytes: () => config.getInt('fetch.max.bytes'),
   };
   return {
     services,

@@ -22,6 +22,8 @@ export interface DataPathServices {
   topicNameOf(topicId: string): string | undefined;
   /** Topic id for a name from the metadata image. */
   topicIdOf(topic: string): string | undefined;
+  /** fetch.max.bytes: the most a Fetch response carries, whatever the request asks for. */
+  fetchMaxBytes(): number;
   /**
    * InitProducerId with a transactional id belongs to the transaction coordinator; absent
    * until it exists (the request is then answered COORDINATOR_NOT_AVAILABLE).

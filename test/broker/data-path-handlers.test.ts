@@ -68,6 +68,7 @@ describe('data-path handlers', function () {
       producerIds: new ProducerIdManager(async () => ({ firstProducerId: BigInt(1000 * blocks++), size: 1000 })),
       topicNameOf: (id) => (id === TOPIC_ID ? TOPIC : undefined),
       topicIdOf: (name) => (name === TOPIC ? TOPIC_ID : undefined),
+      fetchMaxBytes: () => 57_671_680,
     };
   });
 
