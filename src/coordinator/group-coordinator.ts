@@ -5,11 +5,13 @@
 
 import { randomUUID } from 'node:crypto';
 import { Errors } from '../../protocol/errors.ts';
-import { Group, GroupState, Member } from './group.ts';
+import { Group, GroupState, Member, uniqueProtocols } from './group.ts';
 import type { JoinResult, Protocol, SyncResult } from './group.ts';
 import type { Scheduler, Timer } from './scheduler.ts';
 import type { CoordinatorRecord, GroupSnapshot, OffsetAndMetadata } from './records.ts';
 import { coordinatorPartitionFor } from './partitioning.ts';
+import { NO_TIMESTAMP, retentionPassed } from './timestamps.ts';
+import { guarded, runGuarded, type FailureSink } from '../runtime/guard.ts';
 
 export interface GroupCoordinatorConfig {
   offsetsTopicPartitions: number;
@@ -113,6 +115,11 @@ export interface GroupDescription {
 
 const NO_ERROR = Errors.NONE.code;
 
+/** Where failures go when the coordinator is built without a sink (unit tests). */
+const stderrSink: FailureSink = (err, what) => {
+  console.error(`group coordinator: ${what} failed:`, err);
+};
+
 function offsetKey(topic: string, partition: number): string {
   return `${topic}\u0000${partition}`;
 }
@@ -129,11 +136,77 @@ export class GroupCoordinator {
   private readonly initialJoins = new Set<string>();
   private expirationTimer: Timer | null = null;
 
+  /**
+   * @param onError where a failure of a timer, a loader step or a request's state change is
+   *   reported (with the group or partition it concerns); the failure then resets only that
+   *   group (`failGroup`), never more.
+   */
   constructor(
     private readonly config: GroupCoordinatorConfig,
     private readonly scheduler: Scheduler,
     private readonly log: CoordinatorLog,
+    private readonly onError: FailureSink = stderrSink,
   ) {}
+
+  /**
+   * Every timer of a group runs here: an exception in it is reported with the group id and
+   * fails that group alone (`failGroup`), as Kafka's CoordinatorRuntime fails only the
+   * event of a timer that throws.
+   */
+  private scheduleForGroup(group: Group, what: string, delayMs: number, task: () => void): Timer {
+    return this.scheduler.schedule(delayMs, guarded(this.onError, `${what} of group ${group.groupId}`, task,
+      (err) => this.failGroup(group, err)));
+  }
+
+  /**
+   * Runs a state change a request makes to a group; should it throw, the failure is reported,
+   * the group is reset (`failGroup`) and `failed` is returned, so the request is answered
+   * with an error and nothing is left half done.
+   */
+  private runForGroup<T>(group: Group, what: string, task: () => T, failed: T): T {
+    try {
+      return task();
+    } catch (err) {
+      runGuarded(this.onError, `${what} of group ${group.groupId}`, () => { throw err; }, (e) => this.failGroup(group, e));
+      return failed;
+    }
+  }
+
+  /**
+   * A bug or an unexpected value broke the group's state machine: answer every member still
+   * waiting on a join or a sync with UNKNOWN_SERVER_ERROR, drop the members and their timers,
+   * and leave the group Empty in a new generation with its committed offsets intact. Members
+   * learn from their next heartbeat or commit (UNKNOWN_MEMBER_ID) that they must rejoin. The
+   * other groups of the partition are untouched.
+   */
+  failGroup(group: Group, _err?: unknown): void {
+    if (this.groups.get(group.groupId) !== group) return;
+    const code = Errors.UNKNOWN_SERVER_ERROR.code;
+    this.cancelTimer(this.joinTimers, group.groupId);
+    this.cancelTimer(this.syncTimers, group.groupId);
+    for (const memberId of group.pendingMembers) this.cancelTimer(this.heartbeatTimers, this.memberKey(group, memberId));
+    group.pendingMembers.clear();
+    for (const member of group.allMembers()) {
+      this.cancelTimer(this.heartbeatTimers, this.memberKey(group, member.memberId));
+      const join = member.awaitingJoin;
+      const sync = member.awaitingSync;
+      member.awaitingJoin = null;
+      member.awaitingSync = null;
+      join?.(this.joinError(member.memberId, code));
+      sync?.(this.syncError(code));
+      group.remove(member.memberId);
+    }
+    group.pendingSyncMembers.clear();
+    group.newMemberAdded = false;
+    group.generationId++;
+    group.protocolName = null;
+    group.protocolType = null;
+    group.leaderId = null;
+    // Not a transition of the state machine: whatever state it was in, it is Empty now.
+    group.state = GroupState.Empty;
+    group.stateTimestampMs = this.scheduler.now();
+    runGuarded(this.onError, `storing the reset group ${group.groupId}`, () => this.storeGroup(group));
+  }
 
   partitionFor(groupId: string): number {
     return coordinatorPartitionFor(groupId, this.config.offsetsTopicPartitions);
@@ -169,9 +242,25 @@ export class GroupCoordinator {
     this.loadingPartitions.add(partition);
   }
 
-  /** Applies the records read back from an offsets partition, then serves its groups. */
-  completeLoading(partition: number, records: Iterable<CoordinatorRecord>): void {
-    for (const record of records) this.replay(record);
+  /**
+   * Applies the records read back from an offsets partition, then serves its groups. A
+   * record that cannot be applied (its group snapshot is inconsistent, say) is reported to
+   * `onSkipped` with its index and skipped; the rest of the partition loads. Returns how
+   * many were skipped.
+   */
+  completeLoading(partition: number, records: Iterable<CoordinatorRecord>,
+    onSkipped: (index: number, err: unknown) => void = (index, err) => this.onError(err, `replaying record ${index} of offsets partition ${partition} (skipped)`)): number {
+    let skipped = 0;
+    let index = 0;
+    for (const record of records) {
+      try {
+        this.replay(record);
+      } catch (err) {
+        skipped++;
+        onSkipped(index, err);
+      }
+      index++;
+    }
     const now = this.scheduler.now();
     for (const group of this.groups.values()) {
       if (this.partitionFor(group.groupId) !== partition) continue;
@@ -179,12 +268,27 @@ export class GroupCoordinator {
     }
     this.loadingPartitions.delete(partition);
     this.loadedPartitions.add(partition);
+    return skipped;
+  }
+
+  /**
+   * A load of the partition failed part way: forget what it replayed so that the retry
+   * starts clean, and keep answering COORDINATOR_LOAD_IN_PROGRESS for its groups.
+   */
+  abandonLoading(partition: number): void {
+    this.forgetGroupsOf(partition);
+    this.loadedPartitions.delete(partition);
+    this.loadingPartitions.add(partition);
   }
 
   /** Forgets the groups of a partition this broker no longer leads. */
   unload(partition: number): void {
     this.loadedPartitions.delete(partition);
     this.loadingPartitions.delete(partition);
+    this.forgetGroupsOf(partition);
+  }
+
+  private forgetGroupsOf(partition: number): void {
     for (const [groupId, group] of this.groups) {
       if (this.partitionFor(groupId) !== partition) continue;
       for (const member of group.members.values()) {
@@ -192,9 +296,16 @@ export class GroupCoordinator {
         member.awaitingJoin?.(this.joinError(member.memberId, Errors.NOT_COORDINATOR.code));
         member.awaitingSync?.(this.syncError(Errors.NOT_COORDINATOR.code));
       }
+      for (const memberId of group.pendingMembers) this.cancelTimer(this.heartbeatTimers, this.memberKey(group, memberId));
       this.cancelTimer(this.joinTimers, groupId);
+      this.cancelTimer(this.syncTimers, groupId);
       this.groups.delete(groupId);
       this.offsets.delete(groupId);
+    }
+    // Offsets of groups that only exist as offsets (replay always creates a group, but a
+    // failed replay may stop in between).
+    for (const groupId of [...this.offsets.keys()]) {
+      if (this.partitionFor(groupId) === partition) this.offsets.delete(groupId);
     }
   }
 
@@ -236,7 +347,8 @@ export class GroupCoordinator {
 
   // ---- JoinGroup -------------------------------------------------------------------------
 
-  async joinGroup(p: JoinGroupParams): Promise<JoinResult> {
+  async joinGroup(request: JoinGroupParams): Promise<JoinResult> {
+    const p: JoinGroupParams = { ...request, protocols: uniqueProtocols(request.protocols) };
     const error = this.validateGroupRequest(p.groupId);
     if (error !== NO_ERROR) return this.joinError(p.memberId, error);
     if (p.sessionTimeoutMs < this.config.minSessionTimeoutMs || p.sessionTimeoutMs > this.config.maxSessionTimeoutMs) {
@@ -254,8 +366,14 @@ export class GroupCoordinator {
       return this.joinError(p.memberId, Errors.GROUP_MAX_SIZE_REACHED.code);
     }
     return new Promise<JoinResult>((resolve) => {
-      if (isUnknownMember) this.joinUnknownMember(group, p, resolve);
-      else this.joinKnownMember(group, p, resolve);
+      const done = this.runForGroup(group, `JoinGroup of member '${p.memberId}'`, () => {
+        if (isUnknownMember) this.joinUnknownMember(group, p, resolve);
+        else this.joinKnownMember(group, p, resolve);
+        return true;
+      }, false);
+      // failGroup answered the member if it had got as far as the group; a promise settles
+      // once, so this answers it otherwise.
+      if (!done) resolve(this.joinError(p.memberId, Errors.UNKNOWN_SERVER_ERROR.code));
     });
   }
 
@@ -411,7 +529,7 @@ export class GroupCoordinator {
       // now rather than waiting on members still pending (MEMBER_ID_REQUIRED).
       this.completeJoin(group);
     } else {
-      this.joinTimers.set(group.groupId, this.scheduler.schedule(group.rebalanceTimeoutMs(), () => {
+      this.joinTimers.set(group.groupId, this.scheduleForGroup(group, 'rebalance timeout', group.rebalanceTimeoutMs(), () => {
         this.joinTimers.delete(group.groupId);
         this.completeJoin(group);
       }));
@@ -426,7 +544,7 @@ export class GroupCoordinator {
    */
   private scheduleInitialJoin(group: Group, delayMs: number, remainingMs: number): void {
     this.initialJoins.add(group.groupId);
-    this.joinTimers.set(group.groupId, this.scheduler.schedule(delayMs, () => {
+    this.joinTimers.set(group.groupId, this.scheduleForGroup(group, 'initial rebalance delay', delayMs, () => {
       this.joinTimers.delete(group.groupId);
       this.initialJoins.delete(group.groupId);
       if (!group.is(GroupState.PreparingRebalance)) return;
@@ -475,7 +593,7 @@ export class GroupCoordinator {
   private scheduleSyncExpiration(group: Group): void {
     const generation = group.generationId;
     this.cancelTimer(this.syncTimers, group.groupId);
-    this.syncTimers.set(group.groupId, this.scheduler.schedule(group.rebalanceTimeoutMs(), () => {
+    this.syncTimers.set(group.groupId, this.scheduleForGroup(group, 'sync timeout', group.rebalanceTimeoutMs(), () => {
       this.syncTimers.delete(group.groupId);
       if (group.generationId !== generation || group.pendingSyncMembers.size === 0) return;
       if (!group.is(GroupState.CompletingRebalance) && !group.is(GroupState.Stable)) return;
@@ -511,6 +629,17 @@ export class GroupCoordinator {
   // ---- SyncGroup -------------------------------------------------------------------------
 
   async syncGroup(p: SyncGroupParams): Promise<SyncResult> {
+    try {
+      return await this.syncGroupUnguarded(p);
+    } catch (err) {
+      const group = this.groups.get(p.groupId);
+      this.onError(err, `SyncGroup of member '${p.memberId}' of group ${p.groupId}`);
+      if (group) runGuarded(this.onError, `resetting group ${p.groupId}`, () => this.failGroup(group, err));
+      return this.syncError(Errors.UNKNOWN_SERVER_ERROR.code);
+    }
+  }
+
+  private async syncGroupUnguarded(p: SyncGroupParams): Promise<SyncResult> {
     const error = this.validateGroupRequest(p.groupId);
     if (error !== NO_ERROR) return this.syncError(error);
     const group = this.groups.get(p.groupId);
@@ -614,7 +743,11 @@ export class GroupCoordinator {
     const group = this.groups.get(groupId);
     if (!group) return { errorCode: NO_ERROR, members: leaving.map((m) => ({ ...m, errorCode: Errors.UNKNOWN_MEMBER_ID.code })) };
     if (group.is(GroupState.Dead)) return { errorCode: Errors.COORDINATOR_NOT_AVAILABLE.code, members: [] };
-    const results = leaving.map((m) => ({ ...m, errorCode: this.removeLeavingMember(group, m) }));
+    const results = leaving.map((m) => ({
+      ...m,
+      errorCode: this.runForGroup(group, `LeaveGroup of member '${m.memberId}'`, () => this.removeLeavingMember(group, m),
+        Errors.UNKNOWN_SERVER_ERROR.code),
+    }));
     return { errorCode: NO_ERROR, members: results };
   }
 
@@ -663,7 +796,7 @@ export class GroupCoordinator {
     const key = this.memberKey(group, member.memberId);
     this.cancelTimer(this.heartbeatTimers, key);
     member.heartbeatDeadlineMs = nowMs + member.sessionTimeoutMs;
-    this.heartbeatTimers.set(key, this.scheduler.schedule(member.sessionTimeoutMs, () => {
+    this.heartbeatTimers.set(key, this.scheduleForGroup(group, `session timeout of member ${member.memberId}`, member.sessionTimeoutMs, () => {
       this.heartbeatTimers.delete(key);
       if (group.members.get(member.memberId) !== member) return;
       // A member waiting in a join or sync is alive: the rebalance timeout governs it.
@@ -679,7 +812,7 @@ export class GroupCoordinator {
   private scheduleHeartbeatExpirationForPending(group: Group, memberId: string, sessionTimeoutMs: number): void {
     const key = this.memberKey(group, memberId);
     this.cancelTimer(this.heartbeatTimers, key);
-    this.heartbeatTimers.set(key, this.scheduler.schedule(sessionTimeoutMs, () => {
+    this.heartbeatTimers.set(key, this.scheduleForGroup(group, `session timeout of pending member ${memberId}`, sessionTimeoutMs, () => {
       this.heartbeatTimers.delete(key);
       if (group.pendingMembers.delete(memberId)) this.tryCompleteJoin(group);
     }));
@@ -872,9 +1005,8 @@ export class GroupCoordinator {
   // ---- offset expiration (offsets.retention.minutes, KIP-211) ----------------------------
 
   private scheduleOffsetExpiration(): void {
-    this.expirationTimer = this.scheduler.schedule(this.config.offsetsRetentionCheckIntervalMs, () => {
-      void this.expireOffsets().finally(() => this.scheduleOffsetExpiration());
-    });
+    this.expirationTimer = this.scheduler.schedule(this.config.offsetsRetentionCheckIntervalMs,
+      guarded(this.onError, 'offset expiration', () => this.expireOffsets().finally(() => this.scheduleOffsetExpiration())));
   }
 
   /**
@@ -885,21 +1017,34 @@ export class GroupCoordinator {
     const now = this.scheduler.now();
     for (const group of [...this.groups.values()]) {
       if (!group.is(GroupState.Empty) || !this.loadedPartitions.has(this.partitionFor(group.groupId))) continue;
-      const committed = this.offsets.get(group.groupId);
-      const records: CoordinatorRecord[] = [];
-      for (const [key, value] of committed ?? []) {
-        const base = group.protocolType !== null ? group.stateTimestampMs : value.commitTimestampMs;
-        const expiresAt = value.expireTimestampMs >= 0 ? value.expireTimestampMs : base + this.config.offsetsRetentionMs;
-        if (expiresAt > now) continue;
-        const [topic, partition] = key.split('\u0000') as [string, string];
-        records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
+      // One group's failure is reported with its id and does not stop the others.
+      try {
+        await this.expireGroupOffsets(group, now);
+      } catch (err) {
+        this.onError(err, `offset expiration of group ${group.groupId}`);
       }
-      if (records.length > 0 && (await this.append(group.groupId, records)) === NO_ERROR) {
-        for (const r of records) this.replay(r);
-      }
-      if (!this.offsets.has(group.groupId) && group.is(GroupState.Empty) && group.generationId >= 0) {
-        await this.removeGroup(group);
-      }
+    }
+  }
+
+  private async expireGroupOffsets(group: Group, now: number): Promise<void> {
+    const committed = this.offsets.get(group.groupId);
+    const records: CoordinatorRecord[] = [];
+    for (const [key, value] of committed ?? []) {
+      // Kafka's OffsetExpirationConditionImpl: an explicit expiry (OffsetCommit v1-v4) is
+      // due at that instant; otherwise the retention counts from the base timestamp.
+      const base = group.protocolType !== null ? group.stateTimestampMs : value.commitTimestampMs;
+      const expired = value.expireTimestampMs !== NO_TIMESTAMP
+        ? now >= value.expireTimestampMs
+        : retentionPassed(now, base, this.config.offsetsRetentionMs);
+      if (!expired) continue;
+      const [topic, partition] = key.split('\u0000') as [string, string];
+      records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
+    }
+    if (records.length > 0 && (await this.append(group.groupId, records)) === NO_ERROR) {
+      for (const r of records) this.replay(r);
+    }
+    if (!this.offsets.has(group.groupId) && group.is(GroupState.Empty) && group.generationId >= 0) {
+      await this.removeGroup(group);
     }
   }
 

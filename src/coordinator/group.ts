@@ -22,6 +22,25 @@ export interface Protocol {
   metadata: Buffer;
 }
 
+/**
+ * A member's protocols as the set of names it is: the first occurrence of a name keeps its
+ * place in the preference order and its metadata, later ones are dropped. A JoinGroup that
+ * names a protocol twice (`range`, `range`) supports it once. Kafka keeps such duplicates
+ * (JoinGroupRequestProtocolCollection is an ImplicitLinkedHashMultiCollection) and then
+ * counts the protocol twice for one member, so no protocol is common to all members and the
+ * rebalance fails; treating the list as a set is what the protocol means.
+ */
+export function uniqueProtocols(protocols: readonly Protocol[]): Protocol[] {
+  const seen = new Set<string>();
+  const unique: Protocol[] = [];
+  for (const p of protocols) {
+    if (seen.has(p.name)) continue;
+    seen.add(p.name);
+    unique.push(p);
+  }
+  return unique;
+}
+
 export interface JoinResult {
   errorCode: number;
   generationId: number;
@@ -167,13 +186,18 @@ export class Group {
     return this.awaitingJoinCount() === this.members.size && this.pendingMembers.size === 0;
   }
 
-  /** Protocols every member supports. */
-  private candidateProtocols(): string[] {
+  /** How many members support each protocol; a member counts once per name. */
+  private supportCounts(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const m of this.members.values()) {
-      for (const p of m.protocols) counts.set(p.name, (counts.get(p.name) ?? 0) + 1);
+      for (const name of new Set(m.protocols.map((p) => p.name))) counts.set(name, (counts.get(name) ?? 0) + 1);
     }
-    return [...counts].filter(([, n]) => n === this.members.size).map(([name]) => name);
+    return counts;
+  }
+
+  /** Protocols every member supports. */
+  private candidateProtocols(): string[] {
+    return [...this.supportCounts()].filter(([, n]) => n === this.members.size).map(([name]) => name);
   }
 
   /** Kafka's vote: each member votes for its most preferred candidate; most votes wins. */
@@ -200,10 +224,7 @@ export class Group {
   supportsProtocols(protocolType: string, protocols: Protocol[]): boolean {
     if (this.is(GroupState.Empty)) return protocolType.length > 0 && protocols.length > 0;
     if (this.protocolType !== protocolType) return false;
-    const counts = new Map<string, number>();
-    for (const m of this.members.values()) {
-      for (const p of m.protocols) counts.set(p.name, (counts.get(p.name) ?? 0) + 1);
-    }
+    const counts = this.supportCounts();
     return protocols.some((p) => counts.get(p.name) === this.members.size);
   }
 
@@ -216,8 +237,10 @@ export class Group {
   /** Moves to the next generation once every member has rejoined (or been dropped). */
   initNextGeneration(nowMs: number): void {
     if (this.members.size > 0) {
+      // Chosen first: should it throw, the group has not moved to a generation half made.
+      const protocolName = this.selectProtocol();
       this.generationId++;
-      this.protocolName = this.selectProtocol();
+      this.protocolName = protocolName;
       this.transitionTo(GroupState.CompletingRebalance, nowMs);
       this.pendingSyncMembers.clear();
       for (const id of this.members.keys()) this.pendingSyncMembers.add(id);

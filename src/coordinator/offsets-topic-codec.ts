@@ -3,12 +3,21 @@
 // version + OffsetCommitValue / GroupMetadataValue; a null value is a tombstone. Tools
 // that read `__consumer_offsets` with Kafka's formatters can read ours.
 
-import { Reader, Writer, toSafeNumber } from '../../protocol/primitives.ts';
+import { DecodeError, Reader, Writer } from '../../protocol/primitives.ts';
 import { decodeGroupMetadataKey, encodeGroupMetadataKey } from '../../protocol/messages/group-coordinator/group-metadata-key.ts';
 import { decodeGroupMetadataValue, encodeGroupMetadataValue } from '../../protocol/messages/group-coordinator/group-metadata-value.ts';
 import { decodeOffsetCommitKey, encodeOffsetCommitKey } from '../../protocol/messages/group-coordinator/offset-commit-key.ts';
 import { decodeOffsetCommitValue, encodeOffsetCommitValue } from '../../protocol/messages/group-coordinator/offset-commit-value.ts';
 import type { CoordinatorRecord } from './records.ts';
+import { saturateOptionalTimestampMs, saturateTimestampMs } from './timestamps.ts';
+
+/**
+ * A record of `__consumer_offsets` whose bytes are not a record this coordinator can read:
+ * truncated, an unknown value version, a malformed field. The loader skips it.
+ */
+export class CoordinatorRecordDecodeError extends DecodeError {
+  override name = 'CoordinatorRecordDecodeError';
+}
 
 const OFFSET_COMMIT_KEY_VERSION = 1;
 const GROUP_METADATA_KEY_VERSION = 2;
@@ -68,9 +77,23 @@ export function encodeCoordinatorRecord(record: CoordinatorRecord): KeyValue {
 
 /**
  * Decodes one record of `__consumer_offsets`; returns null for record types this
- * coordinator does not keep (e.g. KIP-848 consumer-group records).
+ * coordinator does not keep (e.g. KIP-848 consumer-group records). Any bytes either decode
+ * or throw CoordinatorRecordDecodeError; nothing else escapes. int64 timestamps are
+ * saturated into the range we represent (timestamps.ts), offsets stay bigints.
  */
 export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): CoordinatorRecord | null {
+  try {
+    return decodeRecord(key, value);
+  } catch (err) {
+    if (err instanceof CoordinatorRecordDecodeError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new CoordinatorRecordDecodeError(`undecodable ${OFFSETS_RECORD}: ${reason}`, { cause: err });
+  }
+}
+
+const OFFSETS_RECORD = '__consumer_offsets record';
+
+function decodeRecord(key: Buffer, value: Buffer | null): CoordinatorRecord | null {
   const keyReader = new Reader(key);
   const keyVersion = keyReader.int16();
   if (keyVersion === 0 || keyVersion === 1) {
@@ -84,8 +107,8 @@ export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): Coor
         offset: v.offset,
         leaderEpoch: v.leaderEpoch,
         metadata: v.metadata,
-        commitTimestampMs: toSafeNumber(v.commitTimestamp, 'commit timestamp'),
-        expireTimestampMs: toSafeNumber(v.expireTimestamp, 'expire timestamp'),
+        commitTimestampMs: saturateTimestampMs(v.commitTimestamp),
+        expireTimestampMs: saturateOptionalTimestampMs(v.expireTimestamp),
       },
     };
   }
@@ -101,7 +124,7 @@ export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): Coor
         generationId: g.generation,
         protocolName: g.protocol,
         leaderId: g.leader,
-        currentStateTimestampMs: toSafeNumber(g.currentStateTimestamp, 'state timestamp'),
+        currentStateTimestampMs: saturateOptionalTimestampMs(g.currentStateTimestamp),
         members: g.members.map((m) => ({
           memberId: m.memberId,
           groupInstanceId: m.groupInstanceId,

@@ -18,6 +18,7 @@ import type { DeleteGroupsRequest, DeleteGroupsResponse } from '../../protocol/m
 import type { OffsetDeleteRequest, OffsetDeleteResponse } from '../../protocol/messages/offset-delete.ts';
 import type { GroupCoordinatorService } from '../coordinator/service.ts';
 import type { OffsetCommitEntry, TopicPartition } from '../coordinator/group-coordinator.ts';
+import { expireTimestampFromCommitTimestamp, expireTimestampFromRetention, NO_TIMESTAMP } from '../coordinator/timestamps.ts';
 import type { HandlerRegistry, RequestContext } from './registry.ts';
 
 /** FindCoordinatorRequest key types. */
@@ -241,10 +242,13 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
 
 /**
  * The explicit expiry old OffsetCommit versions ask for: v1 by a commit timestamp, v2-v4 by
- * a retention time; -1 means the broker's offsets.retention.minutes applies (KIP-211).
+ * a retention time; -1 means the broker's offsets.retention.minutes applies (KIP-211). The
+ * int64s from the wire are added as bigints and saturated into the range of timestamps the
+ * coordinator represents (coordinator/timestamps.ts), so no value a client sends can
+ * produce a timestamp that cannot be written and read back.
  */
 function explicitExpiry(version: number, commitTimestamp: bigint, retentionTimeMs: bigint, nowMs: number, defaultRetentionMs: number): number {
-  if (version === 1 && commitTimestamp !== -1n) return Number(commitTimestamp) + defaultRetentionMs;
-  if (version >= 2 && version <= 4 && retentionTimeMs !== -1n) return nowMs + Number(retentionTimeMs);
-  return -1;
+  if (version === 1) return expireTimestampFromCommitTimestamp(commitTimestamp, defaultRetentionMs);
+  if (version >= 2 && version <= 4) return expireTimestampFromRetention(nowMs, retentionTimeMs);
+  return NO_TIMESTAMP;
 }
