@@ -29,6 +29,15 @@ const REQUEST_FIELD_ALIASES: ReadonlyMap<number, Readonly<Record<string, readonl
   [42, { results: ['groupsNames'] }],
 ]);
 
+/**
+ * Values an error response carries where the schema's default would read as data: Kafka's
+ * error partitions say -1 (no offset, no high watermark) rather than 0.
+ */
+const ERROR_VALUES: ReadonlyMap<number, Readonly<Record<string, unknown>>> = new Map<number, Readonly<Record<string, unknown>>>([
+  [0, { baseOffset: -1n }],
+  [1, { highWatermark: -1n }],
+]);
+
 /** Fields of the request that identify what a response element answers for. */
 const IDENTITY_FIELDS = new Set([
   'name', 'topic', 'topicName', 'topicId', 'partitionIndex', 'partition', 'index', 'groupId',
@@ -49,7 +58,7 @@ export function errorResponseFor(
 ): unknown {
   const response = responseSchemas.get(apiKey);
   if (response === undefined) return undefined;
-  const error = { errorCode, errorMessage, aliases: REQUEST_FIELD_ALIASES.get(apiKey) ?? {} };
+  const error = { errorCode, errorMessage, aliases: REQUEST_FIELD_ALIASES.get(apiKey) ?? {}, values: ERROR_VALUES.get(apiKey) ?? {} };
   return buildStruct(response.fields, asRecord(request), version, error);
 }
 
@@ -57,6 +66,7 @@ interface ErrorFill {
   readonly errorCode: number;
   readonly errorMessage: string | null;
   readonly aliases: Readonly<Record<string, readonly string[]>>;
+  readonly values: Readonly<Record<string, unknown>>;
 }
 
 function buildStruct(fields: readonly FieldSchema[], source: Record<string, unknown> | null, version: number, error: ErrorFill): Record<string, unknown> {
@@ -72,6 +82,7 @@ function fieldValue(field: FieldSchema, source: Record<string, unknown> | null, 
   if (field.type === 'string' && field.name === 'errorMessage') {
     return error.errorMessage !== null || isNullable(field, version) ? error.errorMessage ?? null : '';
   }
+  if (field.name in error.values) return error.values[field.name];
   const sourceValue = sourceField(source, field.name, error.aliases);
   if (field.type === '[]struct' && field.fields !== undefined) {
     if (!Array.isArray(sourceValue)) return isNullable(field, version) && field.default === null ? null : [];

@@ -2,13 +2,13 @@
 // callers stay codec-agnostic; gzip, snappy and lz4 run on the libuv thread pool, zstd
 // (whose binding is synchronous only) on the calling thread.
 
-import { gzipCompress, gzipDecompress } from './gzip.ts';
-import { lz4Compress, lz4Decompress } from './lz4.ts';
-import { snappyCompress, snappyDecompress, type SnappyFraming } from './snappy.ts';
-import { CompressionError, CompressionType } from './types.ts';
-import { zstdCompress, zstdDecompress } from './zstd.ts';
+import { gzipCompress, gzipDecompress, gzipDecompressStream } from './gzip.ts';
+import { lz4Compress, lz4Decompress, lz4DecompressStream } from './lz4.ts';
+import { snappyCompress, snappyDecompress, snappyDecompressStream, type SnappyFraming } from './snappy.ts';
+import { type ChunkSink, CompressionError, CompressionType } from './types.ts';
+import { zstdCompress, zstdDecompress, zstdDecompressStream } from './zstd.ts';
 
-export { CompressionError, CompressionType, type CompressionErrorKind } from './types.ts';
+export { type ChunkSink, CompressionError, CompressionType, type CompressionErrorKind } from './types.ts';
 export { isXerialFramed, XERIAL_CHUNK_BYTES, type SnappyFraming } from './snappy.ts';
 export { LZ4_BLOCK_BYTES } from './lz4.ts';
 export { ZSTD_DEFAULT_LEVEL } from './zstd.ts';
@@ -57,6 +57,33 @@ export async function decompress(
     case CompressionType.Snappy: return snappyDecompress(data, maxOutputBytes);
     case CompressionType.Lz4: return lz4Decompress(data, maxOutputBytes);
     case CompressionType.Zstd: return zstdDecompress(data, maxOutputBytes);
+    default: throw new CompressionError('unsupported', type, 'unknown compression type');
+  }
+}
+
+/**
+ * Decompresses `data` as a stream, handing the output to `sink` a chunk at a time and never
+ * holding it whole: gzip and zstd hold one output chunk (64 KiB / ~128 KiB), snappy one
+ * xerial chunk or raw block, lz4 one frame, each bounded by `maxOutputBytes` before it is
+ * inflated. Stops as soon as `sink` returns false; refuses output beyond `maxOutputBytes`
+ * (CompressionError 'too-large') and anything that is not a valid stream, an empty payload
+ * included ('corrupt'). Nothing is recompressed or kept.
+ */
+export async function decompressChunks(
+  type: CompressionType,
+  data: Buffer,
+  sink: ChunkSink,
+  maxOutputBytes: number,
+): Promise<void> {
+  switch (type) {
+    case CompressionType.None:
+      if (data.length > maxOutputBytes) throw new CompressionError('too-large', type, `${data.length} bytes exceed ${maxOutputBytes}`);
+      sink(data);
+      return;
+    case CompressionType.Gzip: return gzipDecompressStream(data, sink, maxOutputBytes);
+    case CompressionType.Snappy: return snappyDecompressStream(data, sink, maxOutputBytes);
+    case CompressionType.Lz4: return lz4DecompressStream(data, sink, maxOutputBytes);
+    case CompressionType.Zstd: return zstdDecompressStream(data, sink, maxOutputBytes);
     default: throw new CompressionError('unsupported', type, 'unknown compression type');
   }
 }

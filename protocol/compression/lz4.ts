@@ -12,7 +12,7 @@
 // anything is inflated.
 
 import * as lz4 from 'lz4-napi';
-import { CompressionType, corrupt, tooLarge } from './types.ts';
+import { type ChunkSink, CompressionType, corrupt, tooLarge } from './types.ts';
 import { xxhash32 } from './xxhash32.ts';
 
 const FRAME_MAGIC = 0x184d2204;
@@ -125,6 +125,80 @@ function scanFrame(data: Buffer, start: number): ScannedFrame {
 }
 
 export async function lz4Decompress(data: Buffer, maxOutputBytes: number): Promise<Buffer> {
+  const frames = scanFrames(data, maxOutputBytes);
+  const parts = await Promise.all(frames.map(decodeFrame));
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+async function decodeFrame(frame: ScannedFrame): Promise<Buffer> {
+  let out: Buffer;
+  try {
+    out = await lz4.decompressFrame(frame.bytes);
+  } catch (err) {
+    throw corrupt(CompressionType.Lz4, String((err as Error).message ?? err), err);
+  }
+  if (out.length > frame.bound || (frame.contentSize >= 0 && out.length !== frame.contentSize)) {
+    throw corrupt(CompressionType.Lz4, `frame inflated to ${out.length} bytes, which its descriptor does not allow`);
+  }
+  return out;
+}
+
+/**
+ * Decompresses `data` frame by frame, handing each frame's output to `sink`. Every frame's
+ * bound (its block count times its block size, or its content size) is checked against
+ * `maxOutputBytes` before anything is inflated, so memory stays within one frame's bound.
+ * Stops when `sink` returns false.
+ */
+export async function lz4DecompressStream(data: Buffer, sink: ChunkSink, maxOutputBytes: number): Promise<void> {
+  if (data.length === 0) throw corrupt(CompressionType.Lz4, 'empty payload');
+  const frames = scanFrames(data, maxOutputBytes);
+  for (const frame of frames) {
+    const flg = frame.bytes[4]!;
+    if (!(flg & FLG_BLOCK_INDEPENDENCE)) {
+      // Dependent blocks need the whole frame's history: decode it at once (within its bound).
+      if (!sink(await decodeFrame(frame))) return;
+      continue;
+    }
+    if (!(await streamBlocks(frame, flg, sink))) return;
+  }
+}
+
+/**
+ * Independent blocks one at a time: a stored block is handed over as it is, a compressed one
+ * is decoded as a one-block frame, so memory stays at one block (64 KiB in Kafka's frames).
+ */
+async function streamBlocks(frame: ScannedFrame, flg: number, sink: ChunkSink): Promise<boolean> {
+  const bytes = frame.bytes;
+  const blockChecksumBytes = flg & FLG_BLOCK_CHECKSUM ? 4 : 0;
+  const descriptor = Buffer.from([0x04, 0x22, 0x4d, 0x18, flg & ~(FLG_CONTENT_SIZE | FLG_CONTENT_CHECKSUM), bytes[5]!, 0]);
+  descriptor[6] = headerChecksum(descriptor, 6, false);
+  let total = 0;
+  for (let pos = 7 + (flg & FLG_CONTENT_SIZE ? 8 : 0); ;) {
+    const word = bytes.readUInt32LE(pos);
+    if (word === 0) break;
+    const length = word & ~INCOMPRESSIBLE_BIT;
+    const block = bytes.subarray(pos + 4, pos + 4 + length);
+    let out: Buffer;
+    if (word & INCOMPRESSIBLE_BIT) {
+      out = block;
+    } else {
+      const one = Buffer.concat([descriptor, bytes.subarray(pos, pos + 4 + length + blockChecksumBytes), Buffer.alloc(4)]);
+      out = await decodeFrame({ bytes: one, bound: frame.bound, contentSize: -1 });
+    }
+    pos += 4 + length + blockChecksumBytes;
+    total += out.length;
+    if (total > frame.bound || (frame.contentSize >= 0 && total > frame.contentSize)) {
+      throw corrupt(CompressionType.Lz4, `frame inflated beyond the ${frame.bound} bytes its descriptor allows`);
+    }
+    if (!sink(out)) return false;
+  }
+  if (frame.contentSize >= 0 && total !== frame.contentSize) {
+    throw corrupt(CompressionType.Lz4, `frame inflated to ${total} bytes, not the ${frame.contentSize} it declares`);
+  }
+  return true;
+}
+
+function scanFrames(data: Buffer, maxOutputBytes: number): ScannedFrame[] {
   const frames: ScannedFrame[] = [];
   let bound = 0;
   for (let pos = 0; pos < data.length;) {
@@ -143,19 +217,5 @@ export async function lz4Decompress(data: Buffer, maxOutputBytes: number): Promi
     pos += frame.bytes.length;
   }
   if (frames.length === 0) throw corrupt(CompressionType.Lz4, 'no frame');
-  const parts = await Promise.all(frames.map(decodeFrame));
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-}
-
-async function decodeFrame(frame: ScannedFrame): Promise<Buffer> {
-  let out: Buffer;
-  try {
-    out = await lz4.decompressFrame(frame.bytes);
-  } catch (err) {
-    throw corrupt(CompressionType.Lz4, String((err as Error).message ?? err), err);
-  }
-  if (out.length > frame.bound || (frame.contentSize >= 0 && out.length !== frame.contentSize)) {
-    throw corrupt(CompressionType.Lz4, `frame inflated to ${out.length} bytes, which its descriptor does not allow`);
-  }
-  return out;
+  return frames;
 }

@@ -9,7 +9,7 @@
 // output, which is invalid; so the magic alone tells the two apart.
 
 import * as snappy from 'snappy';
-import { CompressionType, corrupt, tooLarge } from './types.ts';
+import { type ChunkSink, CompressionType, corrupt, tooLarge } from './types.ts';
 
 const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]);
 const XERIAL_HEADER_BYTES = 16;
@@ -86,5 +86,36 @@ async function uncompress(block: Buffer): Promise<Buffer> {
     return (await snappy.uncompress(block, { asBuffer: true })) as Buffer;
   } catch (err) {
     throw corrupt(CompressionType.Snappy, (err as Error).message, err);
+  }
+}
+
+/**
+ * Decompresses `data` one xerial chunk at a time (a raw block is one chunk), handing each to
+ * `sink`: memory stays at one chunk, whose size is declared, and checked against what is
+ * left of `maxOutputBytes`, before it is decompressed. Stops when `sink` returns false.
+ */
+export async function snappyDecompressStream(data: Buffer, sink: ChunkSink, maxOutputBytes: number): Promise<void> {
+  if (data.length === 0) throw corrupt(CompressionType.Snappy, 'empty payload');
+  if (!isXerialFramed(data)) {
+    if (uncompressedLength(data) > maxOutputBytes) throw tooLarge(CompressionType.Snappy, maxOutputBytes);
+    sink(await uncompress(data));
+    return;
+  }
+  let declared = 0;
+  for (let pos = XERIAL_HEADER_BYTES; pos < data.length;) {
+    if (pos + 4 > data.length) throw corrupt(CompressionType.Snappy, 'truncated xerial chunk length');
+    const length = data.readInt32BE(pos);
+    pos += 4;
+    if (length < 0 || pos + length > data.length) {
+      throw corrupt(CompressionType.Snappy, `xerial chunk of ${length} bytes overruns the input`);
+    }
+    const chunk = data.subarray(pos, pos + length);
+    pos += length;
+    const size = uncompressedLength(chunk);
+    declared += size;
+    if (declared > maxOutputBytes) throw tooLarge(CompressionType.Snappy, maxOutputBytes);
+    const out = await uncompress(chunk);
+    if (out.length !== size) throw corrupt(CompressionType.Snappy, `chunk inflated to ${out.length} bytes, not the ${size} it declares`);
+    if (!sink(out)) return;
   }
 }

@@ -35,3 +35,9 @@ export function corrupt(codec: CompressionType, message: string, cause?: unknown
 export function tooLarge(codec: CompressionType, limitBytes: number): CompressionError {
   return new CompressionError('too-large', codec, `decompressed data would exceed ${limitBytes} bytes`);
 }
+
+/**
+ * Receives decompressed output a chunk at a time and returns false to stop decompressing.
+ * A chunk is valid only during the call: decompressors may reuse its memory.
+ */
+export type ChunkSink = (chunk: Uint8Array) => boolean;

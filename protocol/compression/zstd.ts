@@ -5,7 +5,7 @@
 
 import binding from 'zstd-napi/binding.js';
 import { Compressor } from 'zstd-napi';
-import { CompressionError, CompressionType, corrupt, tooLarge } from './types.ts';
+import { type ChunkSink, CompressionError, CompressionType, corrupt, tooLarge } from './types.ts';
 
 /** Kafka's default compression.zstd.level. */
 export const ZSTD_DEFAULT_LEVEL = 3;
@@ -67,5 +67,40 @@ function declaredContentSize(data: Buffer): number | null {
     return binding.getFrameContentSize(data);
   } catch {
     return null;
+  }
+}
+
+/** The output buffer of streaming decompression: sinks see it only during their call. */
+let streamChunk: Buffer | null = null;
+
+/**
+ * Decompresses `data` through the streaming context into one reused output chunk, handing
+ * each filled chunk to `sink`: memory stays at one chunk whatever the frames declare. Stops
+ * when `sink` returns false or the output passes `maxOutputBytes`. Synchronous (the binding
+ * is), so the shared context and chunk are never used by two calls at once.
+ */
+export function zstdDecompressStream(data: Buffer, sink: ChunkSink, maxOutputBytes: number): void {
+  if (data.length === 0) throw corrupt(CompressionType.Zstd, 'empty payload');
+  const chunk = streamChunk ??= Buffer.allocUnsafe(OUTPUT_CHUNK_BYTES);
+  try {
+    let total = 0;
+    let input = data;
+    let pending = 1;
+    while (input.length > 0 || pending !== 0) {
+      const [hint, produced, consumed] = dctx.decompressStream(chunk, input);
+      if (produced === 0 && consumed === 0) {
+        throw corrupt(CompressionType.Zstd, input.length === 0 ? 'truncated frame' : 'no progress');
+      }
+      total += produced;
+      if (total > maxOutputBytes) throw tooLarge(CompressionType.Zstd, maxOutputBytes);
+      input = input.subarray(consumed);
+      pending = hint;
+      if (produced > 0 && !sink(chunk.subarray(0, produced))) return;
+    }
+  } catch (err) {
+    if (err instanceof CompressionError) throw err;
+    throw corrupt(CompressionType.Zstd, (err as Error).message, err);
+  } finally {
+    dctx.reset(binding.ResetDirective.sessionOnly);
   }
 }

@@ -12,6 +12,7 @@ export {
   decompressedRecords, iterateRecords, readRecords, records, sizeOfVarint, writeRecord,
   type ReadRecordsOptions, type Record, type RecordHeader, type RecordInput,
 } from './record.ts';
+export { RecordFault, RecordScanner, type RecordScanOptions } from './scan.ts';
 export {
   batchAttributes, buildEmptyBatch, buildRecordBatch, RecordBatchBuilder,
   type EmptyBatchOptions, type RecordBatchOptions,

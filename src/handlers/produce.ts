@@ -3,7 +3,8 @@
  * response (the server keeps later responses in order), and an acks=0 produce with any
  * partition error closes the connection, as Kafka does, so the client refreshes metadata.
  */
-import { Errors, errorByCode } from '../../protocol/errors.ts';
+import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
+import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch } from '../../protocol/records/batch.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeProduceResponse, makeProduceResponsePartitionProduceResponse, makeProduceResponseTopicProduceResponse,
@@ -18,6 +19,11 @@ export async function handleProduce(
   services: DataPathServices, request: ProduceRequest, version: number, clientId: string | null = null,
   closeConnection: (reason: string) => void = () => {},
 ): Promise<ProduceResponse | null> {
+  // KafkaApis.handleProduceRequest: transactional records need a transactional id the
+  // producer may write for; without one the whole request is refused.
+  if (request.transactionalId === null && hasTransactionalRecords(request)) {
+    throw new KafkaError(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, 'Transactional records were sent without a transactional id');
+  }
   const entries: ProducePartitionInput[] = [];
   for (const topic of request.topicData) {
     for (const p of topic.partitionData) entries.push({ topic: topic.name, partition: p.index, records: p.records });
@@ -61,4 +67,10 @@ export async function handleProduce(
 export function registerProduceHandler(registry: HandlerRegistry, services: DataPathServices): void {
   registry.register<ProduceRequest, ProduceResponse>(ApiKey.Produce, (ctx, request, version) =>
     handleProduce(services, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason)));
+}
+
+/** ProduceRequest.hasTransactionalRecords: the first batch of any partition is transactional. */
+function hasTransactionalRecords(request: ProduceRequest): boolean {
+  return request.topicData.some((topic) => topic.partitionData.some(({ records }) => records !== null
+    && records.length >= RECORD_BATCH_OVERHEAD && records.readInt8(MAGIC) === 2 && new RecordBatch(records, 0).isTransactional));
 }

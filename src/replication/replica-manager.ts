@@ -15,7 +15,7 @@ import type { LogProvider, ProducerDescription, TopicConfigLookup } from './log.
 import { Partition, partitionKey, type PartitionState } from './partition.ts';
 import { DelayedOperationPurgatory, systemClock, type Clock } from './purgatory.ts';
 import {
-  RecordValidationError, allRecordsHaveKeys, validateProducedRecords, type ValidatedRecords,
+  RecordValidationError, validateProducedRecords, type ValidatedRecords,
 } from './validation.ts';
 
 export const ISOLATION_READ_UNCOMMITTED = 0;
@@ -37,8 +37,6 @@ export interface ReplicaManagerOptions {
   readonly clock?: Clock;
   /** Magic 0/1 message set -> v2 batches (Produce v0-v2); protocol's convertLegacyToV2 by default. */
   readonly convertLegacy?: (messageSet: Buffer) => Promise<Buffer>;
-  /** Whether every record of a v2 batch has a key (compacted topics). */
-  readonly allRecordsHaveKeys?: (batch: RecordBatch) => Promise<boolean>;
   /** Whether the cluster metadata knows this partition (decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER). */
   readonly partitionExists?: (topic: string, partition: number) => boolean;
   readonly onAppendError?: (partition: string, err: unknown) => void;
@@ -143,6 +141,8 @@ export class ReplicaManager {
   readonly brokerId: number;
   private readonly partitions = new Map<string, Partition>();
   private readonly topicIds = new Map<string, string>();
+  /** Hosted partitions per topic name: config changes and deletions touch one topic's only. */
+  private readonly partitionsByTopic = new Map<string, Set<Partition>>();
   private readonly appendQueues = new Map<string, AppendQueue>();
   private readonly clock: Clock;
   readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce>;
@@ -184,6 +184,9 @@ export class ReplicaManager {
       if (partition === undefined) {
         partition = new Partition(state.topic, state.partition, state.topicId, this.brokerId, log, config, state);
         this.partitions.set(key, partition);
+        let ofTopic = this.partitionsByTopic.get(state.topic);
+        if (ofTopic === undefined) this.partitionsByTopic.set(state.topic, (ofTopic = new Set()));
+        ofTopic.add(partition);
       }
     }
     partition.applyState(state);
@@ -193,9 +196,7 @@ export class ReplicaManager {
   }
 
   updateTopicConfig(topic: string, config: TopicConfigLookup): void {
-    for (const partition of this.partitions.values()) {
-      if (partition.topic === topic) partition.updateConfig(config);
-    }
+    for (const partition of this.partitionsByTopic.get(topic) ?? []) partition.updateConfig(config);
   }
 
   /** Stops hosting a partition; deletes its log when the topic was deleted. */
@@ -204,10 +205,13 @@ export class ReplicaManager {
     const existing = this.partitions.get(key);
     if (existing === undefined) return;
     this.partitions.delete(key);
+    const ofTopic = this.partitionsByTopic.get(topic);
+    ofTopic?.delete(existing);
+    if (ofTopic?.size === 0) this.partitionsByTopic.delete(topic);
     const queue = this.appendQueues.get(key);
     if (queue !== undefined) await queue.chain;
     this.appendQueues.delete(key);
-    if (![...this.partitions.values()].some((p) => p.topicId === existing.topicId)) this.topicIds.delete(existing.topicId);
+    if (![...(this.partitionsByTopic.get(topic) ?? [])].some((p) => p.topicId === existing.topicId)) this.topicIds.delete(existing.topicId);
     this.producePurgatory.completeAll(key);
     this.fetchPurgatory.completeAll(key);
     if (deleteLog) await this.options.logs.deleteLog(topic, partition);
@@ -307,7 +311,7 @@ export class ReplicaManager {
         produceVersion: params.produceVersion,
         convertLegacy: this.options.convertLegacy ?? ((messageSet) => convertLegacyToV2(messageSet)),
         verifyCrc: partition.settings.logAppendTime || partition.settings.compacted,
-        allRecordsHaveKeys: this.options.allRecordsHaveKeys ?? allRecordsHaveKeys,
+        topicPartition: partition.key,
       });
     } catch (err) {
       if (!(err instanceof RecordValidationError)) throw err;

@@ -1,13 +1,16 @@
 /**
  * Checks a produce request's records for one partition before they reach the log, as
- * Kafka's LogValidator and ProducerAppendInfo do, reading batch headers in place. Records
- * are decoded only when a check needs them (keys on compacted topics).
+ * Kafka's LogValidator and ProducerAppendInfo do: batch headers are read in place, and every
+ * record of every batch is walked in place (compressed batches through a bounded streaming
+ * decompression) without decoding it: lengths, varints, record count, offset deltas, keys on
+ * compacted topics and CreateTime bounds. Nothing is recompressed or materialised.
  */
+import { CompressionError, decompressChunks } from '../../protocol/compression/index.ts';
 import {
-  CompressionType, RecordBatch, RECORD_BATCH_OVERHEAD, LOG_OVERHEAD, MAGIC,
+  CompressionType, CRC, MAX_TIMESTAMP, RecordBatch, RECORD_BATCH_OVERHEAD, LOG_OVERHEAD, MAGIC, TimestampType,
 } from '../../protocol/records/batch.ts';
 import { Errors } from '../../protocol/errors.ts';
-import { records as recordsOf } from '../../protocol/records/record.ts';
+import { RecordFault, RecordScanner } from '../../protocol/records/scan.ts';
 import type { LogSettings } from './log.ts';
 
 /** A failed check: Kafka's error code, message and the per-record errors of Produce v8+. */
@@ -48,11 +51,27 @@ export interface ValidationContext {
    * first when the broker rewrites the batch (LogAppendTime re-seals the CRC) or decodes it.
    */
   readonly verifyCrc: boolean;
-  /** Whether every record of the v2 batch has a non-null key (decompresses if needed). */
-  readonly allRecordsHaveKeys: (batch: RecordBatch) => Promise<boolean>;
+  /** `topic-partition`, for Kafka's "... in topic partition t-0" messages. */
+  readonly topicPartition?: string;
 }
 
 const MAX_COMPRESSION_ID = CompressionType.Zstd;
+
+/**
+ * How many times max.message.bytes a batch's records may take uncompressed. Kafka has no
+ * such limit; we keep decompression bombs from costing unbounded CPU. Memory does not depend
+ * on it: validation streams (see decompressChunks).
+ */
+export const MAX_INFLATION_FACTOR = 64;
+
+/**
+ * Most bytes the records of a batch of `recordCount` records may take uncompressed: no
+ * record may exceed max.message.bytes (a producer could not send it uncompressed either),
+ * and the whole at most MAX_INFLATION_FACTOR times max.message.bytes (64 MiB by default).
+ */
+export function maxRecordsBytes(recordCount: number, maxMessageBytes: number): number {
+  return Math.min(recordCount * maxMessageBytes, MAX_INFLATION_FACTOR * maxMessageBytes);
+}
 
 /**
  * Validates the records a client sent for one partition. Throws RecordValidationError with
@@ -80,8 +99,15 @@ export async function validateProducedRecords(records: Buffer | null, ctx: Valid
   let first: RecordBatch | null = null;
   while (position < buf.length) {
     const batch = checkFraming(buf, position, ctx);
-    checkBatch(batch, ctx);
-    if (ctx.settings.compacted) await checkKeys(batch, ctx);
+    try {
+      checkBatch(batch, ctx);
+      await checkRecords(batch, ctx);
+    } catch (err) {
+      // Kafka checks the CRC before anything inside the batch: corruption in transit stays
+      // the retriable CORRUPT_MESSAGE whatever it broke.
+      if (err instanceof RecordValidationError && !ctx.verifyCrc) checkCrc(batch);
+      throw err;
+    }
     if (first === null) first = batch;
     batchCount++;
     offsetCount += batch.lastOffsetDelta + 1;
@@ -127,21 +153,25 @@ function checkFraming(buf: Buffer, position: number, ctx: ValidationContext): Re
 }
 
 function checkBatch(batch: RecordBatch, ctx: ValidationContext): void {
-  const invalid = (message: string): RecordValidationError => new RecordValidationError(Errors.INVALID_RECORD.code, message);
   // UnifiedLog.analyzeAndValidateRecords: clients send batches at offset 0; the log assigns offsets.
   if (batch.baseOffsetBig !== 0n) {
     throw invalid(`The baseOffset of the record batch in the append should be 0, but it is ${batch.baseOffsetBig}`);
   }
   // LogValidator.validateBatch for client appends.
-  if (batch.lastOffsetDelta < 0) throw invalid('Batch has a negative last offset delta');
+  if (batch.lastOffsetDelta < 0) throw invalid(`Batch has an invalid offset range: [0, ${batch.lastOffsetDelta}]${where(ctx)}`);
   const count = batch.recordCount;
-  if (count <= 0) throw invalid(`Record batch has invalid record count ${count}`);
+  if (count <= 0) throw invalid(`Invalid reported count for record batch: ${count}${where(ctx)}`);
   if (count !== batch.lastOffsetDelta + 1) {
-    throw invalid(`Inconsistent batch offset range [0, ${batch.lastOffsetDelta}] and count of records ${count}`);
+    throw invalid(`Inconsistent batch offset range [0, ${batch.lastOffsetDelta}] and count of records ${count}${where(ctx)}`);
   }
-  if (batch.isControl) throw invalid('Clients are not allowed to write control records');
+  if (batch.isControl) throw invalid(`Clients are not allowed to write control records${where(ctx)}`);
   if (batch.hasProducerId && batch.baseSequence < 0) {
-    throw invalid(`Invalid sequence number ${batch.baseSequence} in record batch with producerId ${batch.producerId}`);
+    throw invalid(`Invalid sequence number ${batch.baseSequence} in record batch with producerId ${batch.producerId}${where(ctx)}`);
+  }
+  // Kafka's MemoryRecordsBuilder.validateProducerState refuses to write this; a broker storing
+  // it would have a transaction no producer can end (no producer state, no marker).
+  if (batch.isTransactional && !batch.hasProducerId) {
+    throw invalid(`Cannot write transactional messages without a valid producer ID${where(ctx)}`);
   }
   const compression = batch.compression;
   if (compression > MAX_COMPRESSION_ID) throw corrupt(`Unknown compression type id ${compression}`);
@@ -149,41 +179,94 @@ function checkBatch(batch: RecordBatch, ctx: ValidationContext): void {
   if (compression === CompressionType.Zstd && ctx.produceVersion < 7) {
     throw new RecordValidationError(Errors.UNSUPPORTED_COMPRESSION_TYPE.code, 'Produce requests with zstd compression need version 7 or above');
   }
-  if (!ctx.settings.logAppendTime) checkTimestamps(batch, ctx);
 }
 
-async function checkKeys(batch: RecordBatch, ctx: ValidationContext): Promise<void> {
-  let ok: boolean;
-  try {
-    ok = await ctx.allRecordsHaveKeys(batch);
-  } catch (err) {
-    throw corrupt(`Record batch could not be decompressed: ${(err as Error).message}`);
+/** Walks every record (LogValidator.validateRecord, DefaultRecord.readFrom). */
+async function checkRecords(batch: RecordBatch, ctx: ValidationContext): Promise<void> {
+  const scanner = await scanRecords(batch, ctx);
+  if (scanner.error !== null) throw invalid(`${scanner.error}${where(ctx)}`);
+  if (scanner.faultIndexes.length > 0) throw recordErrors(batch, scanner, ctx);
+  // LogValidator sets maxTimestamp from the records (setMaxTimestamp); it is covered by the
+  // CRC, so the CRC is checked first and re-sealed after.
+  if (!ctx.settings.logAppendTime && batch.timestampType === TimestampType.CreateTime
+    && scanner.maxTimestamp !== batch.maxTimestamp) {
+    if (!ctx.verifyCrc) checkCrc(batch);
+    batch.buf.writeBigInt64BE(BigInt(scanner.maxTimestamp), batch.offset + MAX_TIMESTAMP);
+    batch.buf.writeUInt32BE(batch.computeCrc(), batch.offset + CRC);
   }
-  if (!ok) {
-    const message = 'Compacted topic cannot accept message without key in topic partition';
-    throw new RecordValidationError(Errors.INVALID_RECORD.code, message, [{ batchIndex: 0, message }]);
-  }
 }
 
-/** The default key check: decodes the batch's records (only compacted topics pay this). */
-export async function allRecordsHaveKeys(batch: RecordBatch): Promise<boolean> {
-  for await (const record of recordsOf(batch)) if (record.key === null) return false;
-  return true;
-}
-
-/**
- * CreateTime bounds (message.timestamp.before/after.max.ms, KIP-937). The header carries the
- * first and the largest timestamp; checking those two keeps records undecoded.
- */
-function checkTimestamps(batch: RecordBatch, ctx: ValidationContext): void {
-  const { timestampBeforeMaxMs, timestampAfterMaxMs } = ctx.settings;
-  for (const timestamp of [batch.baseTimestamp, batch.maxTimestamp]) {
-    if (timestamp < 0) continue;
-    if (ctx.nowMs - timestamp > timestampBeforeMaxMs || timestamp - ctx.nowMs > timestampAfterMaxMs) {
-      const message = `Timestamp ${timestamp} of message with offset 0 is out of range. The timestamp should be within [${ctx.nowMs - timestampBeforeMaxMs}, ${ctx.nowMs + timestampAfterMaxMs}]`;
-      throw new RecordValidationError(Errors.INVALID_TIMESTAMP.code, message, [{ batchIndex: 0, message }]);
+async function scanRecords(batch: RecordBatch, ctx: ValidationContext): Promise<RecordScanner> {
+  const { settings, nowMs } = ctx;
+  const count = batch.recordCount;
+  const maxTotalBytes = maxRecordsBytes(count, settings.maxMessageBytes);
+  const scanner = new RecordScanner({
+    recordCount: count,
+    baseTimestamp: batch.baseTimestamp,
+    maxRecordBytes: settings.maxMessageBytes,
+    maxTotalBytes,
+    requireKeys: settings.compacted,
+    minTimestampMs: settings.logAppendTime ? NaN : nowMs - settings.timestampBeforeMaxMs,
+    maxTimestampMs: settings.logAppendTime ? NaN : nowMs + settings.timestampAfterMaxMs,
+  });
+  const payload = batch.recordsPayload();
+  if (batch.compression === CompressionType.None) {
+    scanner.feed(payload);
+  } else {
+    try {
+      await decompressChunks(batch.compression, payload, (chunk) => scanner.feed(chunk), maxTotalBytes);
+    } catch (err) {
+      if (!(err instanceof CompressionError)) throw err;
+      if (err.kind === 'too-large') {
+        throw invalid(`The records of the batch inflate beyond the ${maxTotalBytes} bytes a batch of ${count} records may take${where(ctx)}`);
+      }
+      throw corrupt(`Record batch could not be decompressed (${err.message})${where(ctx)}`);
     }
   }
+  scanner.finish();
+  return scanner;
+}
+
+/** LogValidator.processRecordErrors: every refused record, and Kafka's summary message. */
+function recordErrors(batch: RecordBatch, scanner: RecordScanner, ctx: ValidationContext): RecordValidationError {
+  const { nowMs, settings } = ctx;
+  let anyTimestamp = false;
+  const errors = scanner.faultIndexes.map((batchIndex, i) => {
+    const value = scanner.faultValues[i]!;
+    switch (scanner.faultKinds[i]!) {
+      case RecordFault.NullKey:
+        return { batchIndex, message: `Compacted topic cannot accept message without key in topic partition ${ctx.topicPartition ?? ''}`.trimEnd() };
+      case RecordFault.OffsetDelta:
+        return { batchIndex, message: `Record ${batchIndex} has offset delta ${value}: the records of a batch must have offset deltas 0 to ${batch.recordCount - 1} in order${where(ctx)}` };
+      case RecordFault.Timestamp:
+        anyTimestamp = true;
+        return {
+          batchIndex,
+          message: `Timestamp ${value} of message with offset ${batchIndex} is out of range. The timestamp should be within [${nowMs - settings.timestampBeforeMaxMs}, ${nowMs + settings.timestampAfterMaxMs}]`,
+        };
+    }
+  });
+  if (anyTimestamp) {
+    return new RecordValidationError(Errors.INVALID_TIMESTAMP.code, 'One or more records have been rejected due to invalid timestamp', errors);
+  }
+  const shown = errors.slice(0, 3).map((e) => `RecordError(batchIndex=${e.batchIndex}, message='${e.message}')`).join(', ');
+  return new RecordValidationError(
+    Errors.INVALID_RECORD.code,
+    `One or more records have been rejected due to ${errors.length} record errors in total, and only showing the first three errors at most: [${shown}]`,
+    errors,
+  );
+}
+
+function checkCrc(batch: RecordBatch): void {
+  if (!batch.isCrcValid()) throw corrupt(`Record batch is corrupt (stored crc = ${batch.crc}, computed crc = ${batch.computeCrc()})`);
+}
+
+function where(ctx: ValidationContext): string {
+  return ctx.topicPartition === undefined ? '' : ` in topic partition ${ctx.topicPartition}`;
+}
+
+function invalid(message: string): RecordValidationError {
+  return new RecordValidationError(Errors.INVALID_RECORD.code, message);
 }
 
 function corrupt(message: string): RecordValidationError {

@@ -54,9 +54,9 @@ describe('error responses derived from the schemas', () => {
     });
     const response = roundTrip(ApiKey.Produce, 9, errorResponseFor(ApiKey.Produce, 9, request, Errors.UNKNOWN_SERVER_ERROR.code, null), decodeProduceResponse);
     assert.equal(response.responses[0]!.name, 'orders');
-    assert.deepEqual(response.responses[0]!.partitionResponses.map((p) => [p.index, p.errorCode]), [
-      [0, Errors.UNKNOWN_SERVER_ERROR.code],
-      [3, Errors.UNKNOWN_SERVER_ERROR.code],
+    assert.deepEqual(response.responses[0]!.partitionResponses.map((p) => [p.index, p.errorCode, p.baseOffset]), [
+      [0, Errors.UNKNOWN_SERVER_ERROR.code, -1n],
+      [3, Errors.UNKNOWN_SERVER_ERROR.code, -1n],
     ]);
   });
 
@@ -70,6 +70,7 @@ describe('error responses derived from the schemas', () => {
     assert.equal(partition.partitionIndex, 2);
     assert.equal(partition.errorCode, Errors.UNKNOWN_SERVER_ERROR.code);
     assert.equal(partition.records?.length, 0);
+    assert.equal(partition.highWatermark, -1n);
   });
 
   it('puts the error at the top level where the response has only one', () => {
