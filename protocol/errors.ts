@@ -168,9 +168,15 @@ export function isKnownErrorCode(code: number): boolean {
 /** An exception carrying a Kafka error, for code paths that answer with that error code. */
 export class KafkaError extends Error {
   override name = 'KafkaError';
+  /**
+   * Not enumerable: loggers walk an error's enumerable properties, and the frozen table entry
+   * (it has a string `message`) looks like a nested error they would tag and fail on.
+   */
+  declare readonly error: KafkaErrorCode;
 
-  constructor(readonly error: KafkaErrorCode, message?: string) {
+  constructor(error: KafkaErrorCode, message?: string) {
     super(message ?? error.message ?? error.name);
+    Object.defineProperty(this, 'error', { value: error, enumerable: false });
   }
 
   get code(): number {

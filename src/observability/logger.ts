@@ -21,7 +21,21 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       name: 'sluice',
       level: options.quiet ? 'silent' : (options.level ?? 'info'),
       base: { pid: process.pid, ...options.base },
+      serializers: { err: serializeError },
     },
     pino.destination({ fd: options.fd ?? 1, sync: true }),
   );
+}
+
+/**
+ * pino's error serializer, made total: it tags every error-like object it walks, which
+ * throws on a frozen one, and a log line must never be what fails a request or the process.
+ */
+export function serializeError(err: unknown): unknown {
+  try {
+    return pino.stdSerializers.err(err as Error);
+  } catch {
+    const e = err as { name?: unknown; message?: unknown; stack?: unknown } | null;
+    return { type: String(e?.name), message: String(e?.message), stack: String(e?.stack) };
+  }
 }

@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
 import type { Session } from '../handlers/registry.ts';
 import { ChunkQueue } from './chunk-queue.ts';
+import { runGuarded } from '../runtime/guard.ts';
 
 /** Thrown by a FrameProcessor for a protocol violation: log one line, then close. */
 export class ConnectionClosingError extends Error {
@@ -110,7 +111,10 @@ export class Connection {
       this.queuedBytes += frame.length;
     }
     this.updateReading();
-    void this.drainQueue();
+    runGuarded((err) => {
+      this.logger.error({ client: this.session.clientAddress, err }, 'closing connection: request processing failed');
+      this.socket.destroy();
+    }, 'request processing', () => this.drainQueue());
   }
 
 

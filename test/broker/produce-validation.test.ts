@@ -203,6 +203,27 @@ describe('Produce validation (raw socket, real broker process)', function () {
     await refused(TOPIC, resealCrc(b), Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code);
   });
 
+  it('closes the connection of an acks=0 produce refused as a whole, logs it and lives on', async () => {
+    const b = await records(1);
+    b.writeInt16BE(b.readInt16BE(ATTRIBUTES) | TRANSACTIONAL_BIT, ATTRIBUTES);
+    const other = await RawClient.connect(broker.port, broker.host);
+    const w = new Writer();
+    encodeRequestHeader(w, { requestApiKey: ApiKey.Produce, requestApiVersion: PRODUCE_VERSION, correlationId: 1, clientId: 'acks-zero' });
+    apis.get(ApiKey.Produce)!.encodeRequest(w, makeProduceRequest({
+      acks: 0, timeoutMs: 5000,
+      topicData: [makeProduceRequestTopicProduceData({ name: TOPIC, partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records: resealCrc(b) })] })],
+    }), PRODUCE_VERSION);
+    other.send(w.toBuffer());
+    await other.whenClosed();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(broker.child.exitCode, null, 'the broker exited');
+    assert.match(broker.stdout() + broker.stderr(), /TRANSACTIONAL_ID_AUTHORIZATION_FAILED|Transactional records were sent without a transactional id/);
+    const versions = await call<ApiVersionsResponse>(client, ApiKey.ApiVersions, 3, makeApiVersionsRequest({
+      clientSoftwareName: 'produce-validation-test', clientSoftwareVersion: '1',
+    }));
+    assert.equal(versions.errorCode, Errors.NONE.code);
+  });
+
   it('refuses a transactional batch without a producer id with INVALID_RECORD', async () => {
     const b = await records(1);
     b.writeInt16BE(b.readInt16BE(ATTRIBUTES) | TRANSACTIONAL_BIT, ATTRIBUTES);
