@@ -22,6 +22,7 @@ import { offsetsTopicAccess } from './coordinator/offsets-topic-access.ts';
 import { systemScheduler } from './coordinator/scheduler.ts';
 import { registerGroupHandlers } from './handlers/groups.ts';
 import { RequestProcessor } from './server/request-processor.ts';
+import { runGuarded } from './runtime/guard.ts';
 
 /** What handlers receive as `ctx.broker`. */
 export interface BrokerServices {
@@ -116,6 +117,7 @@ export class Broker implements BrokerServices {
       // The metadata log is the Raft client's alone: its history is bounded by snapshots, never
       // by topic retention, and a second open copy would race it on the same files.
       skipTopics: [METADATA_TOPIC],
+      onBackgroundError: (err, what) => this.logger.error({ err }, `storage: ${what} failed`),
     });
     await this.metadata.start();
     this.dataPath = createDataPath({
@@ -125,6 +127,10 @@ export class Broker implements BrokerServices {
       onError: (err, what) => this.logger.error({ err }, `failed: ${what}`),
     });
     await this.dataPath.start();
+    // After the data path hosted the image's partitions: stray logs are gone by then.
+    const r = this.logManager.recovery;
+    this.logger.info({ recovery: { ...r } }, `recovered ${r.partitions} partitions (${r.recoveredUnclean} after an unclean stop), `
+      + `truncated ${r.truncatedBytes} bytes, removed ${r.removedDirs} stray directories and ${r.removedTmpFiles} temp files`);
     registerMetadataHandlers(this.registry, { nodeId: this.nodeId, config: this.config, metadata: this.metadata });
     registerDataPathHandlers(this.registry, this.dataPath.services);
     this.startGroupCoordinator(this.dataPath);
@@ -170,8 +176,13 @@ export class Broker implements BrokerServices {
         groups.onOffsetsPartitionLeadership(p, replicaManager.getPartition(OFFSETS_TOPIC, p)?.isLeader === true);
       }
     };
-    this.metadata.onMetadataDelta(() => {
-      void dataPath.publisher.whenIdle().then(followLeadership);
+    // Only a delta that touches __consumer_offsets can move its leadership: other deltas (a
+    // CreateTopics storm) cost nothing here. Guarded: a failure is logged, never thrown.
+    const onError = (err: unknown, what: string) => this.logger.error({ err }, `group coordinator: ${what} failed`);
+    this.metadata.onMetadataDelta((delta) => {
+      const touches = delta.topicsDeleted.some((t) => t.name === OFFSETS_TOPIC)
+        || delta.partitionsChanged.some((c) => c.topicName === OFFSETS_TOPIC);
+      if (touches) runGuarded(onError, 'following __consumer_offsets leadership', () => dataPath.publisher.whenIdle().then(followLeadership));
     });
     followLeadership();
   }

@@ -2,15 +2,33 @@
 // per line with space-separated fields. Written to a temp file, fsynced, renamed over the
 // old file and the directory fsynced, so a crash leaves either the old or the new file.
 
-import { open, readFile, rename } from 'node:fs/promises';
+import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StorageIOError, toStorageIOError } from './errors.ts';
 
 const VERSION = 0;
 
-export async function writeCheckpointLines(path: string, entries: readonly string[]): Promise<void> {
+/**
+ * Writes a checkpoint file. With `dirMayVanish` (files inside a partition directory, which a
+ * topic deletion renames away at any time) a directory that no longer exists makes the write
+ * a no-op that resolves false instead of failing: there is nothing left to checkpoint.
+ */
+export async function writeCheckpointLines(path: string, entries: readonly string[], dirMayVanish = false): Promise<boolean> {
   const text = `${VERSION}\n${entries.length}\n${entries.map((e) => `${e}\n`).join('')}`;
-  await writeFileAtomically(path, Buffer.from(text, 'utf8'));
+  try {
+    await writeFileAtomically(path, Buffer.from(text, 'utf8'));
+    return true;
+  } catch (err) {
+    if (dirMayVanish && (err as { code?: string }).code === 'ENOENT' && !(await exists(dirname(path)))) return false;
+    throw err;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, (err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return false;
+    throw err;
+  });
 }
 
 /** Returns the entry lines, or null if the file does not exist. Malformed files throw. */
@@ -75,7 +93,23 @@ export function parseTopicPartition(name: string): TopicPartitionKey | null {
  * file and its directory are fsynced; without it a crash may leave a torn file, which is
  * only acceptable for files whose readers verify a checksum and have a fallback.
  */
-export async function writeFileAtomically(path: string, data: Buffer, sync = true): Promise<void> {
+export function writeFileAtomically(path: string, data: Buffer, sync = true): Promise<void> {
+  // Writes of one file share its temp name, so they run one after another: two interleaved
+  // writers would truncate each other's temp file and the second rename would find none.
+  const previous = writesInFlight.get(path) ?? Promise.resolve();
+  const write = previous.then(() => replaceFile(path, data, sync));
+  const settled = write.catch(() => undefined);
+  writesInFlight.set(path, settled);
+  void settled.then(() => {
+    if (writesInFlight.get(path) === settled) writesInFlight.delete(path);
+  });
+  return write;
+}
+
+/** The last write queued per path (an entry lives only while writes are queued or running). */
+const writesInFlight = new Map<string, Promise<void>>();
+
+async function replaceFile(path: string, data: Buffer, sync: boolean): Promise<void> {
   const tmp = `${path}.tmp`;
   try {
     const fh = await open(tmp, 'w');
@@ -88,6 +122,8 @@ export async function writeFileAtomically(path: string, data: Buffer, sync = tru
     await rename(tmp, path);
     if (sync) await fsyncDir(dirname(path));
   } catch (err) {
+    // Leave no temp file behind (start-up removes one anyway; the directory may be gone).
+    await unlink(tmp).catch(() => undefined);
     throw toStorageIOError(err, `writing ${path}`);
   }
 }

@@ -35,6 +35,8 @@ export interface CleanerOptions {
   /** Bound on distinct keys mapped in one pass (log.cleaner.dedupe.buffer.size, as a key count). */
   maxMapKeys: number;
   time: () => number;
+  /** Where a failed cleaning pass is reported (the log stays as it was and is retried). */
+  onError: (err: unknown, what: string) => void;
 }
 
 export interface CleanResult {
@@ -64,6 +66,7 @@ export class LogCleaner {
       sliceMs: options.sliceMs ?? 4,
       maxMapKeys: options.maxMapKeys ?? 4_000_000,
       time: options.time ?? Date.now,
+      onError: options.onError ?? (() => {}),
     };
   }
 
@@ -114,8 +117,9 @@ export class LogCleaner {
         try {
           const r = await this.clean(log);
           if (r !== null && r.segmentsCleaned > 0) cleaned = true;
-        } catch {
+        } catch (err) {
           // A failed pass leaves the log as it was (the swap never happened); retry later.
+          this.options.onError(err, `cleaning ${log.dir}`);
         }
       }
       if (!cleaned && this.running) {

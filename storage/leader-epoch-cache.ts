@@ -20,14 +20,33 @@ export class LeaderEpochCache {
   private constructor(private readonly path: string) {}
 
   /** `exists: false` skips the read when the caller already listed the directory. */
+  /**
+   * `exists: false` skips the read when the caller already listed the directory. A file that
+   * cannot be parsed (torn by a crash on a file system without atomic rename) loads empty
+   * with `damaged` set: the caller rebuilds the epochs from the batches of the log.
+   */
   static async load(dir: string, exists = true): Promise<LeaderEpochCache> {
     const cache = new LeaderEpochCache(join(dir, LEADER_EPOCH_CHECKPOINT));
-    const lines = exists ? await readCheckpointLines(cache.path) : null;
+    let lines: string[][] | null = null;
+    try {
+      lines = exists ? await readCheckpointLines(cache.path) : null;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'EINVAL') throw err;
+      cache.damaged = true;
+    }
     if (lines !== null) {
-      cache.entries = lines.map(([e, o]) => ({ epoch: Number(e), startOffset: Number(o) }));
+      const entries = lines.map(([e, o]) => ({ epoch: Number(e), startOffset: Number(o) }));
+      if (entries.every((e) => Number.isSafeInteger(e.epoch) && e.epoch >= 0 && Number.isSafeInteger(e.startOffset) && e.startOffset >= 0)) {
+        cache.entries = entries;
+      } else {
+        cache.damaged = true;
+      }
     }
     return cache;
   }
+
+  /** True when the checkpoint on disk was unreadable and the entries must be rebuilt from the log. */
+  damaged = false;
 
   all(): readonly EpochEntry[] {
     return this.entries;
@@ -95,10 +114,16 @@ export class LeaderEpochCache {
     this.entries = [];
   }
 
-  /** Writes the checkpoint; calls are serialized so the latest state wins. */
+  /**
+   * Writes the checkpoint; calls are serialized so the latest state wins. A partition
+   * directory deleted meanwhile (its topic deleted) makes this a no-op: the log is gone.
+   */
   persist(): Promise<void> {
     const snapshot = this.entries.map((e) => `${e.epoch} ${e.startOffset}`);
-    this.persisting = this.persisting.catch(() => undefined).then(() => writeCheckpointLines(this.path, snapshot));
+    this.persisting = this.persisting
+      .catch(() => undefined)
+      .then(() => writeCheckpointLines(this.path, snapshot, true))
+      .then(() => undefined);
     return this.persisting;
   }
 }

@@ -51,6 +51,26 @@ export interface LogManagerOptions {
    */
   skipTopics?: readonly string[];
   time?: () => number;
+  /**
+   * Where a background task (retention, checkpoints, the cleaner, flushes) reports a failure;
+   * storage cannot reach the broker's logger, so the broker passes its guard's sink. The
+   * task fails alone and runs again on its next tick.
+   */
+  onBackgroundError?: (err: unknown, what: string) => void;
+}
+
+/** What start-up found and repaired in the log dirs, for the one line the broker prints. */
+export interface RecoverySummary {
+  /** Partition logs loaded. */
+  partitions: number;
+  /** Of those, logs validated from their recovery point because the last stop was unclean. */
+  recoveredUnclean: number;
+  /** Bytes cut off torn or invalid tails. */
+  truncatedBytes: number;
+  /** Directories removed: renamed for deletion (`-delete`) before a crash, or stray logs. */
+  removedDirs: number;
+  /** Temp files of interrupted checkpoint writes removed. */
+  removedTmpFiles: number;
 }
 
 interface LoadedLog {
@@ -62,6 +82,11 @@ interface LoadedLog {
 
 export class LogManager {
   private readonly logs = new Map<string, LoadedLog>();
+  /** Logs per topic, so a topic's config change touches its logs only. */
+  private readonly logsByTopic = new Map<string, Set<LoadedLog>>();
+  /** Logs per log dir, for placing new logs without scanning every log. */
+  private readonly logCounts = new Map<string, number>();
+  readonly recovery: RecoverySummary = { partitions: 0, recoveredUnclean: 0, truncatedBytes: 0, removedDirs: 0, removedTmpFiles: 0 };
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly creating = new Map<string, Promise<PartitionLog>>();
   readonly pool: FileHandlePool;
@@ -74,7 +99,8 @@ export class LogManager {
   private constructor(readonly options: LogManagerOptions) {
     this.pool = new FileHandlePool(options.maxOpenFiles ?? 4096);
     this.time = options.time ?? Date.now;
-    this.cleaner = new LogCleaner({ ...options.cleaner, time: this.time });
+    this.cleaner = new LogCleaner({ ...options.cleaner, time: this.time, onError: (err, what) => this.reportBackgroundError(err, what) });
+    for (const dir of options.logDirs) this.logCounts.set(dir, 0);
   }
 
   static async startup(options: LogManagerOptions): Promise<LogManager> {
@@ -94,16 +120,36 @@ export class LogManager {
     const marker = join(logDir, CLEAN_SHUTDOWN_FILE);
     const clean = await stat(marker).then(() => true, () => false);
     this.hadCleanShutdown.set(logDir, clean);
-    const recoveryPoints = await readOffsetCheckpoint(join(logDir, RECOVERY_POINT_CHECKPOINT));
-    const startOffsets = await readOffsetCheckpoint(join(logDir, LOG_START_OFFSET_CHECKPOINT));
-    const highWatermarks = await readOffsetCheckpoint(join(logDir, REPLICATION_OFFSET_CHECKPOINT));
-    const cleanerOffsets = await readOffsetCheckpoint(join(logDir, CLEANER_OFFSET_CHECKPOINT));
+    let damaged = false;
+    const readOrEmpty = async (name: string): Promise<Map<string, number>> => {
+      try {
+        return await readOffsetCheckpoint(join(logDir, name));
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EINVAL') throw err;
+        // Unreadable: every log is recovered as after an unclean stop, from its start.
+        damaged = true;
+        this.options.onBackgroundError?.(err, `reading ${name} in ${logDir}`);
+        return new Map();
+      }
+    };
+    const recoveryPoints = await readOrEmpty(RECOVERY_POINT_CHECKPOINT);
+    const startOffsets = await readOrEmpty(LOG_START_OFFSET_CHECKPOINT);
+    const highWatermarks = await readOrEmpty(REPLICATION_OFFSET_CHECKPOINT);
+    const cleanerOffsets = await readOrEmpty(CLEANER_OFFSET_CHECKPOINT);
+    const loadClean = clean && !damaged;
     const names = await readdir(logDir, { withFileTypes: true });
     const toLoad: string[] = [];
     for (const entry of names) {
+      if (entry.isFile() && entry.name.endsWith('.tmp')) {
+        // A checkpoint write the crash interrupted; the previous file is intact.
+        await unlink(join(logDir, entry.name)).catch(() => undefined);
+        this.recovery.removedTmpFiles++;
+        continue;
+      }
       if (!entry.isDirectory()) continue;
       if (entry.name.endsWith('-delete')) {
         await rm(join(logDir, entry.name), { recursive: true, force: true });
+        this.recovery.removedDirs++;
         continue;
       }
       const tp = parseTopicPartition(entry.name);
@@ -119,23 +165,41 @@ export class LogManager {
         recoveryPoint: recoveryPoints.get(name),
         logStartOffset: startOffsets.get(name),
         highWatermark: highWatermarks.get(name),
-        cleanShutdown: clean,
+        cleanShutdown: loadClean,
         time: this.time,
-        });
-        this.register(tp.topic, tp.partition, logDir, log);
-        const firstDirty = cleanerOffsets.get(name);
-        if (firstDirty !== undefined) this.cleaner.setFirstDirtyOffset(log, firstDirty);
+        onBackgroundError: this.backgroundErrorSink,
+      });
+      this.register(tp.topic, tp.partition, logDir, log);
+      this.recovery.partitions++;
+      if (!loadClean) this.recovery.recoveredUnclean++;
+      this.recovery.truncatedBytes += log.truncatedOnRecovery;
+      const firstDirty = cleanerOffsets.get(name);
+      if (firstDirty !== undefined) this.cleaner.setFirstDirtyOffset(log, firstDirty);
     });
     if (clean) await unlink(marker).catch(() => undefined);
   }
 
   private configFor(topic: string, overrides?: Partial<LogConfig>): LogConfig {
-    return { ...DEFAULT_LOG_CONFIG, ...this.options.defaultConfig, ...this.options.topicConfig?.(topic), ...overrides };
+    // A caller that passes the topic's config spares the lookup (one per partition created).
+    return { ...DEFAULT_LOG_CONFIG, ...this.options.defaultConfig, ...(overrides ?? this.options.topicConfig?.(topic)) };
   }
 
   private register(topic: string, partition: number, logDir: string, log: PartitionLog): void {
-    this.logs.set(`${topic}-${partition}`, { topic, partition, logDir, log });
+    const loaded: LoadedLog = { topic, partition, logDir, log };
+    this.logs.set(`${topic}-${partition}`, loaded);
+    let ofTopic = this.logsByTopic.get(topic);
+    if (ofTopic === undefined) this.logsByTopic.set(topic, (ofTopic = new Set()));
+    ofTopic.add(loaded);
+    this.logCounts.set(logDir, (this.logCounts.get(logDir) ?? 0) + 1);
     if (isCompacted(log.config)) this.cleaner.register(log);
+  }
+
+  private unregister(key: string, loaded: LoadedLog): void {
+    this.logs.delete(key);
+    const ofTopic = this.logsByTopic.get(loaded.topic);
+    ofTopic?.delete(loaded);
+    if (ofTopic?.size === 0) this.logsByTopic.delete(loaded.topic);
+    this.logCounts.set(loaded.logDir, (this.logCounts.get(loaded.logDir) ?? 1) - 1);
   }
 
   getLog(topic: string, partition: number): PartitionLog | undefined {
@@ -156,7 +220,9 @@ export class LogManager {
     if (pending !== undefined) return pending;
     const created = (async () => {
       const logDir = this.leastLoadedDir();
-      const log = await PartitionLog.open({ dir: join(logDir, key), config: this.configFor(topic, config), pool: this.pool, time: this.time });
+      const log = await PartitionLog.open({
+        dir: join(logDir, key), config: this.configFor(topic, config), pool: this.pool, time: this.time, onBackgroundError: this.backgroundErrorSink,
+      });
       this.register(topic, partition, logDir, log);
       return log;
     })().finally(() => this.creating.delete(key));
@@ -164,10 +230,18 @@ export class LogManager {
     return created;
   }
 
+  /** Applies a changed config to one log (and its cleaner registration). */
+  updateLogConfig(topic: string, partition: number, config: Partial<LogConfig>): void {
+    const l = this.logs.get(`${topic}-${partition}`);
+    if (l === undefined) return;
+    l.log.updateConfig(config);
+    if (isCompacted(l.log.config)) this.cleaner.register(l.log);
+    else this.cleaner.unregister(l.log);
+  }
+
   /** Applies changed topic configs to the topic's open logs. */
   updateTopicConfig(topic: string, config: Partial<LogConfig>): void {
-    for (const l of this.logs.values()) {
-      if (l.topic !== topic) continue;
+    for (const l of this.logsByTopic.get(topic) ?? []) {
       l.log.updateConfig(config);
       if (isCompacted(l.log.config)) this.cleaner.register(l.log);
       else this.cleaner.unregister(l.log);
@@ -178,7 +252,7 @@ export class LogManager {
     const key = `${topic}-${partition}`;
     const entry = this.logs.get(key);
     if (entry === undefined) return false;
-    this.logs.delete(key);
+    this.unregister(key, entry);
     this.cleaner.unregister(entry.log);
     await this.cleaner.awaitIdle(entry.log);
     await entry.log.delete();
@@ -186,21 +260,51 @@ export class LogManager {
   }
 
   private leastLoadedDir(): string {
-    const counts = new Map(this.options.logDirs.map((d) => [d, 0]));
-    for (const l of this.logs.values()) counts.set(l.logDir, (counts.get(l.logDir) ?? 0) + 1);
     let best = this.options.logDirs[0]!;
-    for (const [d, n] of counts) if (n < counts.get(best)!) best = d;
+    for (const d of this.options.logDirs) if (this.logCounts.get(d)! < this.logCounts.get(best)!) best = d;
     return best;
   }
 
-  /** One retention pass over every log. Returns the number of segments deleted. */
+  /**
+   * One retention pass over every log. Returns the number of segments deleted. A log whose
+   * retention fails is reported and skipped: the others still get theirs.
+   */
   async runRetention(): Promise<number> {
     let deleted = 0;
-    for (const { log } of [...this.logs.values()]) {
+    for (const { topic, partition, log } of [...this.logs.values()]) {
       if (log.isClosed) continue;
-      deleted += await log.deleteOldSegments();
+      try {
+        deleted += await log.deleteOldSegments();
+      } catch (err) {
+        if (log.isClosed) continue;
+        this.reportBackgroundError(err, `retention of ${topic}-${partition}`);
+      }
     }
     return deleted;
+  }
+
+  private readonly backgroundErrorSink = (err: unknown, what: string): void => this.reportBackgroundError(err, what);
+
+  private reportBackgroundError(err: unknown, what: string): void {
+    try {
+      this.options.onBackgroundError?.(err, what);
+    } catch {
+      // A sink that throws has nowhere left to report to.
+    }
+  }
+
+  /**
+   * Deletes the logs `keep` rejects (Kafka's stray logs: partitions of topics deleted while
+   * this node was down, or reassigned away). Returns how many were removed.
+   */
+  async removeStrayLogs(keep: (topic: string, partition: number) => boolean): Promise<number> {
+    let removed = 0;
+    for (const { topic, partition } of [...this.logs.values()]) {
+      if (keep(topic, partition)) continue;
+      if (await this.deleteLog(topic, partition)) removed++;
+    }
+    this.recovery.removedDirs += removed;
+    return removed;
   }
 
   /** Writes the recovery point, log start offset, high watermark and cleaner checkpoints. */
@@ -228,23 +332,29 @@ export class LogManager {
   }
 
   private scheduleTasks(): void {
-    const every = (ms: number, task: () => Promise<unknown>): void => {
+    const every = (ms: number, what: string, task: () => Promise<unknown>): void => {
       let running = false;
       const t = setInterval(() => {
         if (running || this.shuttingDown) return;
         running = true;
-        task().catch(() => undefined).finally(() => { running = false; });
+        let run: Promise<unknown>;
+        try {
+          run = task();
+        } catch (err) {
+          run = Promise.reject(err);
+        }
+        run.catch((err: unknown) => this.reportBackgroundError(err, what)).finally(() => { running = false; });
       }, ms);
       t.unref();
       this.timers.push(t);
     };
-    every(this.options.retentionCheckIntervalMs ?? 300_000, () => this.runRetention());
+    every(this.options.retentionCheckIntervalMs ?? 300_000, 'log retention', () => this.runRetention());
     const checkpointMs = Math.min(
       this.options.flushOffsetCheckpointIntervalMs ?? 60_000,
       this.options.flushStartOffsetCheckpointIntervalMs ?? 60_000,
       this.options.highWatermarkCheckpointIntervalMs ?? 5_000,
     );
-    every(checkpointMs, () => this.checkpointAll());
+    every(checkpointMs, 'offset checkpoints', () => this.checkpointAll());
     if (this.options.cleanerEnable ?? true) this.cleaner.start();
   }
 

@@ -42,6 +42,8 @@ export interface PartitionLogOptions {
   cleanShutdown?: boolean;
   /** Injectable clock (ms since epoch), for LogAppendTime, segment.ms, retention and flush.ms. */
   time?: () => number;
+  /** Where a background flush that failed is reported (the next flush retries it). */
+  onBackgroundError?: (err: unknown, what: string) => void;
 }
 
 export interface AppendOptions {
@@ -139,6 +141,7 @@ export class PartitionLog {
   private hw = 0;
   private recoveryPointOffset = 0;
   private readonly lock = new Mutex();
+  private onBackgroundError: (err: unknown, what: string) => void = () => {};
   private flushChain: Promise<void> = Promise.resolve();
   private truncations = 0;
   private unflushedMessages = 0;
@@ -149,6 +152,8 @@ export class PartitionLog {
   private producerStateLoaded = false;
   private readonly listeners = new Set<AppendListener>();
   private closed = false;
+  /** Bytes cut off invalid tails when the log was opened after an unclean stop. */
+  truncatedOnRecovery = 0;
   readonly epochCache: LeaderEpochCache;
   readonly producerState: ProducerStateManager;
   readonly time: () => number;
@@ -180,6 +185,7 @@ export class PartitionLog {
     }
     const epochCache = await LeaderEpochCache.load(opts.dir, names.includes(LEADER_EPOCH_CHECKPOINT));
     const log = new PartitionLog(opts.dir, config, opts.pool ?? new FileHandlePool(), epochCache, time);
+    if (opts.onBackgroundError !== undefined) log.onBackgroundError = opts.onBackgroundError;
     await log.load(opts, names);
     return log;
   }
@@ -237,7 +243,8 @@ export class PartitionLog {
     if (this.segments.length === 0) {
       this.segments.push(await LogSegment.create(this.dir, requestedStart, this.pool, this.time()));
     }
-    const cleanShutdown = opts.cleanShutdown ?? true;
+    // An unreadable leader-epoch checkpoint is rebuilt from the batches: recover everything.
+    const cleanShutdown = (opts.cleanShutdown ?? true) && !this.epochCache.damaged;
     if (cleanShutdown) {
       const active = this.activeSegment;
       const rp = opts.recoveryPoint;
@@ -251,7 +258,7 @@ export class PartitionLog {
       }
       this.recoveryPointOffset = Math.min(rp ?? this.nextOffsetMetadata, this.nextOffsetMetadata);
     } else {
-      await this.recover(opts.recoveryPoint ?? 0);
+      await this.recover(this.epochCache.damaged ? 0 : (opts.recoveryPoint ?? 0));
     }
     this.startOffset = Math.min(Math.max(requestedStart, this.segments[0]!.baseOffset), this.nextOffsetMetadata);
     this.hw = Math.min(Math.max(opts.highWatermark ?? 0, this.startOffset), this.nextOffsetMetadata);
@@ -270,6 +277,7 @@ export class PartitionLog {
       const truncatedBytes = await seg.recover(this.config.indexIntervalBytes, (b) => {
         if (b.partitionLeaderEpoch >= 0) this.epochCache.assign(b.partitionLeaderEpoch, b.baseOffset);
       });
+      this.truncatedOnRecovery += truncatedBytes;
       if (truncatedBytes > 0) {
         // Everything after an invalid byte is unusable, including later segments.
         const dropped = this.segments.splice(i + 1);
@@ -469,7 +477,7 @@ export class PartitionLog {
     this.flushTimer = setTimeout(() => {
       this.flushTimer = null;
       // A failed background flush leaves the recovery point behind; the next flush retries.
-      this.flush().catch(() => undefined);
+      this.flush().catch((err: unknown) => this.onBackgroundError(err, `flushing ${this.dir}`));
     }, delay);
     this.flushTimer.unref();
   }
@@ -499,8 +507,7 @@ export class PartitionLog {
       await this.producerState.takeSnapshot();
     }
     // Kafka flushes the rolled segment in the background (it advances the recovery point).
-    const flushTo = base;
-    this.flush(flushTo).catch(() => undefined);
+    this.flush(base).catch((err: unknown) => this.onBackgroundError(err, `flushing ${this.dir} after a roll`));
   }
 
   /** fsyncs segments up to `offset` (default: the log end) and advances the recovery point. */

@@ -73,7 +73,7 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
   def('default.replication.factor', 'int', '1', 'The replication factor for automatically created topics, and for topics created with -1 as the replication factor.'),
   def('auto.create.topics.enable', 'boolean', 'true', 'Enable auto creation of topic on the server.'),
   def('delete.topic.enable', 'boolean', 'true', 'Enables delete topic. Delete topic through the admin tool will have no effect if this config is turned off.'),
-  def('log.segment.bytes', 'int', '1073741824', 'The maximum size of a single log file.', { ...CLUSTER, validate: atLeast(14) }),
+  def('log.segment.bytes', 'int', '1073741824', 'The maximum size of a single log file.', { ...CLUSTER, validate: atLeast(1024 * 1024) }),
   def('log.roll.ms', 'long', null, 'The maximum time before a new log segment is rolled out (in milliseconds). If not set, the value in log.roll.hours is used.', CLUSTER),
   def('log.roll.hours', 'int', '168', 'The maximum time before a new log segment is rolled out (in hours), secondary to log.roll.ms property.', { validate: atLeast(1) }),
   def('log.roll.jitter.ms', 'long', null, 'The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not set, the value in log.roll.jitter.hours is used.', CLUSTER),

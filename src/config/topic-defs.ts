@@ -87,7 +87,8 @@ export const TOPIC_CONFIG_DEFS: readonly TopicConfigDef[] = [
     atLeast(-1)),
   topic('segment.bytes', 'int', '1073741824', same('log.segment.bytes'),
     'This configuration controls the segment file size for the log. Retention and cleaning is always done a file at a time so a larger segment size means fewer files but less granular control over retention.',
-    atLeast(14)),
+    // Kafka 4.0 (KIP-1030): at least 1 MiB; a 14-byte segment per batch is a file storm.
+    atLeast(1024 * 1024)),
   topic('segment.index.bytes', 'int', '10485760', same('log.index.size.max.bytes'),
     'This configuration controls the size of the index that maps offsets to file positions.', atLeast(4)),
   topic('segment.jitter.ms', 'long', '0', [{ name: 'log.roll.jitter.ms' }, { name: 'log.roll.jitter.hours', toTopicValue: hoursToMs }],

@@ -21,6 +21,16 @@ export const METADATA_VERSION_FEATURE = 'metadata.version';
 export const METADATA_VERSION_LEVEL = 21;
 /** Size of the producer id blocks handed to brokers (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */
 export const PRODUCER_ID_BLOCK_SIZE = 1000;
+/**
+ * The most records one admin operation may write (Kafka's QuorumController
+ * MAX_RECORDS_PER_USER_OP = MAX_RECORDS_PER_BATCH = 10000): more is refused with
+ * POLICY_VIOLATION, as Kafka's EventHandlerExceptionInfo answers a BoundedListTooLongException.
+ */
+export const MAX_RECORDS_PER_USER_OP = 10_000;
+/** Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: partitions one CreateTopics may ask for. */
+export const MAX_PARTITIONS_PER_BATCH = 10_000;
+export const EXCESSIVE_BATCH_MESSAGE = 'Unable to perform excessively large batch operation.';
+export const EXCESSIVE_PARTITIONS_MESSAGE = 'Excessively large number of partitions per request.';
 
 export interface ApiResult {
   errorCode: number;
@@ -130,6 +140,18 @@ function collisionKey(name: string): string {
   return name.replaceAll('.', '_');
 }
 
+/** The operation would write more than MAX_RECORDS_PER_USER_OP records (Kafka's BoundedListTooLongException). */
+class RecordLimitError extends Error {
+  constructor() {
+    super(`more than ${MAX_RECORDS_PER_USER_OP} records in one operation`);
+  }
+}
+
+/** A topic of a CreateTopics refused as a whole (POLICY_VIOLATION), as Kafka answers a failed controller event. */
+function refusedTopic(name: string, message: string): CreateTopicResult {
+  return { ...fail(Errors.POLICY_VIOLATION, message), name, topicId: ZERO_UUID, numPartitions: -1, replicationFactor: -1 };
+}
+
 class ControllerError extends Error {
   constructor(readonly result: ApiResult) {
     super(result.errorMessage ?? 'controller error');
@@ -169,7 +191,13 @@ export class QuorumController {
       const results: CreateTopicResult[] = [];
       const seen = new Map<string, number>();
       for (const t of topics) seen.set(t.name, (seen.get(t.name) ?? 0) + 1);
-      const pendingNames = new Set<string>();
+      // Kafka's validateTotalNumberOfPartitions: refused before anything is planned or allocated.
+      if (this.requestedPartitions(topics) > MAX_PARTITIONS_PER_BATCH) {
+        return topics.map((t) => refusedTopic(t.name, EXCESSIVE_PARTITIONS_MESSAGE));
+      }
+      const collisions = new Map<string, string>();
+      for (const existing of image.topicsByName.keys()) collisions.set(collisionKey(existing), existing);
+      let plannedRecords = 0;
       for (const topic of topics) {
         const result: CreateTopicResult = { ...OK, name: topic.name, topicId: ZERO_UUID, numPartitions: -1, replicationFactor: -1 };
         results.push(result);
@@ -182,13 +210,15 @@ export class QuorumController {
           continue;
         }
         try {
-          const planned = this.planTopic(image, topic, pendingNames);
+          const planned = this.planTopic(image, topic, collisions, MAX_RECORDS_PER_USER_OP - plannedRecords);
           result.topicId = planned.topicId;
           result.numPartitions = planned.numPartitions;
           result.replicationFactor = planned.replicationFactor;
+          plannedRecords += planned.records.length;
           if (!validateOnly) records.push(...planned.records);
-          pendingNames.add(topic.name);
+          collisions.set(collisionKey(topic.name), topic.name);
         } catch (err) {
+          if (err instanceof RecordLimitError) return topics.map((t) => refusedTopic(t.name, EXCESSIVE_BATCH_MESSAGE));
           if (!(err instanceof ControllerError)) throw err;
           Object.assign(result, err.result);
         }
@@ -196,6 +226,17 @@ export class QuorumController {
       if (records.length > 0) await this.write(records, results);
       return results;
     });
+  }
+
+  /** Kafka's validateTotalNumberOfPartitions: an upper bound of the partitions `topics` ask for. */
+  private requestedPartitions(topics: readonly CreatableTopic[]): number {
+    let total = 0;
+    for (const t of topics) {
+      if (t.assignments.length > 0) total += t.assignments.length;
+      else if (t.numPartitions === -1) total += this.config.defaultNumPartitions();
+      else if (t.numPartitions > 0) total += t.numPartitions;
+    }
+    return total;
   }
 
   /** Writes records; when Raft refuses, every still-successful result becomes the error. */
@@ -207,14 +248,16 @@ export class QuorumController {
     }
   }
 
-  private planTopic(image: MetadataImage, topic: CreatableTopic, pendingNames: Set<string>) {
+  /**
+   * `collisions` maps the collision key of every existing and already planned topic to its
+   * name; `recordBudget` is what is left of MAX_RECORDS_PER_USER_OP (RecordLimitError past it).
+   */
+  private planTopic(image: MetadataImage, topic: CreatableTopic, collisions: ReadonlyMap<string, string>, recordBudget: number) {
     const nameError = topicNameError(topic.name);
     check(nameError === null, Errors.INVALID_TOPIC_EXCEPTION, nameError ?? '');
     check(image.topic(topic.name) === undefined, Errors.TOPIC_ALREADY_EXISTS, `Topic '${topic.name}' already exists.`);
-    const key = collisionKey(topic.name);
-    for (const existing of [...image.topicsByName.keys(), ...pendingNames]) {
-      check(collisionKey(existing) !== key, Errors.INVALID_TOPIC_EXCEPTION, `Topic '${topic.name}' collides with existing topic: ${existing}`);
-    }
+    const existing = collisions.get(collisionKey(topic.name));
+    check(existing === undefined, Errors.INVALID_TOPIC_EXCEPTION, `Topic '${topic.name}' collides with existing topic: ${existing}`);
     const live = image.liveBrokers().map((b) => b.id);
     let assignments: number[][];
     if (topic.assignments.length > 0) {
@@ -236,6 +279,8 @@ export class QuorumController {
         Errors.INVALID_REPLICATION_FACTOR,
         `Unable to replicate the partition ${replicationFactor} time(s): The target replication factor of ${replicationFactor} cannot be reached because only ${live.length} broker(s) are registered.`,
       );
+      // The TopicRecord and the partitions must fit before anything is allocated.
+      if (numPartitions + 1 > recordBudget) throw new RecordLimitError();
       assignments = this.placeReplicas(live, numPartitions, replicationFactor, 0);
     }
     const configRecords = this.topicConfigRecords(topic.name, topic.configs);
@@ -243,6 +288,7 @@ export class QuorumController {
     const records: MetadataRecord[] = [{ type: 'TopicRecord', data: { name: topic.name, topicId } }];
     assignments.forEach((replicas, partitionId) => records.push(this.newPartition(image, topicId, partitionId, replicas)));
     records.push(...configRecords);
+    if (records.length > recordBudget) throw new RecordLimitError();
     return { topicId, numPartitions: assignments.length, replicationFactor: assignments[0]!.length, records };
   }
 
@@ -321,6 +367,7 @@ export class QuorumController {
       const image = this.sink.image();
       const records: MetadataRecord[] = [];
       const results: (ApiResult & { name: string })[] = [];
+      let plannedRecords = 0;
       for (const request of topics) {
         const result = { ...OK, name: request.name };
         results.push(result);
@@ -329,9 +376,11 @@ export class QuorumController {
           continue;
         }
         try {
-          const planned = this.planPartitions(image, request);
+          const planned = this.planPartitions(image, request, MAX_RECORDS_PER_USER_OP - plannedRecords);
+          plannedRecords += planned.length;
           if (!validateOnly) records.push(...planned);
         } catch (err) {
+          if (err instanceof RecordLimitError) return topics.map((t) => ({ ...fail(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE), name: t.name }));
           if (!(err instanceof ControllerError)) throw err;
           Object.assign(result, err.result);
         }
@@ -341,7 +390,7 @@ export class QuorumController {
     });
   }
 
-  private planPartitions(image: MetadataImage, request: CreatePartitionsTopic): MetadataRecord[] {
+  private planPartitions(image: MetadataImage, request: CreatePartitionsTopic, recordBudget: number): MetadataRecord[] {
     const topic = image.topic(request.name);
     check(topic !== undefined, Errors.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${request.name}' does not exist.`);
     const current = topic.partitions.size;
@@ -352,6 +401,8 @@ export class QuorumController {
       `The topic ${request.name} currently has ${current} partition(s); ${request.count} would not be an increase.`,
     );
     const added = request.count - current;
+    // Checked before placement: a count of 2^31-1 must not allocate 2^31 replica lists.
+    if (added > recordBudget) throw new RecordLimitError();
     const replicationFactor = topic.partitions.get(0)?.replicas.length ?? 1;
     let assignments: number[][];
     // An empty list means no manual assignment, as null does (clients send either).

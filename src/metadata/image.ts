@@ -101,6 +101,11 @@ export class MetadataImage {
     return this.resourceConfigs(ConfigResourceType.TOPIC, topic);
   }
 
+  /** The dynamic configs by resource key, for the next image's builder (shared, never copied per delta). */
+  configsByResource(): ReadonlyMap<string, ConfigMap> {
+    return this.configs;
+  }
+
   /** Every resource that has dynamic configs, for snapshots. */
   allConfigs(): { resourceType: number; resourceName: string; configs: ConfigMap }[] {
     return [...this.configs.entries()].map(([key, configs]) => {
@@ -132,6 +137,11 @@ class DeltaBuilder {
   private readonly created = new Map<string, TopicImage>();
   private readonly deleted = new Map<string, TopicImage>();
   private readonly changedPartitions = new Map<string, PartitionChange>();
+  /**
+   * Partition maps this builder owns (copied once per topic per delta, or new): records
+   * mutate them in place, so a delta costs what it changes, not partitions^2 copies.
+   */
+  private readonly ownedPartitions = new Map<string, Map<number, PartitionImage>>();
   private readonly topicConfigsChanged = new Set<string>();
   private readonly brokerConfigsChanged = new Set<string>();
   private readonly brokersChanged = new Set<number>();
@@ -151,11 +161,7 @@ class DeltaBuilder {
     return [this.topicsByName, this.topicsById];
   }
   private mutableConfigs(): Map<string, ConfigMap> {
-    if (this.configs === null) {
-      this.configs = new Map();
-      for (const c of this.base.allConfigs()) this.configs.set(configKey(c.resourceType, c.resourceName), c.configs);
-    }
-    return this.configs;
+    return (this.configs ??= new Map(this.base.configsByResource()));
   }
   private currentTopicById(id: string): TopicImage | undefined {
     return (this.topicsById ?? this.base.topicsById).get(id);
@@ -175,10 +181,14 @@ class DeltaBuilder {
   }
 
   private setPartition(topic: TopicImage, partition: PartitionImage): void {
-    const partitions = new Map(topic.partitions);
     const previous = topic.partitions.get(partition.partitionId) ?? null;
+    let partitions = this.ownedPartitions.get(topic.id);
+    if (partitions === undefined) {
+      partitions = new Map(topic.partitions);
+      this.ownedPartitions.set(topic.id, partitions);
+      this.setTopic({ ...topic, partitions });
+    }
     partitions.set(partition.partitionId, partition);
-    this.setTopic({ ...topic, partitions });
     const key = `${topic.id}:${partition.partitionId}`;
     const earlier = this.changedPartitions.get(key);
     this.changedPartitions.set(key, {
@@ -225,7 +235,9 @@ class DeltaBuilder {
         break;
       }
       case 'TopicRecord': {
-        const topic: TopicImage = { name: record.data.name, id: record.data.topicId, partitions: new Map() };
+        const partitions = new Map<number, PartitionImage>();
+        const topic: TopicImage = { name: record.data.name, id: record.data.topicId, partitions };
+        this.ownedPartitions.set(topic.id, partitions);
         this.setTopic(topic);
         this.created.set(topic.id, topic);
         break;
@@ -267,9 +279,8 @@ class DeltaBuilder {
         byId.delete(topic.id);
         if (this.created.has(topic.id)) this.created.delete(topic.id);
         else this.deleted.set(topic.id, this.base.topicById(topic.id) ?? topic);
-        for (const key of [...this.changedPartitions.keys()]) {
-          if (key.startsWith(`${topic.id}:`)) this.changedPartitions.delete(key);
-        }
+        for (const partitionId of topic.partitions.keys()) this.changedPartitions.delete(`${topic.id}:${partitionId}`);
+        this.ownedPartitions.delete(topic.id);
         const configs = this.mutableConfigs();
         if (configs.delete(configKey(ConfigResourceType.TOPIC, topic.name))) this.topicConfigsChanged.add(topic.name);
         break;
@@ -312,7 +323,7 @@ class DeltaBuilder {
       this.brokers ?? base.brokers,
       this.topicsByName ?? base.topicsByName,
       this.topicsById ?? base.topicsById,
-      this.configs ?? new Map(base.allConfigs().map((c) => [configKey(c.resourceType, c.resourceName), c.configs])),
+      this.configs ?? base.configsByResource(),
       this.features ?? base.features,
       this.nextProducerId,
       offset,

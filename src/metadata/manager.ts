@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { uuidToString } from '../../protocol/primitives.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import type { Logger } from '../observability/logger.ts';
+import { guarded, type FailureSink } from '../runtime/guard.ts';
 import { QuorumController, randomUuid, type ProducerIdBlock } from './controller.ts';
 import type { MetadataImage } from './image.ts';
 import { MetadataLoader, encodeSnapshot, type MetadataDeltaListener } from './loader.ts';
@@ -154,14 +155,14 @@ export class MetadataManager {
       new FileQuorumStateStore(dir),
       this.transport,
       this.loader,
-      this.clock,
+      guardedTimers(this.clock, (err, what) => this.logger.error({ err }, `${what} failed`)),
     );
     this.raftClient.start();
     const intervalMs = this.config.getLong('metadata.log.max.snapshot.interval.ms');
     if (intervalMs > 0) {
-      this.snapshotTimer = setInterval(() => {
+      this.snapshotTimer = setInterval(guarded((err, what) => this.logger.error({ err }, `${what} failed`), 'periodic metadata snapshot', () => {
         if (this.loader.unsnapshottedBytes > 0) this.snapshot(this.loader.image);
-      }, intervalMs);
+      }), intervalMs);
       this.snapshotTimer.unref();
     }
     if (this.raftClient.isLeader()) {
@@ -233,4 +234,13 @@ export class MetadataManager {
     await this.ownTransport?.close();
     await this.raftLog?.close();
   }
+}
+
+/** The Raft client's timers (elections, fetch timeouts, check quorum), each run guarded. */
+function guardedTimers(clock: Clock, onFailure: FailureSink): Clock {
+  return {
+    now: () => clock.now(),
+    setTimeout: (fn, delayMs) => clock.setTimeout(guarded(onFailure, 'metadata quorum timer', fn), delayMs),
+    clearTimeout: (handle) => clock.clearTimeout(handle),
+  };
 }

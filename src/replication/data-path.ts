@@ -50,6 +50,7 @@ export function createDataPath(options: DataPathOptions): DataPath {
   const publisher = new ReplicaMetadataPublisher(replicaManager, {
     topicConfig: (image, topic) => configFromRecord(effectiveTopicConfig(image.topicConfigs(topic), config)),
     onError: (err) => options.onError(err, 'applying metadata to partitions'),
+    removeStrayLogs: (keep) => options.logManager.removeStrayLogs(keep),
   });
   const services: DataPathServices = {
     replicaManager,

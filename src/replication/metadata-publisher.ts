@@ -13,23 +13,43 @@ export interface ReplicaMetadataPublisherOptions {
   /** The topic's effective config (its overrides over the broker defaults). */
   readonly topicConfig: (image: MetadataImage, topic: string) => TopicConfigLookup;
   readonly onError: (err: unknown) => void;
+  /**
+   * Deletes the logs on disk `keep` rejects and returns how many (stray logs: topics deleted
+   * while the node was down); called once, after the start-up image is hosted.
+   */
+  readonly removeStrayLogs?: (keep: (topic: string, partition: number) => boolean) => Promise<number>;
+  /** How many partitions open or create their logs at once (file system latency bound). */
+  readonly concurrency?: number;
 }
+
+/** Partition logs opened at once while a delta is applied: creating one is a few file operations. */
+const DEFAULT_CONCURRENCY = 8;
 
 export class ReplicaMetadataPublisher {
   private chain: Promise<void> = Promise.resolve();
+  /** Stray logs deleted when the start-up image was applied. */
+  strayLogsRemoved = 0;
 
   constructor(private readonly replicaManager: ReplicaManager, private readonly options: ReplicaMetadataPublisherOptions) {}
 
   /** Hosts every partition of `image` that lists this broker as a replica. */
   applyImage(image: MetadataImage): Promise<void> {
     return this.enqueue(async () => {
+      const work: (() => Promise<void>)[] = [];
       for (const topic of image.topicsByName.values()) {
         const config = this.options.topicConfig(image, topic.name);
-        for (const partition of topic.partitions.values()) await this.applyPartition(topic.name, topic.id, partition, config);
+        for (const partition of topic.partitions.values()) work.push(() => this.applyPartition(topic.name, topic.id, partition, config));
       }
+      await this.runBounded(work);
       for (const hosted of [...this.replicaManager.allPartitions()]) {
         if (image.topic(hosted.topic) === undefined) await this.replicaManager.removePartition(hosted.topic, hosted.partition, true);
       }
+      // Logs on disk that the image does not give this broker (their topic was deleted while
+      // it was down, or before the deletion reached the disk): Kafka's stray logs.
+      const brokerId = this.replicaManager.brokerId;
+      const strays = await this.options.removeStrayLogs?.((topic, partition) =>
+        image.partition(topic, partition)?.replicas.includes(brokerId) === true) ?? 0;
+      this.strayLogsRemoved += strays;
     });
   }
 
@@ -51,16 +71,47 @@ export class ReplicaMetadataPublisher {
     return this.chain;
   }
 
+  /**
+   * Work proportional to the delta: each changed partition once, each changed topic's config
+   * resolved once (not once per partition), logs opened a few at a time.
+   */
   private async applyDelta(delta: MetadataDelta, image: MetadataImage): Promise<void> {
+    const removals: (() => Promise<void>)[] = [];
     for (const topic of delta.topicsDeleted) {
-      for (const partitionId of topic.partitions.keys()) await this.replicaManager.removePartition(topic.name, partitionId, true);
+      for (const partitionId of topic.partitions.keys()) removals.push(() => this.replicaManager.removePartition(topic.name, partitionId, true));
     }
-    for (const change of delta.partitionsChanged) {
-      await this.applyPartition(change.topicName, change.topicId, change.partition, this.options.topicConfig(image, change.topicName));
-    }
+    await this.runBounded(removals);
+    const configs = new Map<string, TopicConfigLookup>();
+    const configOf = (topic: string): TopicConfigLookup => {
+      let config = configs.get(topic);
+      if (config === undefined) configs.set(topic, (config = this.options.topicConfig(image, topic)));
+      return config;
+    };
+    await this.runBounded(delta.partitionsChanged.map((change) =>
+      () => this.applyPartition(change.topicName, change.topicId, change.partition, configOf(change.topicName))));
     for (const topic of delta.topicConfigsChanged) {
       if (image.topic(topic) !== undefined) this.replicaManager.updateTopicConfig(topic, this.options.topicConfig(image, topic));
     }
+  }
+
+  /**
+   * Runs independent tasks (one partition each), at most `concurrency` at once. A task that
+   * fails is reported and fails its partition alone: the others of the delta still apply.
+   */
+  private async runBounded(tasks: readonly (() => Promise<void>)[]): Promise<void> {
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < tasks.length) {
+        const task = tasks[next++]!;
+        try {
+          await task();
+        } catch (err) {
+          this.options.onError(err);
+        }
+      }
+    };
+    const concurrency = Math.max(1, this.options.concurrency ?? DEFAULT_CONCURRENCY);
+    await Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, worker));
   }
 
   private async applyPartition(topic: string, topicId: string, partition: PartitionImage, config: TopicConfigLookup): Promise<void> {

@@ -18,6 +18,16 @@ import { partitionKey } from './partition.ts';
  * batches before the append and answers with that time), so the log keeps CreateTime.
  */
 export function toLogConfig(config: TopicConfigLookup): LogConfig {
+  // A lookup is immutable (a new one per config change), so its LogConfig is computed once:
+  // a delta creating 10000 partitions of one topic shares the topic's lookup.
+  let cached = logConfigs.get(config);
+  if (cached === undefined) logConfigs.set(config, (cached = computeLogConfig(config)));
+  return cached;
+}
+
+const logConfigs = new WeakMap<TopicConfigLookup, LogConfig>();
+
+function computeLogConfig(config: TopicConfigLookup): LogConfig {
   const props: Record<string, string> = {};
   for (const def of TOPIC_CONFIG_DEFS) {
     const value = config(def.name) ?? def.defaultValue;
@@ -98,8 +108,9 @@ export class LogManagerProvider implements LogProvider {
     const key = partitionKey(topic, partition);
     let replica = this.replicas.get(key);
     if (replica === undefined || replica.log !== log) {
-      // Topic-wide: the LogManager applies it to every log of the topic and to the cleaner.
-      replica = new PartitionLogReplica(log, (c) => this.manager.updateTopicConfig(topic, c));
+      // This log only (and its cleaner registration): the ReplicaManager updates each
+      // partition of the topic, so a topic-wide update here would cost partitions^2.
+      replica = new PartitionLogReplica(log, (c) => this.manager.updateLogConfig(topic, partition, c));
       this.replicas.set(key, replica);
     }
     return replica;
