@@ -15,6 +15,9 @@ export interface LoggerOptions {
   fd?: number;
 }
 
+/** Log bytes held while the output cannot take them. */
+const MAX_BUFFERED_LOG_BYTES = 16 * 1024 * 1024;
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     {
@@ -23,7 +26,11 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: { pid: process.pid, ...options.base },
       serializers: { err: serializeError },
     },
-    pino.destination({ fd: options.fd ?? 1, sync: true }),
+    // Asynchronous and bounded: a synchronous write to a pipe whose reader falls behind spins
+    // on EAGAIN inside the event loop, so a flood of log lines (a client sending garbage)
+    // would stall every connection. Past the bound, lines are dropped instead; pino flushes
+    // what is buffered when the process exits.
+    pino.destination({ fd: options.fd ?? 1, sync: false, maxLength: MAX_BUFFERED_LOG_BYTES }),
   );
 }
 

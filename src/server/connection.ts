@@ -49,6 +49,8 @@ export interface ConnectionLimits {
 }
 
 const SIZE_BYTES = 4;
+/** A close reason can quote what the client sent (topic names of 32 KB each): logs keep its start. */
+const MAX_LOGGED_REASON_CHARS = 1024;
 const CLOSE_GRACE_MS = 1000;
 
 export class Connection {
@@ -194,10 +196,10 @@ export class Connection {
 
   private protocolClose(err: unknown): void {
     if (err instanceof CloseRequestedError) {
-      this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: err.reason },
+      this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: boundedReason(err.reason) },
         'closing connection');
     } else if (err instanceof ConnectionClosingError) {
-      this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: err.reason },
+      this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: boundedReason(err.reason) },
         'closing connection: protocol violation');
     } else if (err instanceof RequestFailedError) {
       this.logger.error({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, err: err.cause },
@@ -242,4 +244,9 @@ export class Connection {
     this.pending.clear();
     this.onClose(this);
   }
+}
+
+function boundedReason(reason: string): string {
+  if (reason.length <= MAX_LOGGED_REASON_CHARS) return reason;
+  return `${reason.slice(0, MAX_LOGGED_REASON_CHARS)}... (${reason.length - MAX_LOGGED_REASON_CHARS} more characters)`;
 }
