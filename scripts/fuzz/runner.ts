@@ -1,6 +1,15 @@
 // The fuzz loop: a real broker process, several concurrent connections per batch (valid
 // lanes whose every answer is checked, mutation lanes that throw hostile frames), checks
-// after every batch, a reproducer file per finding, a restart after a crash or a hang.
+// between batches, a reproducer file per finding, a restart after a crash or a hang.
+//
+// Throughput: requests come from a pool of encoded requests per (api, version, kind),
+// generated once (schema walk, record batches, compression) and then re-sent with a new
+// header or mutated as copies; valid lanes pipeline their frames and match answers by
+// correlation id; mutation lanes run MUTATION_PARALLEL connections each and half-close
+// instead of sleeping; the checks (alive, stderr, fresh ApiVersions probe, a readback
+// sample) run at most every CHECK_EVERY_MS, a big readback sample every
+// BIG_SAMPLE_EVERY_MS, the full readback after every restart and at the end; heavy
+// scenarios run once each per run. FUZZ_DEBUG=1 logs valid answers that took > 200 ms.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawnBroker, type BrokerProcess, type SpawnBrokerOptions } from '../../test/helpers/broker-process.ts';
@@ -9,7 +18,7 @@ import { makeCreateTopicsRequest, type CreateTopicsResponse } from '../../protoc
 import type { ProduceResponse } from '../../protocol/messages/produce.ts';
 import { EncodeError } from '../../protocol/primitives.ts';
 import { apiName, BatchFactory, CONNECTION_STATEFUL, Generator, LEDGER_PARTITIONS, LEDGER_TOPICS, SCRATCH_TOPICS, type GenRequest } from './generator.ts';
-import { encodeTraced, mutateFrame } from './mutator.ts';
+import { encodeTraced, mutateFrame, type Mark } from './mutator.ts';
 import { checkReadable, judgeProduce, Ledger, probeApiVersions, unhandledLines, type LedgerEntry } from './oracle.ts';
 import { Prng } from './prng.ts';
 import { HEAVY_SCENARIOS, pickScenario } from './scenarios.ts';
@@ -22,7 +31,7 @@ export interface FuzzOptions {
   outDir: string;
   /** Concurrent connections per batch: half valid lanes, half mutation lanes. Default 4. */
   connections?: number;
-  /** Frames per connection per batch. Default 12. */
+  /** Frames per valid connection per batch (pipelined, answers awaited together). Default 48. */
   framesPerConnection?: number;
   /** Stop after this many frames even if time remains. */
   maxFrames?: number;
@@ -56,8 +65,23 @@ interface FrameRecord { conn: number; port: number; atMs: number; apiKey: number
 
 interface Suspicion { kind: FindingKind; detail: string; suspect: FrameRecord; conn: number }
 
-const HISTORY_FRAMES = 400;
+const HISTORY_FRAMES = 20_000;
 const HISTORY_WINDOW_MS = 10_000;
+/** Frames saved in a reproducer file (the most recent ones). */
+const REPRO_FRAMES = 3_000;
+/** Encoded requests kept per (api, version, kind): copies are mutated, the pool is reused. */
+const POOL_SIZE = 8;
+/** Cheap checks (alive, ApiVersions probe, stderr, a readback sample) at most this often. */
+const CHECK_EVERY_MS = 1_000;
+/** A bigger readback sample this often; the full readback runs after restarts and at the end. */
+const BIG_SAMPLE_EVERY_MS = 15_000;
+/** Sequential mutation connections per mutation lane. */
+const MUTATION_PARALLEL = 8;
+/** The history also stops at this many bytes of frames (edge requests reach megabytes). */
+const HISTORY_MAX_BYTES = 96 << 20;
+/** Requests a broker answers late by design (a JoinGroup waits for the rebalance). */
+const SLOW_BY_DESIGN = new Set<number>([ApiKey.JoinGroup]);
+const MAX_DETACHED = 8;
 const PROBE_TIMEOUT_MS = 2_000;
 const STALL_GIVE_UP_MS = 30_000;
 const RESPONSE_TIMEOUT_MS = 15_000;
@@ -81,6 +105,7 @@ class Run {
   private advertised = new Map<number, [number, number]>();
   private readonly ledger = new Ledger();
   private readonly history: FrameRecord[] = [];
+  private historyBytes = 0;
   private readonly suspicions: Suspicion[] = [];
   private readonly findings: Finding[] = [];
   private readonly signatureCounts = new Map<string, number>();
@@ -96,6 +121,14 @@ class Run {
   private lastRestartMs = 0;
   private heavyDone = new Set<number>();
   private readonly batchFactory: BatchFactory;
+  private readonly pool = new Map<string, Pooled[]>();
+  private lastCheckMs = 0;
+  /** Bumped on every restart: a detached request cut off by one is not a finding. */
+  private brokerEpoch = 0;
+  private readonly detached = new Set<Promise<void>>();
+  private lastBigSampleMs = 0;
+  /** When the broker last answered a probe: a hang's reproducer holds every frame since. */
+  private lastGoodProbeMs = 0;
 
   constructor(private readonly o: FuzzOptions) {
     this.rng = new Prng(o.seed);
@@ -112,12 +145,20 @@ class Run {
     const maxFrames = this.o.maxFrames ?? Number.MAX_SAFE_INTEGER;
     const restartEveryMs = (this.o.restartEveryS ?? 60) * 1000;
     this.lastRestartMs = Date.now();
+    this.lastCheckMs = this.lastBigSampleMs = this.lastGoodProbeMs = Date.now();
     while (Date.now() < deadline && this.framesSent < maxFrames) {
       await this.batch(deadline);
-      await this.check(this.batches % 20 === 0);
+      const now = Date.now();
+      if (now - this.lastCheckMs >= CHECK_EVERY_MS || this.suspicions.length > 0 || !this.alive()) {
+        const big = now - this.lastBigSampleMs >= BIG_SAMPLE_EVERY_MS;
+        if (big) this.lastBigSampleMs = now;
+        await this.check(big ? 'big' : 'sample');
+        this.lastCheckMs = Date.now();
+      }
       if (Date.now() - this.lastRestartMs > restartEveryMs && Date.now() + 20_000 < deadline) await this.plannedRestart();
     }
-    await this.check(true);
+    await Promise.all([...this.detached]);
+    await this.check('full');
     const elapsedS = (Date.now() - this.startedMs) / 1000;
     const byKind: Record<string, number> = {};
     for (const f of this.findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
@@ -141,6 +182,8 @@ class Run {
     this.stderrSeen = 0;
     const adv = await probeApiVersions(this.broker.host, this.broker.port, 10_000);
     if (!adv) throw new Error('the broker does not answer ApiVersions after starting');
+    this.lastGoodProbeMs = Date.now();
+    if (this.advertised.size > 0 && !sameAdvertised(this.advertised, adv)) this.pool.clear();
     this.advertised = adv;
     this.gen = new Generator(this.rng.fork(), this.batchFactory, this.advertised);
     if (fresh) {
@@ -171,6 +214,7 @@ class Run {
 
   private async restartSameDir(why: string): Promise<boolean> {
     this.restarts++;
+    this.brokerEpoch++;
     this.log(`fuzz: restarting the broker (${why})`);
     try {
       this.broker = await this.broker.restart();
@@ -185,14 +229,16 @@ class Run {
 
   private async freshBroker(): Promise<void> {
     this.restarts++;
+    this.brokerEpoch++;
     await this.broker.cleanup().catch(() => undefined);
     await this.start(true);
   }
 
   private async plannedRestart(): Promise<void> {
     this.lastRestartMs = Date.now();
+    await Promise.all([...this.detached]);
     await this.scanStderr();
-    if (await this.restartSameDir('planned restart')) await this.readback(true);
+    if (await this.restartSameDir('planned restart')) await this.readback('full');
     this.lastRestartMs = Date.now();
   }
 
@@ -201,7 +247,7 @@ class Run {
   private async batch(deadline: number): Promise<void> {
     this.batches++;
     const n = Math.max(2, this.o.connections ?? 4);
-    const perConn = this.o.framesPerConnection ?? 12;
+    const perConn = this.o.framesPerConnection ?? 48;
     const validLanes = Math.ceil(n / 2);
     const valid: Promise<void>[] = [];
     for (let i = 0; i < validLanes; i++) valid.push(this.guard(this.validLane(this.laneGenerator(i), perConn, deadline)));
@@ -209,7 +255,11 @@ class Run {
     const all = Promise.all(valid).then(() => { validDone = true; });
     const mutation: Promise<void>[] = [];
     // Mutation lanes keep going while the valid lanes wait for answers (bounded).
-    for (let i = validLanes; i < n; i++) mutation.push(this.guard(this.mutationLane(this.laneGenerator(i), perConn, perConn * 20, () => validDone)));
+    for (let i = validLanes; i < n; i++) {
+      for (let j = 0; j < MUTATION_PARALLEL; j++) {
+        mutation.push(this.guard(this.mutationLane(this.laneGenerator(i * MUTATION_PARALLEL + j), Math.ceil(perConn / MUTATION_PARALLEL), perConn * 20, () => validDone)));
+      }
+    }
     await all;
     await Promise.all(mutation);
   }
@@ -250,24 +300,61 @@ class Run {
       }
     }
     const r = rng.float();
-    if (r < 0.12) return pickScenario(rng).run(gen, rng);
+    if (r < 0.12) {
+      const s = pickScenario(rng);
+      return this.pooled(`${s.name}|valid`, rng, () => s.run(gen, rng).then((q) => q && forValidLane(q)));
+    }
     const { apiKey, version } = gen.pickApi();
-    return gen.request(apiKey, version, { edge: r < 0.27 });
+    const edge = r < 0.27;
+    return this.pooled(poolKey(apiKey, version, edge, true), rng, () => gen.request(apiKey, version, { edge }).then(forValidLane));
   }
 
-  private encode(req: GenRequest, correlationId: number): { header: Buffer; body: Buffer; marks: ReturnType<typeof encodeTraced>['marks'] } | null {
+  /**
+   * A request from the pool for `key`, generating (and encoding once) until the pool is
+   * full. Generation (schema walk, record batches, compression) and body encoding are the
+   * fuzzer's own per-frame cost; reused requests differ only in their header (correlation
+   * id), and mutation lanes mutate copies.
+   */
+  private async pooled(key: string, rng: Prng, make: () => Promise<GenRequest | null>): Promise<Pooled | null> {
+    let list = this.pool.get(key);
+    if (!list) this.pool.set(key, (list = []));
+    if (list.length >= POOL_SIZE) return list[rng.int(list.length)]!;
+    const req = await make();
+    if (!req) return null;
+    const enc = this.encodeBody(req);
+    if (!enc) return null;
+    const p: Pooled = { ...req, pooledBody: enc.body, marks: enc.marks };
+    list.push(p);
+    return p;
+  }
+
+  private encodeBody(req: GenRequest): { body: Buffer; marks: Mark[] } | null {
     try {
-      const { body, marks } = encodeTraced(req.apiKey, req.version, req.msg);
-      return { header: encodeHeaderBytes(req.apiKey, req.version, correlationId, 'sluice-fuzz'), body, marks };
+      return encodeTraced(req.apiKey, req.version, req.msg);
     } catch (err) {
       if (err instanceof EncodeError || err instanceof RangeError) return null;
       throw err;
     }
   }
 
+  private encode(req: GenRequest | Pooled, correlationId: number): { header: Buffer; body: Buffer; marks: Mark[] } | null {
+    const enc = 'pooledBody' in req ? { body: req.pooledBody, marks: req.marks } : this.encodeBody(req);
+    if (!enc) return null;
+    return { header: encodeHeaderBytes(req.apiKey, req.version, correlationId, 'sluice-fuzz'), body: enc.body, marks: enc.marks };
+  }
+
   private remember(rec: FrameRecord): void {
     this.history.push(rec);
-    if (this.history.length > HISTORY_FRAMES) this.history.splice(0, this.history.length - HISTORY_FRAMES);
+    this.historyBytes += rec.bytes.length;
+    // Trimmed in chunks: splicing one element per frame off a long array is quadratic.
+    if (this.history.length > HISTORY_FRAMES * 1.25 || this.historyBytes > HISTORY_MAX_BYTES) {
+      let drop = Math.max(0, this.history.length - HISTORY_FRAMES);
+      let bytes = this.historyBytes;
+      for (let i = 0; i < drop; i++) bytes -= this.history[i]!.bytes.length;
+      while (bytes > HISTORY_MAX_BYTES * 0.75 && drop < this.history.length - 1) bytes -= this.history[drop++]!.bytes.length;
+      this.history.splice(0, drop);
+      this.historyBytes = bytes;
+    }
     this.framesSent++;
   }
 
@@ -284,9 +371,15 @@ class Run {
         if (stateful && i > 0) { this.sweep.unshift({ apiKey: req.apiKey, version: req.version }); break; }
         // A broker closes the connection after a failed acks=0 produce (as Kafka does), so
         // valid lanes, which check every answer, always ask for one.
-        if (req.apiKey === ApiKey.Produce) {
-          (req.msg as { acks: number }).acks = 1;
-          req.expectResponse = true;
+        if (!('pooledBody' in req)) forValidLane(req);
+        if (SLOW_BY_DESIGN.has(req.apiKey)) {
+          // A JoinGroup is answered when the rebalance completes (seconds): on its own
+          // connection, awaited in the background, it does not hold up the batch.
+          if (this.detached.size < MAX_DETACHED) {
+            const p: Promise<void> = this.guard(this.detachedRequest(req)).finally(() => this.detached.delete(p));
+            this.detached.add(p);
+          }
+          continue;
         }
         const correlationId = this.correlationId++;
         const enc = this.encode(req, correlationId);
@@ -299,9 +392,12 @@ class Run {
         if (stateful) break;
       }
       let missing = false;
+      let prevAt = 0;
       for (const s of sent) {
         if (!s.response) continue;
         const res = await s.response;
+        if (process.env.FUZZ_DEBUG && res && res.receivedAtMs - Math.max(prevAt, s.rec.atMs) > 200) this.log(`fuzz: slow ${res.receivedAtMs - Math.max(prevAt, s.rec.atMs)} ms ${s.req.label}`);
+        if (res) prevAt = res.receivedAtMs;
         if (!res) {
           if (!missing && !CONNECTION_STATEFUL.has(s.req.apiKey)) {
             const kind: FindingKind = conn.isClosed ? 'dropped-connection' : 'valid-request-unanswered';
@@ -312,6 +408,32 @@ class Run {
         }
         await this.judgeResponse(s.req, s.rec, res.body, connId);
       }
+    } finally {
+      conn.close();
+    }
+  }
+
+  /** One valid request on its own connection; its answer is checked like a lane's. */
+  private async detachedRequest(req: GenRequest | Pooled): Promise<void> {
+    let conn: FuzzConnection;
+    try { conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS); } catch { return; }
+    const connId = ++this.connIds;
+    const epoch = this.brokerEpoch;
+    try {
+      const correlationId = this.correlationId++;
+      const enc = this.encode(req, correlationId);
+      if (!enc) return;
+      const bytes = frame(enc.header, enc.body);
+      const rec: FrameRecord = { conn: connId, port: conn.localPort, atMs: Date.now(), apiKey: req.apiKey, version: req.version, label: req.label, mutation: null, bytes };
+      this.remember(rec);
+      const res = await conn.send(bytes, { correlationId, apiKey: req.apiKey, apiVersion: req.version, timeoutMs: RESPONSE_TIMEOUT_MS });
+      if (!res) {
+        if (epoch !== this.brokerEpoch) return;
+        const kind: FindingKind = conn.isClosed ? 'dropped-connection' : 'valid-request-unanswered';
+        this.suspicions.push({ kind, detail: `${req.label}: ${conn.isClosed ? 'connection closed without an answer' : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: rec, conn: connId });
+        return;
+      }
+      await this.judgeResponse(req, rec, res.body, connId);
     } finally {
       conn.close();
     }
@@ -345,7 +467,14 @@ class Run {
       for (let j = 0; j < k && !conn.isClosed; j++) {
         const { apiKey, version } = gen.pickApi();
         const r = rng.float();
-        const req = r < 0.15 ? await pickScenario(rng).run(gen, rng) : await gen.request(apiKey, version, { edge: r < 0.3 });
+        let req: Pooled | null;
+        if (r < 0.15) {
+          const s = pickScenario(rng);
+          req = await this.pooled(`${s.name}|mut`, rng, () => s.run(gen, rng));
+        } else {
+          const edge = r < 0.3;
+          req = await this.pooled(poolKey(apiKey, version, edge, false), rng, () => gen.request(apiKey, version, { edge }));
+        }
         if (!req) continue;
         const enc = this.encode(req, this.correlationId++);
         if (!enc) continue;
@@ -362,7 +491,12 @@ class Run {
         conn.send(bytes);
         sent++;
       }
-      await Promise.race([conn.closed, new Promise((r) => setTimeout(r, 60))]);
+      // Half-close once the frames are flushed and go on as soon as the broker has read
+      // them and closed (bounded: a broker that never closes is the probe's business).
+      conn.end();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([conn.closed, new Promise((r) => { timer = setTimeout(r, 250); })]);
+      clearTimeout(timer);
       conn.close();
     }
   }
@@ -385,7 +519,7 @@ class Run {
     }
   }
 
-  private async check(full: boolean): Promise<void> {
+  private async check(depth: ReadbackDepth): Promise<void> {
     const suspicions = this.suspicions.splice(0);
     if (!this.alive()) {
       await new Promise((r) => setTimeout(r, 200));
@@ -393,25 +527,30 @@ class Run {
       const tail = this.broker.stderr().split('\n').filter((l) => l.trim() !== '').slice(-3).join(' | ').slice(0, 300);
       const sig = tail.replace(/"time":\d+,|"pid":\d+,/g, '').replace(/\d+/g, 'N').slice(-120);
       await this.finding('process-died', `process-died|${sig}`, `broker exited with ${code}`, null, this.recentFrames());
-      if (await this.restartSameDir('process died')) await this.readback(true);
+      if (await this.restartSameDir('process died')) await this.readback('full');
       return;
     }
+    const probeStartedMs = Date.now();
     await this.scanStderr();
     const t0 = Date.now();
     let adv = await probeApiVersions(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
     if (!adv) {
       while (!adv && Date.now() - t0 < STALL_GIVE_UP_MS && this.alive()) adv = await probeApiVersions(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
-      const recent = this.recentFrames(HISTORY_WINDOW_MS + STALL_GIVE_UP_MS);
+      // Every frame since the broker last answered a probe (and a little before): the one
+      // that stalled it is among them, whatever the frame rate.
+      const recent = this.history.filter((f) => f.atMs >= this.lastGoodProbeMs - 2_000);
       const suspect = [...recent].reverse().find((f) => f.label.includes('storm')) ?? null;
       const sig = `hang|${suspect ? suspect.label.replace(/v\d+.*/, '') : 'unknown'}`;
       if (adv) {
         await this.finding('hang', sig, `no ApiVersions answer within ${PROBE_TIMEOUT_MS} ms; recovered after ${Date.now() - t0} ms`, suspect, recent);
+        this.lastGoodProbeMs = Date.now();
       } else {
         await this.finding('hang', sig, `no ApiVersions answer for ${Date.now() - t0} ms${this.alive() ? '' : ' (then died)'}`, suspect, recent);
         await this.freshBroker();
         return;
       }
     }
+    else this.lastGoodProbeMs = probeStartedMs;
     for (const s of suspicions) {
       if (s.kind === 'dropped-connection') {
         const line = this.broker.stderr().split('\n').reverse().find((l) => l.includes(`:${s.suspect.port}"`) && /closing|error/i.test(l));
@@ -421,15 +560,15 @@ class Run {
       const sig = `${s.kind}|${apiName(s.suspect.apiKey)} v${s.suspect.version}|${s.detail.replace(/^[^:]*: /, '').replace(/\d+/g, 'N').slice(0, 80)}`;
       await this.finding(s.kind, sig, s.detail, s.suspect, this.history.filter((f) => f.conn === s.conn));
     }
-    await this.readback(full);
+    await this.readback(depth);
   }
 
-  private async readback(full: boolean): Promise<void> {
-    const entries = full ? this.ledger.entries : this.ledger.sample(this.rng, 6);
+  private async readback(depth: ReadbackDepth): Promise<void> {
+    const entries = depth === 'full' ? this.ledger.entries : this.ledger.sample(this.rng, depth === 'big' ? 300 : 8);
     if (entries.length === 0) return;
     const [lo, hi] = this.advertised.get(ApiKey.Fetch) ?? [4, 4];
     const fetchVersion = Math.max(lo, Math.min(hi, 12));
-    const problems = await checkReadable(this.broker.host, this.broker.port, entries, fetchVersion, 5000);
+    const problems = await checkReadable(this.broker.host, this.broker.port, entries, fetchVersion, depth === 'full' ? 15_000 : 5000, depth === 'full' ? 4 << 20 : 64 << 10);
     if (!problems) return; // unreachable: the next liveness check reports it
     const bad = new Set<LedgerEntry>();
     for (const p of problems) {
@@ -468,7 +607,7 @@ class Run {
         broker: this.broker.bootstrap,
         replay: `npm run fuzz -- --seed ${this.o.seed} --duration ${this.o.durationS}`,
         suspect: suspect ? show(suspect) : null,
-        frames: frames.slice(-200).map(show),
+        frames: frames.slice(-REPRO_FRAMES).map(show),
         brokerLinesForSuspect: suspect ? this.broker.stderr().split('\n').filter((l) => l.includes(`:${suspect.port}"`)).slice(-20) : [],
         stderrTail: this.broker.stderr().split('\n').slice(-60).join('\n'),
       };
@@ -477,4 +616,32 @@ class Run {
     this.findings.push({ kind, signature, detail, file });
     if (count === 1) this.log(`fuzz: FINDING ${kind}: ${detail.split('\n')[0]!.slice(0, 300)}${file ? ` -> ${file}` : ''}`);
   }
+}
+
+type ReadbackDepth = 'sample' | 'big' | 'full';
+
+/** A generated request with its body encoded once (header added per send). */
+type Pooled = GenRequest & { pooledBody: Buffer; marks: Mark[] };
+
+/**
+ * A broker closes the connection after a failed acks=0 produce (as Kafka does), so valid
+ * lanes, which check every answer, always ask for one.
+ */
+function forValidLane(req: GenRequest): GenRequest {
+  if (req.apiKey === ApiKey.Produce) {
+    (req.msg as { acks: number }).acks = 1;
+    req.expectResponse = true;
+  }
+  return req;
+}
+
+function sameAdvertised(a: ReadonlyMap<number, readonly [number, number]>, b: ReadonlyMap<number, readonly [number, number]>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, [lo, hi]] of a) { const o = b.get(k); if (!o || o[0] !== lo || o[1] !== hi) return false; }
+  return true;
+}
+
+/** Valid and mutation lanes share a pool except for Produce (valid lanes always ask for acks). */
+function poolKey(apiKey: number, version: number, edge: boolean, validLane: boolean): string {
+  return `${apiKey}|${version}|${edge}${apiKey === ApiKey.Produce ? (validLane ? '|valid' : '|mut') : ''}`;
 }

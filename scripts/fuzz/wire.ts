@@ -100,6 +100,11 @@ export class FuzzConnection {
     this.socket.destroy();
   }
 
+  /** Half-closes after the queued writes are flushed (close() would discard them). */
+  end(): void {
+    this.socket.end();
+  }
+
   private onData(d: Buffer): void {
     this.buffered.push(d);
     this.bufferedBytes += d.length;

@@ -20,7 +20,9 @@ describe('protocol fuzzing against a real broker', function () {
         log: () => undefined,
       });
       const report = formatSummary(summary);
-      assert.ok(summary.framesSent > 200, `only ${summary.framesSent} frames sent\n${report}`);
+      // The fuzzer manages a few thousand frames/s on two cores; far fewer means its fast
+      // path (request pool, pipelining, bounded checks) broke.
+      assert.ok(summary.framesSent > 5000, `only ${summary.framesSent} frames sent\n${report}`);
       assert.equal(summary.findings.length, 0, report);
     });
   }
