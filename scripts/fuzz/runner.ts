@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { spawnBroker, type BrokerProcess, type SpawnBrokerOptions } from '../../test/helpers/broker-process.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { makeCreateTopicsRequest, type CreateTopicsResponse } from '../../protocol/messages/create-topics.ts';
+import { makeDescribeGroupsRequest, type DescribeGroupsResponse } from '../../protocol/messages/describe-groups.ts';
 import type { ProduceResponse } from '../../protocol/messages/produce.ts';
 import { EncodeError } from '../../protocol/primitives.ts';
 import { apiName, BatchFactory, CONNECTION_STATEFUL, Generator, LEDGER_PARTITIONS, LEDGER_TOPICS, SCRATCH_TOPICS, type GenRequest } from './generator.ts';
@@ -22,7 +23,7 @@ import { encodeTraced, mutateFrame, type Mark } from './mutator.ts';
 import { checkReadable, judgeProduce, Ledger, probeApiVersions, unhandledLines, type LedgerEntry } from './oracle.ts';
 import { Prng } from './prng.ts';
 import { HEAVY_SCENARIOS, pickScenario } from './scenarios.ts';
-import { encodeHeaderBytes, frame, FuzzConnection } from './wire.ts';
+import { encodeHeaderBytes, frame, FuzzConnection, roundTrip } from './wire.ts';
 
 export interface FuzzOptions {
   durationS: number;
@@ -204,7 +205,6 @@ class Run {
     const conn = await FuzzConnection.open(this.broker.host, this.broker.port, 5000);
     try {
       const topics = [...LEDGER_TOPICS, ...SCRATCH_TOPICS].map((name) => ({ name, numPartitions: LEDGER_PARTITIONS, replicationFactor: -1, assignments: [], configs: [] }));
-      const { roundTrip } = await import('./wire.ts');
       const res = await roundTrip<CreateTopicsResponse>(conn, ApiKey.CreateTopics, version, 1, makeCreateTopicsRequest({ topics, timeoutMs: 10_000 }), 15_000);
       if (!res) throw new Error('CreateTopics for the fuzz topics got no answer');
     } finally {
@@ -413,6 +413,27 @@ class Run {
     }
   }
 
+  /**
+   * A JoinGroup is answered once every member rejoined or the group's longest rebalance
+   * timeout passed, and fuzzed members carry timeouts up to 2^31 - 1 ms, as Kafka honours
+   * them too: a join still waiting while its group is in a rebalance is by design. One
+   * waiting in any other state is a finding.
+   */
+  private async stillRebalancing(req: GenRequest | Pooled): Promise<boolean> {
+    const groupId = (req.msg as { groupId?: unknown }).groupId;
+    if (req.apiKey !== ApiKey.JoinGroup || typeof groupId !== 'string') return false;
+    let conn: FuzzConnection;
+    try { conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS); } catch { return false; }
+    try {
+      const res = await roundTrip<DescribeGroupsResponse>(conn, ApiKey.DescribeGroups, 0, 1, makeDescribeGroupsRequest({ groups: [groupId] }), PROBE_TIMEOUT_MS);
+      return res?.groups[0]?.groupState === 'PreparingRebalance';
+    } catch {
+      return false;
+    } finally {
+      conn.close();
+    }
+  }
+
   /** One valid request on its own connection; its answer is checked like a lane's. */
   private async detachedRequest(req: GenRequest | Pooled): Promise<void> {
     let conn: FuzzConnection;
@@ -429,6 +450,7 @@ class Run {
       const res = await conn.send(bytes, { correlationId, apiKey: req.apiKey, apiVersion: req.version, timeoutMs: RESPONSE_TIMEOUT_MS });
       if (!res) {
         if (epoch !== this.brokerEpoch) return;
+        if (!conn.isClosed && await this.stillRebalancing(req)) return;
         const kind: FindingKind = conn.isClosed ? 'dropped-connection' : 'valid-request-unanswered';
         this.suspicions.push({ kind, detail: `${req.label}: ${conn.isClosed ? 'connection closed without an answer' : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: rec, conn: connId });
         return;
