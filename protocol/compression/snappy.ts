@@ -48,6 +48,17 @@ export async function snappyDecompress(data: Buffer, maxOutputBytes: number): Pr
   if (!isXerialFramed(data)) return rawDecompress(data, maxOutputBytes);
   const chunks: Buffer[] = [];
   let declared = 0;
+  for (const chunk of xerialChunks(data)) {
+    declared += uncompressedLength(chunk);
+    if (declared > maxOutputBytes) throw tooLarge(CompressionType.Snappy, maxOutputBytes);
+    chunks.push(chunk);
+  }
+  const parts = await Promise.all(chunks.map((c) => uncompress(c)));
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, declared);
+}
+
+/** The raw chunks of a xerial-framed payload, each checked to lie within it. */
+function* xerialChunks(data: Buffer): Generator<Buffer> {
   for (let pos = XERIAL_HEADER_BYTES; pos < data.length;) {
     if (pos + 4 > data.length) throw corrupt(CompressionType.Snappy, 'truncated xerial chunk length');
     const length = data.readInt32BE(pos);
@@ -55,14 +66,9 @@ export async function snappyDecompress(data: Buffer, maxOutputBytes: number): Pr
     if (length < 0 || pos + length > data.length) {
       throw corrupt(CompressionType.Snappy, `xerial chunk of ${length} bytes overruns the input`);
     }
-    const chunk = data.subarray(pos, pos + length);
+    yield data.subarray(pos, pos + length);
     pos += length;
-    declared += uncompressedLength(chunk);
-    if (declared > maxOutputBytes) throw tooLarge(CompressionType.Snappy, maxOutputBytes);
-    chunks.push(chunk);
   }
-  const parts = await Promise.all(chunks.map((c) => uncompress(c)));
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, declared);
 }
 
 async function rawDecompress(data: Buffer, maxOutputBytes: number): Promise<Buffer> {
@@ -97,20 +103,11 @@ async function uncompress(block: Buffer): Promise<Buffer> {
 export async function snappyDecompressStream(data: Buffer, sink: ChunkSink, maxOutputBytes: number): Promise<void> {
   if (data.length === 0) throw corrupt(CompressionType.Snappy, 'empty payload');
   if (!isXerialFramed(data)) {
-    if (uncompressedLength(data) > maxOutputBytes) throw tooLarge(CompressionType.Snappy, maxOutputBytes);
-    sink(await uncompress(data));
+    sink(await rawDecompress(data, maxOutputBytes));
     return;
   }
   let declared = 0;
-  for (let pos = XERIAL_HEADER_BYTES; pos < data.length;) {
-    if (pos + 4 > data.length) throw corrupt(CompressionType.Snappy, 'truncated xerial chunk length');
-    const length = data.readInt32BE(pos);
-    pos += 4;
-    if (length < 0 || pos + length > data.length) {
-      throw corrupt(CompressionType.Snappy, `xerial chunk of ${length} bytes overruns the input`);
-    }
-    const chunk = data.subarray(pos, pos + length);
-    pos += length;
+  for (const chunk of xerialChunks(data)) {
     const size = uncompressedLength(chunk);
     declared += size;
     if (declared > maxOutputBytes) throw tooLarge(CompressionType.Snappy, maxOutputBytes);

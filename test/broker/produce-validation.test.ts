@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import * as zlib from 'node:zlib';
 import { compress } from '../../protocol/compression/index.ts';
-import { crc32c } from '../../protocol/crc.ts';
 import { Errors } from '../../protocol/errors.ts';
 import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
@@ -26,10 +25,10 @@ import {
 } from '../../protocol/messages/produce.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import {
-  ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, CompressionType, CRC, LAST_OFFSET_DELTA, LOG_OVERHEAD,
-  RECORD_BATCH_OVERHEAD, RECORDS_COUNT, TRANSACTIONAL_BIT,
+  ATTRIBUTES, CompressionType, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_BIT,
 } from '../../protocol/records/batch.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
+import { resealCrc, sealBatch } from '../helpers/record-batches.ts';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 import { RawClient } from '../server/raw-client.ts';
 
@@ -69,22 +68,7 @@ async function endOffset(client: RawClient, topic: string): Promise<bigint> {
   return p.offset;
 }
 
-function resealCrc(b: Buffer): Buffer {
-  b.writeUInt32BE(crc32c(b.subarray(ATTRIBUTES)), CRC);
-  return b;
-}
 
-/** `template`'s header around `payload` (compressed as `compression`), CRC re-sealed. */
-function sealBatch(template: Buffer, payload: Buffer, compression: CompressionType, recordCount?: number): Buffer {
-  const out = Buffer.concat([template.subarray(0, RECORD_BATCH_OVERHEAD), payload]);
-  out.writeInt32BE(out.length - LOG_OVERHEAD, BATCH_LENGTH);
-  out.writeInt16BE((out.readInt16BE(ATTRIBUTES) & ~COMPRESSION_MASK) | compression, ATTRIBUTES);
-  if (recordCount !== undefined) {
-    out.writeInt32BE(recordCount, RECORDS_COUNT);
-    out.writeInt32BE(recordCount - 1, LAST_OFFSET_DELTA);
-  }
-  return resealCrc(out);
-}
 
 function records(n: number, key: (i: number) => Buffer | null = (i) => Buffer.from(`k${i}`), compression = CompressionType.None): Promise<Buffer> {
   const now = Date.now();

@@ -4,12 +4,11 @@ import { compress } from '../../protocol/compression/index.ts';
 import { gzipCompress } from '../../protocol/compression/gzip.ts';
 import { Errors } from '../../protocol/errors.ts';
 import {
-  ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, CompressionType, CRC, LAST_OFFSET_DELTA, LOG_OVERHEAD, MAX_TIMESTAMP,
-  RECORD_BATCH_OVERHEAD, RECORDS_COUNT, RecordBatch, TRANSACTIONAL_BIT,
+  ATTRIBUTES, CompressionType, MAX_TIMESTAMP, RECORD_BATCH_OVERHEAD, RECORDS_COUNT, RecordBatch, TRANSACTIONAL_BIT,
 } from '../../protocol/records/batch.ts';
 import { readRecords } from '../../protocol/records/record.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
-import { crc32c } from '../../protocol/crc.ts';
+import { resealCrc, sealBatch } from '../helpers/record-batches.ts';
 import { buildLegacyMessageSet, convertLegacyToV2 } from '../../protocol/records/legacy.ts';
 import { logSettings, type LogSettings } from '../../src/replication/log.ts';
 import { maxRecordsBytes, RecordValidationError, validateProducedRecords, type ValidationContext } from '../../src/replication/validation.ts';
@@ -41,9 +40,6 @@ async function rejects(records: Buffer | null, c: ValidationContext, code: numbe
   assert.fail('expected a validation error');
 }
 
-function resealCrc(buf: Buffer): void {
-  buf.writeUInt32BE(crc32c(buf.subarray(21)), CRC);
-}
 
 describe('produce validation', () => {
   it('accepts a v2 batch and reports its offsets and producer fields', async () => {
@@ -146,18 +142,6 @@ describe('produce validation', () => {
 
 const CODECS = [CompressionType.None, CompressionType.Gzip, CompressionType.Snappy, CompressionType.Lz4, CompressionType.Zstd] as const;
 
-/** A v2 batch with `template`'s header around `payload` (already compressed as `compression`). */
-function sealBatch(template: Buffer, payload: Buffer, compression: CompressionType, recordCount?: number): Buffer {
-  const out = Buffer.concat([template.subarray(0, RECORD_BATCH_OVERHEAD), payload]);
-  out.writeInt32BE(out.length - LOG_OVERHEAD, BATCH_LENGTH);
-  out.writeInt16BE((out.readInt16BE(ATTRIBUTES) & ~COMPRESSION_MASK) | compression, ATTRIBUTES);
-  if (recordCount !== undefined) {
-    out.writeInt32BE(recordCount, RECORDS_COUNT);
-    out.writeInt32BE(recordCount - 1, LAST_OFFSET_DELTA);
-  }
-  resealCrc(out);
-  return out;
-}
 
 /** The uncompressed records of a batch built from `n` records. */
 async function plainRecords(n: number, key: (i: number) => Buffer | null = () => Buffer.from('k')): Promise<{ template: Buffer; payload: Buffer }> {

@@ -1,0 +1,25 @@
+// Hand-made record batches for validation tests: a batch whose bytes a test changed, sealed
+// again so that only the change (not the CRC) is what the broker sees wrong.
+import { crc32c } from '../../protocol/crc.ts';
+import {
+  ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, CRC, LAST_OFFSET_DELTA, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORDS_COUNT,
+  type CompressionType,
+} from '../../protocol/records/batch.ts';
+
+/** Recomputes the batch's CRC-32C (attributes to the end) in place. */
+export function resealCrc(batch: Buffer): Buffer {
+  batch.writeUInt32BE(crc32c(batch.subarray(ATTRIBUTES)), CRC);
+  return batch;
+}
+
+/** `template`'s header around `payload` (already compressed as `compression`), CRC re-sealed. */
+export function sealBatch(template: Buffer, payload: Buffer, compression: CompressionType, recordCount?: number): Buffer {
+  const out = Buffer.concat([template.subarray(0, RECORD_BATCH_OVERHEAD), payload]);
+  out.writeInt32BE(out.length - LOG_OVERHEAD, BATCH_LENGTH);
+  out.writeInt16BE((out.readInt16BE(ATTRIBUTES) & ~COMPRESSION_MASK) | compression, ATTRIBUTES);
+  if (recordCount !== undefined) {
+    out.writeInt32BE(recordCount, RECORDS_COUNT);
+    out.writeInt32BE(recordCount - 1, LAST_OFFSET_DELTA);
+  }
+  return resealCrc(out);
+}
