@@ -3,6 +3,7 @@
 // acknowledged record of the topics that were not deleted.
 import assert from 'node:assert/strict';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { eventually } from '../helpers/wait.ts';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 
 const RECOVERY_LINE = /recovered \d+ partitions \(\d+ after an unclean stop\), truncated \d+ bytes, removed \d+ stray directories/g;
@@ -44,6 +45,9 @@ describe('crash and restart of the real broker', function () {
       await churn.catch(() => undefined);
       await admin.disconnect().catch(() => undefined);
       broker = await broker.restart();
+      const restarted = broker;
+      // Log lines are written asynchronously: the ready line on stdout can come first.
+      await eventually('the recovery line', () => new RegExp(RECOVERY_LINE.source).test(restarted.stderr()), 10_000).catch(() => undefined);
       const lines = broker.stderr().match(RECOVERY_LINE) ?? [];
       assert.equal(lines.length, 1, `expected one recovery line, stderr:\n${broker.stderr().slice(-4000)}`);
     }

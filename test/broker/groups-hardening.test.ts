@@ -20,6 +20,7 @@ import {
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
 import { encodeCoordinatorRecord } from '../../src/coordinator/offsets-topic-codec.ts';
+import { eventually } from '../helpers/wait.ts';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 
 const TOPIC = 'events';
@@ -171,9 +172,13 @@ describe('group coordinator hardening against the broker (raw requests)', functi
     assert.equal(await fetchOffset(after, 'neighbour-after', 1), 12n);
     assert.equal(await fetchOffset(after, 'retention-2p60', 0), 60n);
     assert.equal(await fetchOffset(after, 'corrupt', 0), -1n);
+    const restarted = broker;
+    const skipped = /3 record\(s\) could not be loaded and were skipped/;
+    // Log lines are written asynchronously: wait for them rather than read them at once.
+    await eventually('the skipped-records line', () => skipped.test(restarted.stderr()), 10_000).catch(() => undefined);
     const logs = broker.stdout() + broker.stderr();
     assert.match(logs, /decoding the record at offset \d+ of __consumer_offsets-0 \(skipped\)/);
-    assert.match(logs, /3 record\(s\) could not be loaded and were skipped/);
+    assert.match(logs, skipped);
     await assertAlive();
   });
 });

@@ -29,6 +29,7 @@ import {
 } from '../../protocol/records/batch.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { resealCrc, sealBatch } from '../helpers/record-batches.ts';
+import { eventually } from '../helpers/wait.ts';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 import { RawClient } from '../server/raw-client.ts';
 
@@ -199,9 +200,10 @@ describe('Produce validation (raw socket, real broker process)', function () {
     }), PRODUCE_VERSION);
     other.send(w.toBuffer());
     await other.whenClosed();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refusal = /TRANSACTIONAL_ID_AUTHORIZATION_FAILED|Transactional records were sent without a transactional id/;
+    await eventually('the refusal in the log', () => refusal.test(broker.stderr()), 10_000).catch(() => undefined);
     assert.equal(broker.child.exitCode, null, 'the broker exited');
-    assert.match(broker.stdout() + broker.stderr(), /TRANSACTIONAL_ID_AUTHORIZATION_FAILED|Transactional records were sent without a transactional id/);
+    assert.match(broker.stdout() + broker.stderr(), refusal);
     const versions = await call<ApiVersionsResponse>(client, ApiKey.ApiVersions, 3, makeApiVersionsRequest({
       clientSoftwareName: 'produce-validation-test', clientSoftwareVersion: '1',
     }));
