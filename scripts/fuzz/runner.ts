@@ -401,7 +401,7 @@ class Run {
         if (!res) {
           if (!missing && !CONNECTION_STATEFUL.has(s.req.apiKey)) {
             const kind: FindingKind = conn.isClosed ? 'dropped-connection' : 'valid-request-unanswered';
-            this.suspicions.push({ kind, detail: `${s.req.label}: ${conn.isClosed ? 'connection closed without an answer' : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: s.rec, conn: connId });
+            this.suspicions.push({ kind, detail: `${s.req.label}: ${conn.isClosed ? closedDetail(conn) : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: s.rec, conn: connId });
           }
           missing = true;
           continue;
@@ -452,7 +452,7 @@ class Run {
         if (epoch !== this.brokerEpoch) return;
         if (!conn.isClosed && await this.stillRebalancing(req)) return;
         const kind: FindingKind = conn.isClosed ? 'dropped-connection' : 'valid-request-unanswered';
-        this.suspicions.push({ kind, detail: `${req.label}: ${conn.isClosed ? 'connection closed without an answer' : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: rec, conn: connId });
+        this.suspicions.push({ kind, detail: `${req.label}: ${conn.isClosed ? closedDetail(conn) : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: rec, conn: connId });
         return;
       }
       await this.judgeResponse(req, rec, res.body, connId);
@@ -666,4 +666,10 @@ function sameAdvertised(a: ReadonlyMap<number, readonly [number, number]>, b: Re
 /** Valid and mutation lanes share a pool except for Produce (valid lanes always ask for acks). */
 function poolKey(apiKey: number, version: number, edge: boolean, validLane: boolean): string {
   return `${apiKey}|${version}|${edge}${apiKey === ApiKey.Produce ? (validLane ? '|valid' : '|mut') : ''}`;
+}
+
+function closedDetail(conn: FuzzConnection): string {
+  return conn.badFrameSize === null
+    ? 'connection closed without an answer'
+    : `answered with a frame of ${conn.badFrameSize} bytes, outside what a response can be`;
 }

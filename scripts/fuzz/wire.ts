@@ -5,8 +5,12 @@ import { apis } from '../../protocol/messages/index.ts';
 import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 
-/** Responses larger than this close the connection (the fuzzer never asks for more). */
-const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+/**
+ * Responses larger than this close the connection. The broker bounds every response (a Fetch
+ * by fetch.max.bytes, 55 MiB, plus what the request itself names, such as 32 KB topic names),
+ * so a larger frame is a finding, reported as one.
+ */
+const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 export function encodeHeaderBytes(apiKey: number, apiVersion: number, correlationId: number, clientId: string | null): Buffer {
   const w = new Writer(64);
@@ -45,6 +49,8 @@ export class FuzzConnection {
   private bufferedBytes = 0;
   private readonly pending = new Map<number, Pending>();
   private closedFlag = false;
+  /** The size of a response frame this side refused (below 4 or over the bound), if any. */
+  badFrameSize: number | null = null;
   readonly closed: Promise<void>;
 
   private constructor(private readonly socket: Socket) {
@@ -110,11 +116,16 @@ export class FuzzConnection {
     this.bufferedBytes += d.length;
     for (;;) {
       if (this.bufferedBytes < 4) return;
-      const head = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered);
-      this.buffered = [head];
-      const size = head.readInt32BE(0);
-      if (size < 4 || size > MAX_RESPONSE_BYTES) { this.close(); return; }
-      if (head.length < 4 + size) return;
+      if (this.buffered[0]!.length < 4) this.buffered = [Buffer.concat(this.buffered, this.bufferedBytes)];
+      const size = this.buffered[0]!.readInt32BE(0);
+      if (size < 4 || size > MAX_RESPONSE_BYTES) {
+        this.badFrameSize = size;
+        this.close();
+        return;
+      }
+      // Joined once the whole frame is here: a large response arrives in many chunks.
+      if (this.bufferedBytes < 4 + size) return;
+      const head = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
       const body = head.subarray(4, 4 + size);
       const rest = head.subarray(4 + size);
       this.buffered = rest.length > 0 ? [rest] : [];
