@@ -84,6 +84,8 @@ const HISTORY_MAX_BYTES = 96 << 20;
 const SLOW_BY_DESIGN = new Set<number>([ApiKey.JoinGroup]);
 const MAX_DETACHED = 8;
 const PROBE_TIMEOUT_MS = 2_000;
+/** How long a finding waits for the broker's log lines before its reproducer is written. */
+const LOG_SETTLE_MS = 500;
 const STALL_GIVE_UP_MS = 30_000;
 const RESPONSE_TIMEOUT_MS = 15_000;
 const FILES_PER_SIGNATURE = 3;
@@ -617,6 +619,8 @@ class Run {
     this.signatureCounts.set(signature, count);
     let file: string | null = null;
     if (count <= FILES_PER_SIGNATURE) {
+      // The broker writes its log asynchronously: give the lines about the suspect time to arrive.
+      await new Promise((resolve) => setTimeout(resolve, LOG_SETTLE_MS));
       await mkdir(this.o.outDir, { recursive: true });
       file = join(this.o.outDir, `${kind}-seed${this.o.seed}-${this.findings.length + 1}.json`);
       const show = (f: FrameRecord) => ({
