@@ -3,42 +3,19 @@
 // notices, reconnects and refreshes its metadata.
 import assert from 'node:assert/strict';
 import { Errors } from '../../protocol/errors.ts';
-import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
-import { ApiKey, apis } from '../../protocol/messages/index.ts';
+import { ApiKey } from '../../protocol/messages/index.ts';
 import type { ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
 import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../protocol/messages/metadata.ts';
 import {
   makeProduceRequest, makeProduceRequestPartitionProduceData, makeProduceRequestTopicProduceData, type ProduceResponse,
 } from '../../protocol/messages/produce.ts';
-import { Reader, Writer } from '../../protocol/primitives.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { startBroker, type EmbeddedBroker } from '../../src/index.ts';
 import { RawClient } from '../server/raw-client.ts';
+import { call, frame } from '../helpers/raw-requests.ts';
 
 const TOPIC = 'acks-zero';
 const PRODUCE_VERSION = 9;
-let correlationId = 0;
-
-function frame(apiKey: number, version: number, body: unknown): { id: number; bytes: Buffer } {
-  const id = ++correlationId;
-  const w = new Writer();
-  encodeRequestHeader(w, { requestApiKey: apiKey, requestApiVersion: version, correlationId: id, clientId: 'acks-zero-test' });
-  apis.get(apiKey)!.encodeRequest(w, body, version);
-  return { id, bytes: w.toBuffer() };
-}
-
-async function reply<Res>(client: RawClient, apiKey: number, version: number, id: number): Promise<Res> {
-  const r = new Reader(await client.next());
-  assert.equal(decodeResponseHeader(r, apiKey, version), id);
-  return apis.get(apiKey)!.decodeResponse(r, version) as Res;
-}
-
-async function call<Res>(client: RawClient, apiKey: number, version: number, body: unknown): Promise<Res> {
-  const { id, bytes } = frame(apiKey, version, body);
-  client.send(bytes);
-  return reply<Res>(client, apiKey, version, id);
-}
-
 async function produceRequest(acks: number, topic: string, partition: number): Promise<unknown> {
   const records = await buildRecordBatch({}, [{ key: Buffer.from('k'), value: Buffer.from('v'), timestamp: Date.now() }]);
   return makeProduceRequest({

@@ -7,8 +7,7 @@ import { once } from 'node:events';
 import * as zlib from 'node:zlib';
 import { compress } from '../../protocol/compression/index.ts';
 import { Errors } from '../../protocol/errors.ts';
-import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
-import { ApiKey, apis } from '../../protocol/messages/index.ts';
+import { ApiKey } from '../../protocol/messages/index.ts';
 import { makeApiVersionsRequest, type ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
 import {
   makeCreateTopicsRequest, makeCreateTopicsRequestCreatableTopic, makeCreateTopicsRequestCreatableTopicConfig,
@@ -23,7 +22,6 @@ import {
   makeProduceRequest, makeProduceRequestPartitionProduceData, makeProduceRequestTopicProduceData,
   type ProduceResponse, type ProduceResponsePartitionProduceResponse,
 } from '../../protocol/messages/produce.ts';
-import { Reader, Writer } from '../../protocol/primitives.ts';
 import {
   ATTRIBUTES, CompressionType, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_BIT,
 } from '../../protocol/records/batch.ts';
@@ -32,23 +30,11 @@ import { resealCrc, sealBatch } from '../helpers/record-batches.ts';
 import { eventually } from '../helpers/wait.ts';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 import { RawClient } from '../server/raw-client.ts';
+import { call, frame } from '../helpers/raw-requests.ts';
 
 const TOPIC = 'produce-validation';
 const COMPACTED = 'produce-validation-compacted';
 const PRODUCE_VERSION = 9;
-let correlationId = 0;
-
-async function call<Res>(client: RawClient, apiKey: number, version: number, body: unknown): Promise<Res> {
-  const id = ++correlationId;
-  const w = new Writer();
-  encodeRequestHeader(w, { requestApiKey: apiKey, requestApiVersion: version, correlationId: id, clientId: 'produce-validation-test' });
-  apis.get(apiKey)!.encodeRequest(w, body, version);
-  client.send(w.toBuffer());
-  const r = new Reader(await client.next());
-  assert.equal(decodeResponseHeader(r, apiKey, version), id);
-  return apis.get(apiKey)!.decodeResponse(r, version) as Res;
-}
-
 async function produce(client: RawClient, topic: string, records: Buffer, transactionalId: string | null = null): Promise<ProduceResponsePartitionProduceResponse> {
   const res = await call<ProduceResponse>(client, ApiKey.Produce, PRODUCE_VERSION, makeProduceRequest({
     transactionalId,
@@ -192,13 +178,10 @@ describe('Produce validation (raw socket, real broker process)', function () {
     const b = await records(1);
     b.writeInt16BE(b.readInt16BE(ATTRIBUTES) | TRANSACTIONAL_BIT, ATTRIBUTES);
     const other = await RawClient.connect(broker.port, broker.host);
-    const w = new Writer();
-    encodeRequestHeader(w, { requestApiKey: ApiKey.Produce, requestApiVersion: PRODUCE_VERSION, correlationId: 1, clientId: 'acks-zero' });
-    apis.get(ApiKey.Produce)!.encodeRequest(w, makeProduceRequest({
+    other.send(frame(ApiKey.Produce, PRODUCE_VERSION, makeProduceRequest({
       acks: 0, timeoutMs: 5000,
       topicData: [makeProduceRequestTopicProduceData({ name: TOPIC, partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records: resealCrc(b) })] })],
-    }), PRODUCE_VERSION);
-    other.send(w.toBuffer());
+    }), 'acks-zero').bytes);
     await other.whenClosed();
     const refusal = /TRANSACTIONAL_ID_AUTHORIZATION_FAILED|Transactional records were sent without a transactional id/;
     await eventually('the refusal in the log', () => refusal.test(broker.stderr()), 10_000).catch(() => undefined);

@@ -1,0 +1,32 @@
+// Typed requests over a RawClient, for tests that must control every request on the socket
+// (acks=0 produces, hand-made batches): encode with the generated codec, match the answer's
+// correlation id, decode it.
+import assert from 'node:assert/strict';
+import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
+import { apis } from '../../protocol/messages/index.ts';
+import { Reader, Writer } from '../../protocol/primitives.ts';
+import type { RawClient } from '../server/raw-client.ts';
+
+let correlationId = 0;
+
+/** One request frame (without its size prefix: RawClient.send adds it) and its correlation id. */
+export function frame(apiKey: number, version: number, body: unknown, clientId = 'sluice-test'): { id: number; bytes: Buffer } {
+  const id = ++correlationId;
+  const w = new Writer();
+  encodeRequestHeader(w, { requestApiKey: apiKey, requestApiVersion: version, correlationId: id, clientId });
+  apis.get(apiKey)!.encodeRequest(w, body, version);
+  return { id, bytes: w.toBuffer() };
+}
+
+/** The next response on the connection, which must answer correlation id `id`. */
+async function reply<Res>(client: RawClient, apiKey: number, version: number, id: number): Promise<Res> {
+  const r = new Reader(await client.next());
+  assert.equal(decodeResponseHeader(r, apiKey, version), id);
+  return apis.get(apiKey)!.decodeResponse(r, version) as Res;
+}
+
+export async function call<Res>(client: RawClient, apiKey: number, version: number, body: unknown, clientId?: string): Promise<Res> {
+  const { id, bytes } = frame(apiKey, version, body, clientId);
+  client.send(bytes);
+  return reply<Res>(client, apiKey, version, id);
+}
