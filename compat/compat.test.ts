@@ -33,9 +33,7 @@ describe('compat: third-party clients', function () {
     console.log(`\nCompatibility matrix\n\n${rendered}`);
     // A partial run (some clients, another broker, a --grep) leaves the full matrix alone.
     const partial =
-      only !== undefined ||
-      process.env.COMPAT_BOOTSTRAP !== undefined ||
-      process.argv.some((a) => /^(-g|--grep|-f|--fgrep)(=|$)/.test(a));
+      only !== undefined || process.env.COMPAT_BOOTSTRAP !== undefined || process.argv.some((a) => /^(-g|--grep|-f|--fgrep)(=|$)/.test(a));
     if (partial) return;
     matrix.write(
       join(ROOT, '.cache/compat-matrix.md'),
@@ -107,8 +105,7 @@ describe('compat: third-party clients', function () {
                 driver,
                 fixture: fixture!,
                 bootstrap,
-                name: (part) =>
-                  `compat-${info.client}-${s.id}-${Date.now().toString(36)}${part ? `-${part}` : ''}-${suffix++}`,
+                name: (part) => `compat-${info.client}-${s.id}-${Date.now().toString(36)}${part ? `-${part}` : ''}-${suffix++}`,
               });
               matrix.set(target.name, info.client, s.id, 'PASS');
             });

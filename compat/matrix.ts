@@ -42,7 +42,7 @@ export class Matrix {
     lines.push(
       'PASS: the scenario passed with that client. FAIL: it failed (or did not run to the end). ' +
         'not yet: it needs a capability Sluice has not landed (compat/capabilities.ts). ' +
-        "n/a: the client has no way to express it. SKIP: the client or broker is not installed here.",
+        'n/a: the client has no way to express it. SKIP: the client or broker is not installed here.',
     );
     for (const note of this.notes) lines.push('', note);
     return `${lines.join('\n')}\n`;

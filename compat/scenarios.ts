@@ -194,9 +194,7 @@ const consumerGroups = scenario({
     const groupB = name('b');
     // Clients without an API for committed offsets (kcat) have them read beside them.
     const committedOffsets = (group: string) =>
-      driver.committedOffsets
-        ? driver.committedOffsets(group, topic, partitions)
-        : fixture.committedOffsets(group, topic, partitions);
+      driver.committedOffsets ? driver.committedOffsets(group, topic, partitions) : fixture.committedOffsets(group, topic, partitions);
     await fixture.createTopic(topic, partitions);
     const first = seqRecords(0, 100);
     await driver.produce(topic, first, { codec: 'none', idempotent: false, murmur2: true });
@@ -218,10 +216,17 @@ const consumerGroups = scenario({
     assert.equal(sum(ends) - sum(committed as number[]), 50, 'lag is committed vs end offsets');
 
     const resumed = await driver.groupConsume!({ group: groupA, topic, members: 1, count: 50, timeoutMs: 90_000 });
-    assert.deepEqual(seqsOf(resumed.records), range(50).map((i) => 100 + i), 'a restarted member resumes');
+    assert.deepEqual(
+      seqsOf(resumed.records),
+      range(50).map((i) => 100 + i),
+      'a restarted member resumes',
+    );
     assert.deepEqual(await committedOffsets(groupA), ends);
 
-    assert.deepEqual(await committedOffsets(groupB), range(partitions).map(() => null));
+    assert.deepEqual(
+      await committedOffsets(groupB),
+      range(partitions).map(() => null),
+    );
     const independent = await driver.groupConsume!({ group: groupB, topic, members: 1, count: 150, timeoutMs: 90_000 });
     assert.deepEqual(seqsOf(independent.records), range(150), 'a second group reads everything');
     assert.deepEqual(await committedOffsets(groupA), ends, 'group A unchanged');
@@ -362,7 +367,11 @@ const offsetReset = scenario({
   async run({ driver, fixture, name }) {
     const topic = name();
     await fixture.createTopic(topic, 1);
-    await fixture.seed(topic, 0, range(10).map((i) => `seed ${i}`));
+    await fixture.seed(
+      topic,
+      0,
+      range(10).map((i) => `seed ${i}`),
+    );
     const consumed = await driver.consume({
       topic,
       partitions: [0],

@@ -120,8 +120,7 @@ function kafkaTarget(ci: boolean): Target {
   return {
     name: 'Kafka',
     capabilities: new Set(ALL_CAPABILITIES),
-    unavailable:
-      kafkaInstalled() || ci ? null : `Apache Kafka ${kafkaVersion()} is not installed (scripts/install-test-clients.sh)`,
+    unavailable: kafkaInstalled() || ci ? null : `Apache Kafka ${kafkaVersion()} is not installed (scripts/install-test-clients.sh)`,
     async start() {
       const started = Date.now();
       state = mkdtempSync(join(tmpdir(), 'kafka-reference-state-'));

@@ -21,7 +21,10 @@ for (const s of schemas) {
  * Where a response's field has another name in its request, per api key: response field
  * name -> request field names, the first that holds something wins.
  */
-const REQUEST_FIELD_ALIASES: ReadonlyMap<number, Readonly<Record<string, readonly string[]>>> = new Map<number, Readonly<Record<string, readonly string[]>>>([
+const REQUEST_FIELD_ALIASES: ReadonlyMap<number, Readonly<Record<string, readonly string[]>>> = new Map<
+  number,
+  Readonly<Record<string, readonly string[]>>
+>([
   [0, { responses: ['topicData'], partitionResponses: ['partitionData'] }],
   [1, { responses: ['topics'], partitionIndex: ['partition'] }],
   [10, { coordinators: ['coordinatorKeys'] }],
@@ -40,8 +43,21 @@ const ERROR_VALUES: ReadonlyMap<number, Readonly<Record<string, unknown>>> = new
 
 /** Fields of the request that identify what a response element answers for. */
 const IDENTITY_FIELDS = new Set([
-  'name', 'topic', 'topicName', 'topicId', 'partitionIndex', 'partition', 'index', 'groupId',
-  'transactionalId', 'resourceType', 'resourceName', 'key', 'keyType', 'memberId', 'groupInstanceId',
+  'name',
+  'topic',
+  'topicName',
+  'topicId',
+  'partitionIndex',
+  'partition',
+  'index',
+  'groupId',
+  'transactionalId',
+  'resourceType',
+  'resourceName',
+  'key',
+  'keyType',
+  'memberId',
+  'groupInstanceId',
 ]);
 
 /**
@@ -69,7 +85,12 @@ interface ErrorFill {
   readonly values: Readonly<Record<string, unknown>>;
 }
 
-function buildStruct(fields: readonly FieldSchema[], source: Record<string, unknown> | null, version: number, error: ErrorFill): Record<string, unknown> {
+function buildStruct(
+  fields: readonly FieldSchema[],
+  source: Record<string, unknown> | null,
+  version: number,
+  error: ErrorFill,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const field of fields) out[field.name] = fieldValue(field, source, version, error);
   return out;
@@ -80,7 +101,7 @@ function fieldValue(field: FieldSchema, source: Record<string, unknown> | null, 
   if (!inVersion(field.versions, version)) return defaultValue(field);
   if (field.type === 'int16' && field.name === 'errorCode') return error.errorCode;
   if (field.type === 'string' && field.name === 'errorMessage') {
-    return error.errorMessage !== null || isNullable(field, version) ? error.errorMessage ?? null : '';
+    return error.errorMessage !== null || isNullable(field, version) ? (error.errorMessage ?? null) : '';
   }
   if (field.name in error.values) return error.values[field.name];
   const sourceValue = sourceField(source, field.name, error.aliases);
@@ -122,23 +143,39 @@ function defaultValue(field: FieldSchema): unknown {
   if (field.type.startsWith('[]')) return [];
   if (field.type === 'struct') return Object.fromEntries((field.fields ?? []).map((f) => [f.name, defaultValue(f)]));
   switch (field.type) {
-    case 'int64': return 0n;
-    case 'bool': return false;
-    case 'string': return '';
-    case 'uuid': return ZERO_UUID;
-    case 'bytes': return Buffer.alloc(0);
-    default: return 0;
+    case 'int64':
+      return 0n;
+    case 'bool':
+      return false;
+    case 'string':
+      return '';
+    case 'uuid':
+      return ZERO_UUID;
+    case 'bytes':
+      return Buffer.alloc(0);
+    default:
+      return 0;
   }
 }
 
 function sameKind(field: FieldSchema, value: unknown): boolean {
   if (value === null) return true;
   switch (field.type) {
-    case 'int64': return typeof value === 'bigint';
-    case 'bool': return typeof value === 'boolean';
-    case 'string': case 'uuid': return typeof value === 'string';
-    case 'int8': case 'int16': case 'int32': case 'uint16': case 'float64': return typeof value === 'number';
-    default: return false;
+    case 'int64':
+      return typeof value === 'bigint';
+    case 'bool':
+      return typeof value === 'boolean';
+    case 'string':
+    case 'uuid':
+      return typeof value === 'string';
+    case 'int8':
+    case 'int16':
+    case 'int32':
+    case 'uint16':
+    case 'float64':
+      return typeof value === 'number';
+    default:
+      return false;
   }
 }
 
@@ -151,5 +188,5 @@ function inVersion(range: readonly [number, number] | null, version: number): bo
 }
 
 function asRecord(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Buffer.isBuffer(value) ? value as Record<string, unknown> : null;
+  return typeof value === 'object' && value !== null && !Buffer.isBuffer(value) ? (value as Record<string, unknown>) : null;
 }

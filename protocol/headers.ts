@@ -3,7 +3,7 @@
 // exceptions Kafka keeps for old clients: ControlledShutdown v0 has no client id (header
 // v0), and ApiVersions responses always use header v0 so a client that does not yet know
 // the broker's versions can read the error.
-import { DecodeError, Reader } from './primitives.ts';
+import { DecodeError, type Reader } from './primitives.ts';
 import type { Writer } from './primitives.ts';
 import { ApiKey, apis } from './messages/index.ts';
 import {
@@ -65,12 +65,16 @@ export function encodeRequestHeader(
   header: { requestApiKey: number; requestApiVersion: number; correlationId: number; clientId: string | null },
 ): void {
   const headerVersion = requestHeaderVersion(header.requestApiKey, header.requestApiVersion);
-  encodeRequestHeaderMessage(w, {
-    requestApiKey: header.requestApiKey,
-    requestApiVersion: header.requestApiVersion,
-    correlationId: header.correlationId,
-    clientId: headerVersion === 0 ? '' : header.clientId,
-  }, headerVersion);
+  encodeRequestHeaderMessage(
+    w,
+    {
+      requestApiKey: header.requestApiKey,
+      requestApiVersion: header.requestApiVersion,
+      correlationId: header.correlationId,
+      clientId: headerVersion === 0 ? '' : header.clientId,
+    },
+    headerVersion,
+  );
 }
 
 export function encodeResponseHeader(w: Writer, correlationId: number, apiKey: number, apiVersion: number): void {

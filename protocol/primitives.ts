@@ -45,7 +45,11 @@ export class Reader {
   // DataView accessors are several times faster than Buffer's readInt*BE / readBigInt64BE.
   private readonly view: DataView;
 
-  constructor(readonly buf: Buffer, offset = 0, end = buf.length) {
+  constructor(
+    readonly buf: Buffer,
+    offset = 0,
+    end = buf.length,
+  ) {
     this.offset = offset;
     this.end = end;
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
@@ -64,14 +68,30 @@ export class Reader {
     return at;
   }
 
-  int8(): number { return this.view.getInt8(this.need(1, 'int8')); }
-  uint8(): number { return this.view.getUint8(this.need(1, 'uint8')); }
-  int16(): number { return this.view.getInt16(this.need(2, 'int16')); }
-  uint16(): number { return this.view.getUint16(this.need(2, 'uint16')); }
-  int32(): number { return this.view.getInt32(this.need(4, 'int32')); }
-  uint32(): number { return this.view.getUint32(this.need(4, 'uint32')); }
-  int64(): bigint { return this.view.getBigInt64(this.need(8, 'int64')); }
-  float64(): number { return this.view.getFloat64(this.need(8, 'float64')); }
+  int8(): number {
+    return this.view.getInt8(this.need(1, 'int8'));
+  }
+  uint8(): number {
+    return this.view.getUint8(this.need(1, 'uint8'));
+  }
+  int16(): number {
+    return this.view.getInt16(this.need(2, 'int16'));
+  }
+  uint16(): number {
+    return this.view.getUint16(this.need(2, 'uint16'));
+  }
+  int32(): number {
+    return this.view.getInt32(this.need(4, 'int32'));
+  }
+  uint32(): number {
+    return this.view.getUint32(this.need(4, 'uint32'));
+  }
+  int64(): bigint {
+    return this.view.getBigInt64(this.need(8, 'int64'));
+  }
+  float64(): number {
+    return this.view.getFloat64(this.need(8, 'float64'));
+  }
 
   boolean(): boolean {
     return this.int8() !== 0;
@@ -112,7 +132,7 @@ export class Reader {
   /** Zigzag varint of at most 5 bytes (int32). */
   varint(): number {
     const u = this.uvarint();
-    return (u % 2 === 0 ? u / 2 : -(u + 1) / 2);
+    return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
   }
 
   /** Unsigned varlong of at most 10 bytes. */
@@ -299,38 +319,68 @@ export class Writer {
   // Values outside a type's range are refused rather than silently wrapped (int64 wraps
   // modulo 2^64, as BigInt.asIntN does).
   int8(v: number): this {
-    if (((v << 24) >> 24) !== v) throw new EncodeError(`int8 out of range: ${v}`);
-    this.ensure(1); this.view.setInt8(this.pos, v); this.pos += 1; return this;
+    if ((v << 24) >> 24 !== v) throw new EncodeError(`int8 out of range: ${v}`);
+    this.ensure(1);
+    this.view.setInt8(this.pos, v);
+    this.pos += 1;
+    return this;
   }
 
   uint8(v: number): this {
     if ((v & 0xff) !== v) throw new EncodeError(`uint8 out of range: ${v}`);
-    this.ensure(1); this.view.setUint8(this.pos, v); this.pos += 1; return this;
+    this.ensure(1);
+    this.view.setUint8(this.pos, v);
+    this.pos += 1;
+    return this;
   }
 
   int16(v: number): this {
-    if (((v << 16) >> 16) !== v) throw new EncodeError(`int16 out of range: ${v}`);
-    this.ensure(2); this.view.setInt16(this.pos, v); this.pos += 2; return this;
+    if ((v << 16) >> 16 !== v) throw new EncodeError(`int16 out of range: ${v}`);
+    this.ensure(2);
+    this.view.setInt16(this.pos, v);
+    this.pos += 2;
+    return this;
   }
 
   uint16(v: number): this {
     if ((v & 0xffff) !== v) throw new EncodeError(`uint16 out of range: ${v}`);
-    this.ensure(2); this.view.setUint16(this.pos, v); this.pos += 2; return this;
+    this.ensure(2);
+    this.view.setUint16(this.pos, v);
+    this.pos += 2;
+    return this;
   }
 
   int32(v: number): this {
     if ((v | 0) !== v) throw new EncodeError(`int32 out of range: ${v}`);
-    this.ensure(4); this.view.setInt32(this.pos, v); this.pos += 4; return this;
+    this.ensure(4);
+    this.view.setInt32(this.pos, v);
+    this.pos += 4;
+    return this;
   }
 
   uint32(v: number): this {
     if (v >>> 0 !== v) throw new EncodeError(`uint32 out of range: ${v}`);
-    this.ensure(4); this.view.setUint32(this.pos, v); this.pos += 4; return this;
+    this.ensure(4);
+    this.view.setUint32(this.pos, v);
+    this.pos += 4;
+    return this;
   }
 
-  int64(v: bigint): this { this.ensure(8); this.view.setBigInt64(this.pos, v); this.pos += 8; return this; }
-  float64(v: number): this { this.ensure(8); this.view.setFloat64(this.pos, v); this.pos += 8; return this; }
-  boolean(v: boolean): this { return this.int8(v ? 1 : 0); }
+  int64(v: bigint): this {
+    this.ensure(8);
+    this.view.setBigInt64(this.pos, v);
+    this.pos += 8;
+    return this;
+  }
+  float64(v: number): this {
+    this.ensure(8);
+    this.view.setFloat64(this.pos, v);
+    this.pos += 8;
+    return this;
+  }
+  boolean(v: boolean): this {
+    return this.int8(v ? 1 : 0);
+  }
 
   uuid(v: string): this {
     return this.raw(uuidToBytes(v));
@@ -411,13 +461,25 @@ export class Writer {
     return v === null ? this.uvarint(0) : this.compactString(v);
   }
 
-  bytes(v: Buffer): this { return this.int32(v.length).raw(v); }
-  nullableBytes(v: Buffer | null): this { return v === null ? this.int32(-1) : this.bytes(v); }
-  compactBytes(v: Buffer): this { return this.uvarint(v.length + 1).raw(v); }
-  compactNullableBytes(v: Buffer | null): this { return v === null ? this.uvarint(0) : this.compactBytes(v); }
+  bytes(v: Buffer): this {
+    return this.int32(v.length).raw(v);
+  }
+  nullableBytes(v: Buffer | null): this {
+    return v === null ? this.int32(-1) : this.bytes(v);
+  }
+  compactBytes(v: Buffer): this {
+    return this.uvarint(v.length + 1).raw(v);
+  }
+  compactNullableBytes(v: Buffer | null): this {
+    return v === null ? this.uvarint(0) : this.compactBytes(v);
+  }
 
-  arrayLength(n: number): this { return this.int32(n); }
-  compactArrayLength(n: number): this { return this.uvarint(n + 1); }
+  arrayLength(n: number): this {
+    return this.int32(n);
+  }
+  compactArrayLength(n: number): this {
+    return this.uvarint(n + 1);
+  }
 
   /** Reserves an int32 to be filled in later (e.g. a length prefix). */
   reserveInt32(): (value: number) => void {
@@ -425,7 +487,9 @@ export class Writer {
     const buf = this.buf;
     const at = this.pos;
     this.pos += 4;
-    return (value) => { buf.writeInt32BE(value, at); };
+    return (value) => {
+      buf.writeInt32BE(value, at);
+    };
   }
 
   /** The written bytes as chunks, suitable for a vectored socket write. */

@@ -63,11 +63,11 @@ export class Broker implements BrokerServices {
   constructor(options: BrokerOptions) {
     this.config = options.config;
     this.nodeId = this.config.nodeId;
-    this.logger = options.logger
-      ?? createLogger({ level: this.config.getString('log.level'), base: { nodeId: this.nodeId }, fd: options.logFd ?? 1 });
+    this.logger =
+      options.logger ?? createLogger({ level: this.config.getString('log.level'), base: { nodeId: this.nodeId }, fd: options.logFd ?? 1 });
     this.logger.info({ config: this.config.explicitValues() }, 'broker configuration (explicitly set values)');
     for (const name of this.config.unknownNames) {
-      this.logger.warn({ config: name }, 'The configuration was supplied but isn\'t a known config.');
+      this.logger.warn({ config: name }, "The configuration was supplied but isn't a known config.");
     }
     // log.level is dynamic (per broker); a logger the caller passed in keeps the caller's level.
     if (options.logger === undefined) {
@@ -129,8 +129,11 @@ export class Broker implements BrokerServices {
     await this.dataPath.start();
     // After the data path hosted the image's partitions: stray logs are gone by then.
     const r = this.logManager.recovery;
-    this.logger.info({ recovery: { ...r } }, `recovered ${r.partitions} partitions (${r.recoveredUnclean} after an unclean stop), `
-      + `truncated ${r.truncatedBytes} bytes, removed ${r.removedDirs} stray directories and ${r.removedTmpFiles} temp files`);
+    this.logger.info(
+      { recovery: { ...r } },
+      `recovered ${r.partitions} partitions (${r.recoveredUnclean} after an unclean stop), ` +
+        `truncated ${r.truncatedBytes} bytes, removed ${r.removedDirs} stray directories and ${r.removedTmpFiles} temp files`,
+    );
     registerMetadataHandlers(this.registry, { nodeId: this.nodeId, config: this.config, metadata: this.metadata });
     registerDataPathHandlers(this.registry, this.dataPath.services);
     this.startGroupCoordinator(this.dataPath);
@@ -180,9 +183,10 @@ export class Broker implements BrokerServices {
     // CreateTopics storm) cost nothing here. Guarded: a failure is logged, never thrown.
     const onError = (err: unknown, what: string) => this.logger.error({ err }, `group coordinator: ${what} failed`);
     this.metadata.onMetadataDelta((delta) => {
-      const touches = delta.topicsDeleted.some((t) => t.name === OFFSETS_TOPIC)
-        || delta.partitionsChanged.some((c) => c.topicName === OFFSETS_TOPIC);
-      if (touches) runGuarded(onError, 'following __consumer_offsets leadership', () => dataPath.publisher.whenIdle().then(followLeadership));
+      const touches =
+        delta.topicsDeleted.some((t) => t.name === OFFSETS_TOPIC) || delta.partitionsChanged.some((c) => c.topicName === OFFSETS_TOPIC);
+      if (touches)
+        runGuarded(onError, 'following __consumer_offsets leadership', () => dataPath.publisher.whenIdle().then(followLeadership));
     });
     followLeadership();
   }

@@ -44,7 +44,7 @@ export interface EmbeddedBroker {
 export async function startBroker(options: StartBrokerOptions = {}): Promise<EmbeddedBroker> {
   const host = options.host ?? '127.0.0.1';
   const ownDir = options.dataDir === undefined;
-  const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'sluice-'));
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'sluice-')));
   const overrides = new Map(Object.entries(options.overrides ?? {}).map(([k, v]) => [k, String(v)]));
   const config = new BrokerConfig({ file: devProperties(host, options.port ?? 0, dataDir), overrides });
   const broker = new Broker({ config, logger: options.logger ?? createLogger({ quiet: true }) });

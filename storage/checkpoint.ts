@@ -25,10 +25,13 @@ export async function writeCheckpointLines(path: string, entries: readonly strin
 }
 
 async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, (err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return false;
-    throw err;
-  });
+  return stat(path).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return false;
+      throw err;
+    },
+  );
 }
 
 /** Returns the entry lines, or null if the file does not exist. Malformed files throw. */

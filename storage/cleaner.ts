@@ -126,7 +126,10 @@ export class LogCleaner {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, this.options.backoffMs);
           t.unref();
-          this.wake = () => { clearTimeout(t); resolve(); };
+          this.wake = () => {
+            clearTimeout(t);
+            resolve();
+          };
         });
         this.wake = null;
       }
@@ -134,7 +137,9 @@ export class LogCleaner {
   }
 
   /** Dirty bytes / total bytes of the cleanable part, and its bounds. */
-  async cleanableRange(log: PartitionLog): Promise<{ firstDirty: number; firstUncleanable: number; dirtyRatio: number; dirtyBytes: number }> {
+  async cleanableRange(
+    log: PartitionLog,
+  ): Promise<{ firstDirty: number; firstUncleanable: number; dirtyRatio: number; dirtyBytes: number }> {
     const segments = log.allSegments;
     const now = this.options.time();
     const firstDirty = Math.max(this.firstDirty.get(log) ?? log.logStartOffset, log.logStartOffset);

@@ -107,7 +107,12 @@ export function logConfigFromProperties(props: Record<string, string | number>, 
 }
 
 export function normalizeCleanupPolicy(value: string): CleanupPolicy {
-  const parts = new Set(value.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
+  const parts = new Set(
+    value
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
+  );
   const compact = parts.has('compact');
   const del = parts.has('delete');
   for (const p of parts) if (p !== 'compact' && p !== 'delete') throw new RangeError(`invalid cleanup.policy ${value}`);

@@ -9,7 +9,10 @@ export class StorageError extends Error {
 /** A batch failed framing, magic or CRC-32C checks; nothing of the append was written. */
 export class CorruptRecordError extends StorageError {
   override name = 'CorruptRecordError';
-  constructor(message: string, readonly kind: 'corrupt' | 'truncated' | 'unsupported-magic' | 'invalid') {
+  constructor(
+    message: string,
+    readonly kind: 'corrupt' | 'truncated' | 'unsupported-magic' | 'invalid',
+  ) {
     super(message);
   }
 }
@@ -21,7 +24,11 @@ export class RecordTooLargeError extends StorageError {
 
 export class OffsetOutOfRangeError extends StorageError {
   override name = 'OffsetOutOfRangeError';
-  constructor(readonly offset: number, readonly logStartOffset: number, readonly logEndOffset: number) {
+  constructor(
+    readonly offset: number,
+    readonly logStartOffset: number,
+    readonly logEndOffset: number,
+  ) {
     super(`offset ${offset} is outside [${logStartOffset}, ${logEndOffset}]`);
   }
 }
@@ -42,7 +49,11 @@ export class LogClosedError extends StorageError {
  */
 export class StorageIOError extends StorageError {
   override name = 'StorageIOError';
-  constructor(message: string, readonly code: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    readonly code: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
   }
 }
@@ -52,7 +63,10 @@ export type ProducerErrorCode = 'OUT_OF_ORDER_SEQUENCE_NUMBER' | 'INVALID_PRODUC
 /** An idempotent/transactional batch refused by the producer state (Kafka's error names). */
 export class ProducerStateError extends StorageError {
   override name = 'ProducerStateError';
-  constructor(readonly code: ProducerErrorCode, message: string) {
+  constructor(
+    readonly code: ProducerErrorCode,
+    message: string,
+  ) {
     super(message);
   }
 }

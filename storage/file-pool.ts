@@ -39,7 +39,10 @@ export class FileHandlePool {
   private readonly entries = new Map<string, Entry>();
   readonly syncWriteMaxBytes: number;
 
-  constructor(readonly maxOpen = 2048, options: FileHandlePoolOptions = {}) {
+  constructor(
+    readonly maxOpen = 2048,
+    options: FileHandlePoolOptions = {},
+  ) {
     this.syncWriteMaxBytes = options.syncWriteMaxBytes ?? DEFAULT_SYNC_WRITE_MAX_BYTES;
   }
 
@@ -78,8 +81,12 @@ export class FileHandlePool {
       entry = fresh;
       this.entries.set(path, fresh);
       fresh.opening.then(
-        (h) => { fresh.handle = h; },
-        () => { if (this.entries.get(path) === fresh) this.entries.delete(path); },
+        (h) => {
+          fresh.handle = h;
+        },
+        () => {
+          if (this.entries.get(path) === fresh) this.entries.delete(path);
+        },
       );
     } else {
       // Re-insert to keep the Map ordered by last use (LRU first).

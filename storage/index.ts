@@ -2,7 +2,11 @@
 // partition's PartitionLog, then append / read / offset lookups on it.
 
 export {
-  LogManager, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+  LogManager,
+  CLEAN_SHUTDOWN_FILE,
+  RECOVERY_POINT_CHECKPOINT,
+  LOG_START_OFFSET_CHECKPOINT,
+  REPLICATION_OFFSET_CHECKPOINT,
   CLEANER_OFFSET_CHECKPOINT,
 } from './log-manager.ts';
 export type { LogManagerOptions } from './log-manager.ts';
@@ -15,7 +19,15 @@ export type {
   PartitionLogOptions,
   TimestampAndOffset,
 } from './log.ts';
-export { DEFAULT_LOG_CONFIG, NEVER, TOPIC_CONFIG_NAMES, logConfigFromProperties, normalizeCleanupPolicy, isCompacted, hasDeletePolicy } from './config.ts';
+export {
+  DEFAULT_LOG_CONFIG,
+  NEVER,
+  TOPIC_CONFIG_NAMES,
+  logConfigFromProperties,
+  normalizeCleanupPolicy,
+  isCompacted,
+  hasDeletePolicy,
+} from './config.ts';
 export type { LogConfig, CleanupPolicy, MessageTimestampType } from './config.ts';
 export {
   StorageError,

@@ -36,7 +36,9 @@ export class LeaderEpochCache {
     }
     if (lines !== null) {
       const entries = lines.map(([e, o]) => ({ epoch: Number(e), startOffset: Number(o) }));
-      if (entries.every((e) => Number.isSafeInteger(e.epoch) && e.epoch >= 0 && Number.isSafeInteger(e.startOffset) && e.startOffset >= 0)) {
+      if (
+        entries.every((e) => Number.isSafeInteger(e.epoch) && e.epoch >= 0 && Number.isSafeInteger(e.startOffset) && e.startOffset >= 0)
+      ) {
         cache.entries = entries;
       } else {
         cache.damaged = true;

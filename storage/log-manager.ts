@@ -118,7 +118,10 @@ export class LogManager {
       throw toStorageIOError(err, `creating log dir ${logDir}`);
     }
     const marker = join(logDir, CLEAN_SHUTDOWN_FILE);
-    const clean = await stat(marker).then(() => true, () => false);
+    const clean = await stat(marker).then(
+      () => true,
+      () => false,
+    );
     this.hadCleanShutdown.set(logDir, clean);
     let damaged = false;
     const readOrEmpty = async (name: string): Promise<Map<string, number>> => {
@@ -221,7 +224,11 @@ export class LogManager {
     const created = (async () => {
       const logDir = this.leastLoadedDir();
       const log = await PartitionLog.open({
-        dir: join(logDir, key), config: this.configFor(topic, config), pool: this.pool, time: this.time, onBackgroundError: this.backgroundErrorSink,
+        dir: join(logDir, key),
+        config: this.configFor(topic, config),
+        pool: this.pool,
+        time: this.time,
+        onBackgroundError: this.backgroundErrorSink,
       });
       this.register(topic, partition, logDir, log);
       return log;
@@ -343,7 +350,11 @@ export class LogManager {
         } catch (err) {
           run = Promise.reject(err);
         }
-        run.catch((err: unknown) => this.reportBackgroundError(err, what)).finally(() => { running = false; });
+        run
+          .catch((err: unknown) => this.reportBackgroundError(err, what))
+          .finally(() => {
+            running = false;
+          });
       }, ms);
       t.unref();
       this.timers.push(t);

@@ -25,7 +25,6 @@ import { INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, segmentFileNam
 import type { BatchExtent } from './segment.ts';
 import { firstRecordAtOrAfter, offsetOfMaxTimestamp } from './records.ts';
 
-
 export interface PartitionLogOptions {
   /** The partition directory, `<log dir>/<topic>-<partition>`. */
   dir: string;
@@ -158,7 +157,13 @@ export class PartitionLog {
   readonly producerState: ProducerStateManager;
   readonly time: () => number;
 
-  private constructor(dir: string, config: LogConfig, readonly pool: FileHandlePool, epochCache: LeaderEpochCache, time: () => number) {
+  private constructor(
+    dir: string,
+    config: LogConfig,
+    readonly pool: FileHandlePool,
+    epochCache: LeaderEpochCache,
+    time: () => number,
+  ) {
     this.dir = dir;
     this.config = config;
     this.epochCache = epochCache;
@@ -190,25 +195,43 @@ export class PartitionLog {
     return log;
   }
 
-  get logEndOffset(): number { return this.nextOffsetMetadata; }
-  get logStartOffset(): number { return this.startOffset; }
-  get recoveryPoint(): number { return this.recoveryPointOffset; }
-  get highWatermark(): number { return this.hw; }
+  get logEndOffset(): number {
+    return this.nextOffsetMetadata;
+  }
+  get logStartOffset(): number {
+    return this.startOffset;
+  }
+  get recoveryPoint(): number {
+    return this.recoveryPointOffset;
+  }
+  get highWatermark(): number {
+    return this.hw;
+  }
   /** Set by the replica manager; kept within [logStartOffset, logEndOffset]. */
   set highWatermark(offset: number) {
     this.hw = Math.min(Math.max(offset, this.startOffset), this.nextOffsetMetadata);
   }
-  get segmentCount(): number { return this.segments.length; }
-  get activeSegment(): LogSegment { return this.segments[this.segments.length - 1]!; }
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+  get activeSegment(): LogSegment {
+    return this.segments[this.segments.length - 1]!;
+  }
   /** Segments, oldest first (read-only view for the cleaner and tests). */
-  get allSegments(): readonly LogSegment[] { return this.segments; }
+  get allSegments(): readonly LogSegment[] {
+    return this.segments;
+  }
   get size(): number {
     let total = 0;
     for (const s of this.segments) total += s.size;
     return total;
   }
-  get latestEpoch(): number { return this.epochCache.latestEpoch; }
-  get isClosed(): boolean { return this.closed; }
+  get latestEpoch(): number {
+    return this.epochCache.latestEpoch;
+  }
+  get isClosed(): boolean {
+    return this.closed;
+  }
 
   /** Subscribes to appends (for waking delayed fetches). Returns the unsubscribe function. */
   onAppend(listener: AppendListener): () => void {
@@ -298,7 +321,12 @@ export class PartitionLog {
     if (this.producerStateLoad === null) {
       const load = this.loadProducerState();
       this.producerStateLoad = load;
-      load.then(() => { if (this.producerStateLoad === load) this.producerStateLoaded = true; }, () => undefined);
+      load.then(
+        () => {
+          if (this.producerStateLoad === load) this.producerStateLoaded = true;
+        },
+        () => undefined,
+      );
     }
     return this.producerStateLoad;
   }
@@ -380,7 +408,10 @@ export class PartitionLog {
       const view = new RecordBatch(batches, pos);
       if (assignOffsets) {
         if (view.recordCount !== view.lastOffsetDelta + 1) {
-          throw new CorruptRecordError(`record count ${view.recordCount} does not match lastOffsetDelta ${view.lastOffsetDelta}`, 'invalid');
+          throw new CorruptRecordError(
+            `record count ${view.recordCount} does not match lastOffsetDelta ${view.lastOffsetDelta}`,
+            'invalid',
+          );
         }
       } else {
         if (view.baseOffset < expectNext) throw new CorruptRecordError('batch offsets are not increasing', 'invalid');
@@ -397,8 +428,15 @@ export class PartitionLog {
     const origin = opts.origin ?? (assignOffsets ? 'client' : 'replication');
     if (views.length === 0) {
       return {
-        firstOffset: -1, lastOffset: -1, maxTimestamp: -1, offsetOfMaxTimestamp: -1, logAppendTime: -1,
-        logStartOffset: this.startOffset, validBytes: 0, batchCount: 0, duplicate: false,
+        firstOffset: -1,
+        lastOffset: -1,
+        maxTimestamp: -1,
+        offsetOfMaxTimestamp: -1,
+        logAppendTime: -1,
+        logStartOffset: this.startOffset,
+        validBytes: 0,
+        batchCount: 0,
+        duplicate: false,
       };
     }
     if (!this.producerStateLoaded) await this.ensureProducerState();
@@ -406,8 +444,15 @@ export class PartitionLog {
       const check = this.producerState.checkOrThrow(views);
       if (check.result === 'duplicate') {
         return {
-          firstOffset: check.firstOffset, lastOffset: check.lastOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
-          logAppendTime: -1, logStartOffset: this.startOffset, validBytes: 0, batchCount: 0, duplicate: true,
+          firstOffset: check.firstOffset,
+          lastOffset: check.lastOffset,
+          maxTimestamp: -1,
+          offsetOfMaxTimestamp: -1,
+          logAppendTime: -1,
+          logStartOffset: this.startOffset,
+          validBytes: 0,
+          batchCount: 0,
+          duplicate: true,
         };
       }
     }
@@ -425,9 +470,7 @@ export class PartitionLog {
         next = v.nextOffset;
       }
     } else if (views[0]!.baseOffset < this.nextOffsetMetadata) {
-      throw new UnexpectedAppendOffsetError(
-        `first offset ${views[0]!.baseOffset} is below the log end offset ${this.nextOffsetMetadata}`,
-      );
+      throw new UnexpectedAppendOffsetError(`first offset ${views[0]!.baseOffset} is below the log end offset ${this.nextOffsetMetadata}`);
     }
     const firstOffset = views[0]!.baseOffset;
     const last = views[views.length - 1]!;
@@ -457,8 +500,15 @@ export class PartitionLog {
     if (epochsChanged) await this.epochCache.persist();
     this.unflushedMessages += lastOffset - firstOffset + 1;
     return {
-      firstOffset, lastOffset, maxTimestamp, offsetOfMaxTimestamp, logAppendTime,
-      logStartOffset: this.startOffset, validBytes: data.length, batchCount: views.length, duplicate: false,
+      firstOffset,
+      lastOffset,
+      maxTimestamp,
+      offsetOfMaxTimestamp,
+      logAppendTime,
+      logStartOffset: this.startOffset,
+      validBytes: data.length,
+      batchCount: views.length,
+      duplicate: false,
     };
   }
 
@@ -467,9 +517,11 @@ export class PartitionLog {
     const seg = this.activeSegment;
     const c = this.config;
     const timeWaited = now - (seg.rollingBasedTimestamp >= 0 ? seg.rollingBasedTimestamp : seg.createdMs);
-    return (seg.size > 0 && (seg.size + bytes > c.segmentBytes || timeWaited > c.segmentMs - c.segmentJitterMs))
-      || (seg.size > 0 && seg.isIndexFull(c.segmentIndexBytes))
-      || !seg.canHoldOffset(lastOffset);
+    return (
+      (seg.size > 0 && (seg.size + bytes > c.segmentBytes || timeWaited > c.segmentMs - c.segmentJitterMs)) ||
+      (seg.size > 0 && seg.isIndexFull(c.segmentIndexBytes)) ||
+      !seg.canHoldOffset(lastOffset)
+    );
   }
 
   private scheduleFlush(): void {
@@ -564,13 +616,25 @@ export class PartitionLog {
     }
   }
 
-  private async readFrom(segments: LogSegment[], fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): Promise<LogReadResult> {
+  private async readFrom(
+    segments: LogSegment[],
+    fetchOffset: number,
+    maxBytes: number,
+    maxOffset: number,
+    minOneBatch: boolean,
+  ): Promise<LogReadResult> {
     const leo = this.nextOffsetMetadata;
     const lso = this.startOffset;
     if (fetchOffset < lso || fetchOffset > leo) throw new OffsetOutOfRangeError(fetchOffset, lso, leo);
     const empty = (seg: LogSegment | undefined): LogReadResult => ({
-      records: Buffer.alloc(0), firstOffset: -1, nextOffset: fetchOffset, segmentBaseOffset: seg?.baseOffset ?? -1, position: -1,
-      highWatermark: this.hw, logStartOffset: lso, logEndOffset: leo,
+      records: Buffer.alloc(0),
+      firstOffset: -1,
+      nextOffset: fetchOffset,
+      segmentBaseOffset: seg?.baseOffset ?? -1,
+      position: -1,
+      highWatermark: this.hw,
+      logStartOffset: lso,
+      logEndOffset: leo,
     });
     if (fetchOffset === leo || fetchOffset >= maxOffset) return empty(undefined);
     let i = Math.max(0, floorIndex(segments, fetchOffset));
@@ -581,8 +645,14 @@ export class PartitionLog {
       if (r === undefined) continue;
       if (r === null) return empty(seg);
       return {
-        records: r.records, firstOffset: r.firstOffset, nextOffset: r.nextOffset, segmentBaseOffset: seg.baseOffset,
-        position: r.position, highWatermark: this.hw, logStartOffset: lso, logEndOffset: leo,
+        records: r.records,
+        firstOffset: r.firstOffset,
+        nextOffset: r.nextOffset,
+        segmentBaseOffset: seg.baseOffset,
+        position: r.position,
+        highWatermark: this.hw,
+        logStartOffset: lso,
+        logEndOffset: leo,
       };
     }
     return empty(undefined);
@@ -754,14 +824,16 @@ export class PartitionLog {
     });
   }
 
-  private async deleteSegmentsWhile(predicate: (seg: LogSegment, next: LogSegment | undefined) => boolean | Promise<boolean>): Promise<number> {
+  private async deleteSegmentsWhile(
+    predicate: (seg: LogSegment, next: LogSegment | undefined) => boolean | Promise<boolean>,
+  ): Promise<number> {
     const deletable: LogSegment[] = [];
     for (let i = 0; i < this.segments.length; i++) {
       const seg = this.segments[i]!;
       const next = this.segments[i + 1];
       const upperBound = next?.baseOffset ?? this.nextOffsetMetadata;
       const lastAndEmpty = next === undefined && seg.size === 0;
-      if (this.hw >= upperBound && !lastAndEmpty && await predicate(seg, next)) deletable.push(seg);
+      if (this.hw >= upperBound && !lastAndEmpty && (await predicate(seg, next))) deletable.push(seg);
       else break;
     }
     if (deletable.length === 0) return 0;
@@ -882,4 +954,3 @@ async function completeOrDiscardSwaps(dir: string, names: string[]): Promise<str
   }
   return readdir(dir);
 }
-

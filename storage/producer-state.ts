@@ -6,7 +6,7 @@
 
 import { readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RecordBatch } from '../protocol/records/batch.ts';
+import type { RecordBatch } from '../protocol/records/batch.ts';
 import { crc32c } from '../protocol/crc.ts';
 import { writeFileAtomically } from './checkpoint.ts';
 import { ProducerStateError } from './errors.ts';
@@ -249,23 +249,37 @@ export class ProducerStateManager {
     for (const e of entries) size += 8 + 2 + 4 + 8 + 8 + 8 + 4 + e.batches.length * 32;
     const buf = Buffer.alloc(size);
     let p = 0;
-    buf.writeInt16BE(SNAPSHOT_VERSION, p); p += 2;
+    buf.writeInt16BE(SNAPSHOT_VERSION, p);
+    p += 2;
     p += 4; // CRC-32C of the rest, written last
-    buf.writeInt32BE(entries.length, p); p += 4;
+    buf.writeInt32BE(entries.length, p);
+    p += 4;
     for (const e of entries) {
-      buf.writeBigInt64BE(e.producerId, p); p += 8;
-      buf.writeInt16BE(e.producerEpoch, p); p += 2;
-      buf.writeInt32BE(e.coordinatorEpoch, p); p += 4;
-      buf.writeBigInt64BE(BigInt(e.lastTimestamp), p); p += 8;
-      buf.writeBigInt64BE(BigInt(e.currentTxnFirstOffset), p); p += 8;
-      buf.writeBigInt64BE(0n, p); p += 8;
-      buf.writeInt32BE(e.batches.length, p); p += 4;
+      buf.writeBigInt64BE(e.producerId, p);
+      p += 8;
+      buf.writeInt16BE(e.producerEpoch, p);
+      p += 2;
+      buf.writeInt32BE(e.coordinatorEpoch, p);
+      p += 4;
+      buf.writeBigInt64BE(BigInt(e.lastTimestamp), p);
+      p += 8;
+      buf.writeBigInt64BE(BigInt(e.currentTxnFirstOffset), p);
+      p += 8;
+      buf.writeBigInt64BE(0n, p);
+      p += 8;
+      buf.writeInt32BE(e.batches.length, p);
+      p += 4;
       for (const b of e.batches) {
-        buf.writeInt32BE(b.firstSeq, p); p += 4;
-        buf.writeInt32BE(b.lastSeq, p); p += 4;
-        buf.writeBigInt64BE(BigInt(b.firstOffset), p); p += 8;
-        buf.writeBigInt64BE(BigInt(b.lastOffset), p); p += 8;
-        buf.writeBigInt64BE(BigInt(b.timestamp), p); p += 8;
+        buf.writeInt32BE(b.firstSeq, p);
+        p += 4;
+        buf.writeInt32BE(b.lastSeq, p);
+        p += 4;
+        buf.writeBigInt64BE(BigInt(b.firstOffset), p);
+        p += 8;
+        buf.writeBigInt64BE(BigInt(b.lastOffset), p);
+        p += 8;
+        buf.writeBigInt64BE(BigInt(b.timestamp), p);
+        p += 8;
       }
     }
     buf.writeUInt32BE(crc32c(buf.subarray(6)), 2);
@@ -277,22 +291,34 @@ export class ProducerStateManager {
     if (buf.readUInt32BE(2) !== crc32c(buf.subarray(6))) throw new Error('snapshot CRC mismatch');
     const producers = new Map<bigint, ProducerStateEntry>();
     let p = 6;
-    const count = buf.readInt32BE(p); p += 4;
+    const count = buf.readInt32BE(p);
+    p += 4;
     for (let i = 0; i < count; i++) {
-      const producerId = buf.readBigInt64BE(p); p += 8;
-      const producerEpoch = buf.readInt16BE(p); p += 2;
-      const coordinatorEpoch = buf.readInt32BE(p); p += 4;
-      const lastTimestamp = Number(buf.readBigInt64BE(p)); p += 8;
-      const currentTxnFirstOffset = Number(buf.readBigInt64BE(p)); p += 8;
+      const producerId = buf.readBigInt64BE(p);
       p += 8;
-      const n = buf.readInt32BE(p); p += 4;
+      const producerEpoch = buf.readInt16BE(p);
+      p += 2;
+      const coordinatorEpoch = buf.readInt32BE(p);
+      p += 4;
+      const lastTimestamp = Number(buf.readBigInt64BE(p));
+      p += 8;
+      const currentTxnFirstOffset = Number(buf.readBigInt64BE(p));
+      p += 8;
+      p += 8;
+      const n = buf.readInt32BE(p);
+      p += 4;
       const batches: BatchMetadata[] = [];
       for (let j = 0; j < n; j++) {
-        const firstSeq = buf.readInt32BE(p); p += 4;
-        const lastSeq = buf.readInt32BE(p); p += 4;
-        const firstOffset = Number(buf.readBigInt64BE(p)); p += 8;
-        const lastOffset = Number(buf.readBigInt64BE(p)); p += 8;
-        const timestamp = Number(buf.readBigInt64BE(p)); p += 8;
+        const firstSeq = buf.readInt32BE(p);
+        p += 4;
+        const lastSeq = buf.readInt32BE(p);
+        p += 4;
+        const firstOffset = Number(buf.readBigInt64BE(p));
+        p += 8;
+        const lastOffset = Number(buf.readBigInt64BE(p));
+        p += 8;
+        const timestamp = Number(buf.readBigInt64BE(p));
+        p += 8;
         batches.push({ firstSeq, lastSeq, firstOffset, lastOffset, timestamp });
       }
       producers.set(producerId, { producerId, producerEpoch, batches, coordinatorEpoch, lastTimestamp, currentTxnFirstOffset });

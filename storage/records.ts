@@ -3,7 +3,13 @@
 // batches that lost records.
 
 import {
-  RecordBatch, RecordBatchBuilder, TimestampType, buildEmptyBatch, decompressedRecords, iterateRecords, records,
+  RecordBatch,
+  RecordBatchBuilder,
+  TimestampType,
+  buildEmptyBatch,
+  decompressedRecords,
+  iterateRecords,
+  records,
 } from '../protocol/records/index.ts';
 import type { Record } from '../protocol/records/index.ts';
 

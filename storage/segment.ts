@@ -50,7 +50,10 @@ class IndexBuffer {
   buf: Buffer;
   count = 0;
   persisted = 0;
-  constructor(readonly entryBytes: number, initial?: Buffer) {
+  constructor(
+    readonly entryBytes: number,
+    initial?: Buffer,
+  ) {
     if (initial !== undefined) {
       this.count = Math.floor(initial.length / entryBytes);
       this.persisted = this.count;
@@ -98,16 +101,27 @@ export class LogSegment {
   // thousands of idle segments never need it.
   private logPathMemo: string | undefined;
 
-  constructor(readonly dir: string, readonly baseOffset: number, size: number, private readonly pool: FileHandlePool, createdMs = Date.now()) {
+  constructor(
+    readonly dir: string,
+    readonly baseOffset: number,
+    size: number,
+    private readonly pool: FileHandlePool,
+    createdMs = Date.now(),
+  ) {
     this.size = size;
     this.nextOffset = baseOffset;
     this.createdMs = createdMs;
   }
 
-
-  get logPath(): string { return this.logPathMemo ??= join(this.dir, segmentFileName(this.baseOffset, LOG_SUFFIX)); }
-  get indexPath(): string { return join(this.dir, segmentFileName(this.baseOffset, INDEX_SUFFIX)); }
-  get timeIndexPath(): string { return join(this.dir, segmentFileName(this.baseOffset, TIME_INDEX_SUFFIX)); }
+  get logPath(): string {
+    return (this.logPathMemo ??= join(this.dir, segmentFileName(this.baseOffset, LOG_SUFFIX)));
+  }
+  get indexPath(): string {
+    return join(this.dir, segmentFileName(this.baseOffset, INDEX_SUFFIX));
+  }
+  get timeIndexPath(): string {
+    return join(this.dir, segmentFileName(this.baseOffset, TIME_INDEX_SUFFIX));
+  }
 
   /** Creates empty files for a new segment. */
   static async create(dir: string, baseOffset: number, pool: FileHandlePool, nowMs: number): Promise<LogSegment> {
@@ -126,12 +140,16 @@ export class LogSegment {
     return seg;
   }
 
-  get offsetIndexEntries(): number { return this.offsetIndex?.count ?? 0; }
+  get offsetIndexEntries(): number {
+    return this.offsetIndex?.count ?? 0;
+  }
 
   /** Whether one more offset index entry would exceed segment.index.bytes. */
   isIndexFull(segmentIndexBytes: number): boolean {
-    return (this.offsetIndexEntries + 1) * OFFSET_ENTRY_BYTES > segmentIndexBytes
-      || ((this.timeIndex?.count ?? 0) + 1) * TIME_ENTRY_BYTES > segmentIndexBytes;
+    return (
+      (this.offsetIndexEntries + 1) * OFFSET_ENTRY_BYTES > segmentIndexBytes ||
+      ((this.timeIndex?.count ?? 0) + 1) * TIME_ENTRY_BYTES > segmentIndexBytes
+    );
   }
 
   canHoldOffset(offset: number): boolean {
@@ -159,7 +177,9 @@ export class LogSegment {
   /** Loads the indexes, rebuilding them from the log if they are missing or inconsistent. */
   ensureLoaded(indexIntervalBytes: number): Promise<void> {
     if (this.loaded) return Promise.resolve();
-    this.loading ??= this.load(indexIntervalBytes).finally(() => { this.loading = null; });
+    this.loading ??= this.load(indexIntervalBytes).finally(() => {
+      this.loading = null;
+    });
     return this.loading;
   }
 
@@ -251,7 +271,10 @@ export class LogSegment {
    */
   async recover(indexIntervalBytes: number, onBatch: (b: RecordBatch) => void): Promise<number> {
     this.resetIndexState();
-    const size = await stat(this.logPath).then((s) => s.size, () => 0);
+    const size = await stat(this.logPath).then(
+      (s) => s.size,
+      () => 0,
+    );
     this.size = size;
     let expectNext = this.baseOffset;
     const r = await this.scan(0, true, (b, pos, view) => {
@@ -336,7 +359,7 @@ export class LogSegment {
 
   /** Updates index and timestamp state for a batch now at `position` (size not yet added). */
   onBatchAppended(b: BatchExtent, position: number, indexIntervalBytes: number): void {
-    if (position === 0 || this.rollingBasedTimestamp < 0 && this.size === 0) this.rollingBasedTimestamp = b.maxTimestamp;
+    if (position === 0 || (this.rollingBasedTimestamp < 0 && this.size === 0)) this.rollingBasedTimestamp = b.maxTimestamp;
     this.trackBatch(b, position, indexIntervalBytes, true);
     this.bytesSinceLastIndexEntry += b.size;
   }
@@ -429,7 +452,13 @@ export class LogSegment {
    * such batch may not be returned. Usually one read: from the index entry, enough bytes to
    * cover the gap to the wanted batch and then `maxBytes`.
    */
-  async read(offset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean, indexIntervalBytes: number): Promise<SegmentReadResult | null | undefined> {
+  async read(
+    offset: number,
+    maxBytes: number,
+    maxOffset: number,
+    minOneBatch: boolean,
+    indexIntervalBytes: number,
+  ): Promise<SegmentReadResult | null | undefined> {
     await this.ensureLoaded(indexIntervalBytes);
     const start = this.lookupPosition(offset);
     if (start >= this.size) return undefined;
@@ -467,7 +496,14 @@ export class LogSegment {
   }
 
   private async collect(
-    data: Buffer, dataPos: number, p: number, offset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean, handle: FileHandle,
+    data: Buffer,
+    dataPos: number,
+    p: number,
+    offset: number,
+    maxBytes: number,
+    maxOffset: number,
+    minOneBatch: boolean,
+    handle: FileHandle,
   ): Promise<SegmentReadResult | null> {
     const first = new RecordBatch(data, p);
     if (first.lastOffset >= maxOffset) return null;
@@ -618,7 +654,10 @@ export class LogSegment {
   }
 
   async rewriteIndexFiles(): Promise<void> {
-    for (const [path, idx] of [[this.indexPath, this.offsetIndex!], [this.timeIndexPath, this.timeIndex!]] as const) {
+    for (const [path, idx] of [
+      [this.indexPath, this.offsetIndex!],
+      [this.timeIndexPath, this.timeIndex!],
+    ] as const) {
       try {
         this.pool.invalidate(path);
         await truncate(path, 0).catch(async (err: NodeJS.ErrnoException) => {
@@ -704,7 +743,9 @@ export class LogSegment {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw toStorageIOError(err, `deleting ${p}`);
       }
     }
-    const remove = (): void => { for (const p of renamed) void unlink(p).catch(() => undefined); };
+    const remove = (): void => {
+      for (const p of renamed) void unlink(p).catch(() => undefined);
+    };
     if (delayMs <= 0) remove();
     else setTimeout(remove, delayMs).unref();
   }

@@ -272,7 +272,12 @@ class KafkaCliDriver implements Driver {
         const rows = await this.groupRows(options.group, '--members');
         assignments = rows.map((r) => {
           const match = new RegExp(`${options.topic}:([\\d,]+)`).exec(r.join(' '));
-          return match ? match[1]!.split(',').map(Number).sort((a, b) => a - b) : [];
+          return match
+            ? match[1]!
+                .split(',')
+                .map(Number)
+                .sort((a, b) => a - b)
+            : [];
         });
         const all = assignments.flat();
         const settled =

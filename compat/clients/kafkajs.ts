@@ -312,7 +312,11 @@ class KafkajsDriver implements Driver {
       );
       await done;
       // The first member to join may start alone and be reassigned when the others arrive.
-      await waitFor(() => settled(assignments), options.timeoutMs, () => JSON.stringify(assignments));
+      await waitFor(
+        () => settled(assignments),
+        options.timeoutMs,
+        () => JSON.stringify(assignments),
+      );
     } finally {
       for (const consumer of consumers) await consumer.disconnect();
     }
@@ -348,7 +352,11 @@ function unique(records: ConsumedRecord[]): ConsumedRecord[] {
 }
 
 async function collect(_consumer: Consumer, records: ConsumedRecord[], count: number, timeoutMs: number): Promise<void> {
-  await waitFor(() => records.length >= count, timeoutMs, () => `received ${records.length} of ${count} records`);
+  await waitFor(
+    () => records.length >= count,
+    timeoutMs,
+    () => `received ${records.length} of ${count} records`,
+  );
 }
 
 async function waitFor(done: () => boolean, timeoutMs: number, describe?: () => string): Promise<void> {

@@ -216,10 +216,7 @@ class KcatDriver implements Driver {
     };
     const settled = () => {
       const all = members.flatMap((m) => m.assignment);
-      return (
-        members.every((m) => m.assignment.length > 0 && m.assignment.every((p) => m.atEnd.has(p))) &&
-        new Set(all).size === all.length
-      );
+      return members.every((m) => m.assignment.length > 0 && m.assignment.every((p) => m.atEnd.has(p))) && new Set(all).size === all.length;
     };
     try {
       const deadline = Date.now() + options.timeoutMs;

@@ -234,9 +234,7 @@ class PlatformaticDriver implements Driver {
     const consumers = Array.from({ length: options.members }, () => this.consumer(options.group));
     try {
       const streams = await Promise.all(
-        consumers.map((c) =>
-          c.consume({ topics: [options.topic], autocommit: false, mode: 'committed', fallbackMode: 'earliest' }),
-        ),
+        consumers.map((c) => c.consume({ topics: [options.topic], autocommit: false, mode: 'committed', fallbackMode: 'earliest' })),
       );
       let failure: unknown = null;
       for (const stream of streams) {

@@ -28,8 +28,7 @@ function pythonClient(info: DriverInfo, module: string, script: string, apt: str
       available ??= importable(module);
       return available ? null : `${PYTHON} cannot import ${module} (apt-get install ${apt}: scripts/install-test-clients.sh)`;
     },
-    create: (bootstrap) =>
-      new ProcessDriver(info, bootstrap, async () => [PYTHON, ['-B', join(ROOT, 'compat/python', script)]]),
+    create: (bootstrap) => new ProcessDriver(info, bootstrap, async () => [PYTHON, ['-B', join(ROOT, 'compat/python', script)]]),
   };
 }
 

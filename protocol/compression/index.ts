@@ -31,12 +31,18 @@ export interface CompressOptions {
 
 export async function compress(type: CompressionType, data: Buffer, options: CompressOptions = {}): Promise<Buffer> {
   switch (type) {
-    case CompressionType.None: return data;
-    case CompressionType.Gzip: return gzipCompress(data, options.level);
-    case CompressionType.Snappy: return snappyCompress(data, options.snappyFraming);
-    case CompressionType.Lz4: return lz4Compress(data, options.lz4BrokenHeaderChecksum);
-    case CompressionType.Zstd: return zstdCompress(data, options.level);
-    default: throw new CompressionError('unsupported', type, 'unknown compression type');
+    case CompressionType.None:
+      return data;
+    case CompressionType.Gzip:
+      return gzipCompress(data, options.level);
+    case CompressionType.Snappy:
+      return snappyCompress(data, options.snappyFraming);
+    case CompressionType.Lz4:
+      return lz4Compress(data, options.lz4BrokenHeaderChecksum);
+    case CompressionType.Zstd:
+      return zstdCompress(data, options.level);
+    default:
+      throw new CompressionError('unsupported', type, 'unknown compression type');
   }
 }
 
@@ -44,20 +50,21 @@ export async function compress(type: CompressionType, data: Buffer, options: Com
  * Decompresses `data`, refusing with a CompressionError of kind 'too-large' any output
  * beyond `maxOutputBytes`, and with kind 'corrupt' anything that is not a valid stream.
  */
-export async function decompress(
-  type: CompressionType,
-  data: Buffer,
-  maxOutputBytes = DEFAULT_MAX_DECOMPRESSED_BYTES,
-): Promise<Buffer> {
+export async function decompress(type: CompressionType, data: Buffer, maxOutputBytes = DEFAULT_MAX_DECOMPRESSED_BYTES): Promise<Buffer> {
   switch (type) {
     case CompressionType.None:
       if (data.length > maxOutputBytes) throw new CompressionError('too-large', type, `${data.length} bytes exceed ${maxOutputBytes}`);
       return data;
-    case CompressionType.Gzip: return gzipDecompress(data, maxOutputBytes);
-    case CompressionType.Snappy: return snappyDecompress(data, maxOutputBytes);
-    case CompressionType.Lz4: return lz4Decompress(data, maxOutputBytes);
-    case CompressionType.Zstd: return zstdDecompress(data, maxOutputBytes);
-    default: throw new CompressionError('unsupported', type, 'unknown compression type');
+    case CompressionType.Gzip:
+      return gzipDecompress(data, maxOutputBytes);
+    case CompressionType.Snappy:
+      return snappyDecompress(data, maxOutputBytes);
+    case CompressionType.Lz4:
+      return lz4Decompress(data, maxOutputBytes);
+    case CompressionType.Zstd:
+      return zstdDecompress(data, maxOutputBytes);
+    default:
+      throw new CompressionError('unsupported', type, 'unknown compression type');
   }
 }
 
@@ -69,21 +76,21 @@ export async function decompress(
  * (CompressionError 'too-large') and anything that is not a valid stream, an empty payload
  * included ('corrupt'). Nothing is recompressed or kept.
  */
-export async function decompressChunks(
-  type: CompressionType,
-  data: Buffer,
-  sink: ChunkSink,
-  maxOutputBytes: number,
-): Promise<void> {
+export async function decompressChunks(type: CompressionType, data: Buffer, sink: ChunkSink, maxOutputBytes: number): Promise<void> {
   switch (type) {
     case CompressionType.None:
       if (data.length > maxOutputBytes) throw new CompressionError('too-large', type, `${data.length} bytes exceed ${maxOutputBytes}`);
       sink(data);
       return;
-    case CompressionType.Gzip: return gzipDecompressStream(data, sink, maxOutputBytes);
-    case CompressionType.Snappy: return snappyDecompressStream(data, sink, maxOutputBytes);
-    case CompressionType.Lz4: return lz4DecompressStream(data, sink, maxOutputBytes);
-    case CompressionType.Zstd: return zstdDecompressStream(data, sink, maxOutputBytes);
-    default: throw new CompressionError('unsupported', type, 'unknown compression type');
+    case CompressionType.Gzip:
+      return gzipDecompressStream(data, sink, maxOutputBytes);
+    case CompressionType.Snappy:
+      return snappyDecompressStream(data, sink, maxOutputBytes);
+    case CompressionType.Lz4:
+      return lz4DecompressStream(data, sink, maxOutputBytes);
+    case CompressionType.Zstd:
+      return zstdDecompressStream(data, sink, maxOutputBytes);
+    default:
+      throw new CompressionError('unsupported', type, 'unknown compression type');
   }
 }

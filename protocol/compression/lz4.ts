@@ -173,7 +173,7 @@ async function streamBlocks(frame: ScannedFrame, flg: number, sink: ChunkSink): 
   const descriptor = Buffer.from([0x04, 0x22, 0x4d, 0x18, flg & ~(FLG_CONTENT_SIZE | FLG_CONTENT_CHECKSUM), bytes[5]!, 0]);
   descriptor[6] = headerChecksum(descriptor, 6, false);
   let total = 0;
-  for (let pos = 7 + (flg & FLG_CONTENT_SIZE ? 8 : 0); ;) {
+  for (let pos = 7 + (flg & FLG_CONTENT_SIZE ? 8 : 0); ; ) {
     const word = bytes.readUInt32LE(pos);
     if (word === 0) break;
     const length = word & ~INCOMPRESSIBLE_BIT;
@@ -201,7 +201,7 @@ async function streamBlocks(frame: ScannedFrame, flg: number, sink: ChunkSink): 
 function scanFrames(data: Buffer, maxOutputBytes: number): ScannedFrame[] {
   const frames: ScannedFrame[] = [];
   let bound = 0;
-  for (let pos = 0; pos < data.length;) {
+  for (let pos = 0; pos < data.length; ) {
     if (pos + 4 > data.length) throw corrupt(CompressionType.Lz4, 'truncated frame magic');
     const magic = data.readUInt32LE(pos);
     if ((magic & SKIPPABLE_MAGIC_MASK) >>> 0 === SKIPPABLE_MAGIC) {

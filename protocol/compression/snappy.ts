@@ -59,7 +59,7 @@ export async function snappyDecompress(data: Buffer, maxOutputBytes: number): Pr
 
 /** The raw chunks of a xerial-framed payload, each checked to lie within it. */
 function* xerialChunks(data: Buffer): Generator<Buffer> {
-  for (let pos = XERIAL_HEADER_BYTES; pos < data.length;) {
+  for (let pos = XERIAL_HEADER_BYTES; pos < data.length; ) {
     if (pos + 4 > data.length) throw corrupt(CompressionType.Snappy, 'truncated xerial chunk length');
     const length = data.readInt32BE(pos);
     pos += 4;

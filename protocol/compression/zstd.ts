@@ -81,7 +81,7 @@ let streamChunk: Buffer | null = null;
  */
 export function zstdDecompressStream(data: Buffer, sink: ChunkSink, maxOutputBytes: number): void {
   if (data.length === 0) throw corrupt(CompressionType.Zstd, 'empty payload');
-  const chunk = streamChunk ??= Buffer.allocUnsafe(OUTPUT_CHUNK_BYTES);
+  const chunk = (streamChunk ??= Buffer.allocUnsafe(OUTPUT_CHUNK_BYTES));
   try {
     let total = 0;
     let input = data;

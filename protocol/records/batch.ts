@@ -70,33 +70,76 @@ function writeInt64FromNumber(buf: Buffer, at: number, value: number): void {
  * the header in place; `setBaseOffset` / `setPartitionLeaderEpoch` write it in place.
  */
 export class RecordBatch {
-  constructor(readonly buf: Buffer, readonly offset = 0) {}
+  constructor(
+    readonly buf: Buffer,
+    readonly offset = 0,
+  ) {}
 
-  get baseOffset(): number { return readInt64AsNumber(this.buf, this.offset + BASE_OFFSET); }
-  get baseOffsetBig(): bigint { return this.buf.readBigInt64BE(this.offset + BASE_OFFSET); }
-  get batchLength(): number { return this.buf.readInt32BE(this.offset + BATCH_LENGTH); }
+  get baseOffset(): number {
+    return readInt64AsNumber(this.buf, this.offset + BASE_OFFSET);
+  }
+  get baseOffsetBig(): bigint {
+    return this.buf.readBigInt64BE(this.offset + BASE_OFFSET);
+  }
+  get batchLength(): number {
+    return this.buf.readInt32BE(this.offset + BATCH_LENGTH);
+  }
   /** Total bytes of the batch, header included. */
-  get sizeInBytes(): number { return LOG_OVERHEAD + this.batchLength; }
-  get partitionLeaderEpoch(): number { return this.buf.readInt32BE(this.offset + PARTITION_LEADER_EPOCH); }
-  get magic(): number { return this.buf.readInt8(this.offset + MAGIC); }
-  get crc(): number { return this.buf.readUInt32BE(this.offset + CRC); }
-  get attributes(): number { return this.buf.readInt16BE(this.offset + ATTRIBUTES); }
-  get compression(): CompressionType { return this.attributes & COMPRESSION_MASK; }
+  get sizeInBytes(): number {
+    return LOG_OVERHEAD + this.batchLength;
+  }
+  get partitionLeaderEpoch(): number {
+    return this.buf.readInt32BE(this.offset + PARTITION_LEADER_EPOCH);
+  }
+  get magic(): number {
+    return this.buf.readInt8(this.offset + MAGIC);
+  }
+  get crc(): number {
+    return this.buf.readUInt32BE(this.offset + CRC);
+  }
+  get attributes(): number {
+    return this.buf.readInt16BE(this.offset + ATTRIBUTES);
+  }
+  get compression(): CompressionType {
+    return this.attributes & COMPRESSION_MASK;
+  }
   get timestampType(): TimestampType {
     return this.attributes & TIMESTAMP_TYPE_BIT ? TimestampType.LogAppendTime : TimestampType.CreateTime;
   }
-  get isTransactional(): boolean { return (this.attributes & TRANSACTIONAL_BIT) !== 0; }
-  get isControl(): boolean { return (this.attributes & CONTROL_BIT) !== 0; }
-  get hasDeleteHorizon(): boolean { return (this.attributes & DELETE_HORIZON_BIT) !== 0; }
-  get lastOffsetDelta(): number { return this.buf.readInt32BE(this.offset + LAST_OFFSET_DELTA); }
-  get lastOffset(): number { return this.baseOffset + this.lastOffsetDelta; }
+  get isTransactional(): boolean {
+    return (this.attributes & TRANSACTIONAL_BIT) !== 0;
+  }
+  get isControl(): boolean {
+    return (this.attributes & CONTROL_BIT) !== 0;
+  }
+  get hasDeleteHorizon(): boolean {
+    return (this.attributes & DELETE_HORIZON_BIT) !== 0;
+  }
+  get lastOffsetDelta(): number {
+    return this.buf.readInt32BE(this.offset + LAST_OFFSET_DELTA);
+  }
+  get lastOffset(): number {
+    return this.baseOffset + this.lastOffsetDelta;
+  }
   /** The offset after this batch: where the next batch starts. */
-  get nextOffset(): number { return this.baseOffset + this.lastOffsetDelta + 1; }
-  get baseTimestamp(): number { return readInt64AsNumber(this.buf, this.offset + BASE_TIMESTAMP); }
-  get maxTimestamp(): number { return readInt64AsNumber(this.buf, this.offset + MAX_TIMESTAMP); }
-  get producerId(): bigint { return this.buf.readBigInt64BE(this.offset + PRODUCER_ID); }
-  get producerEpoch(): number { return this.buf.readInt16BE(this.offset + PRODUCER_EPOCH); }
-  get baseSequence(): number { return this.buf.readInt32BE(this.offset + BASE_SEQUENCE); }
+  get nextOffset(): number {
+    return this.baseOffset + this.lastOffsetDelta + 1;
+  }
+  get baseTimestamp(): number {
+    return readInt64AsNumber(this.buf, this.offset + BASE_TIMESTAMP);
+  }
+  get maxTimestamp(): number {
+    return readInt64AsNumber(this.buf, this.offset + MAX_TIMESTAMP);
+  }
+  get producerId(): bigint {
+    return this.buf.readBigInt64BE(this.offset + PRODUCER_ID);
+  }
+  get producerEpoch(): number {
+    return this.buf.readInt16BE(this.offset + PRODUCER_EPOCH);
+  }
+  get baseSequence(): number {
+    return this.buf.readInt32BE(this.offset + BASE_SEQUENCE);
+  }
   get lastSequence(): number {
     const base = this.baseSequence;
     if (base === NO_SEQUENCE) return NO_SEQUENCE;
@@ -104,8 +147,12 @@ export class RecordBatch {
     const last = base + this.lastOffsetDelta;
     return last > 0x7fffffff ? last - 0x80000000 : last;
   }
-  get recordCount(): number { return this.buf.readInt32BE(this.offset + RECORDS_COUNT); }
-  get hasProducerId(): boolean { return this.producerId !== NO_PRODUCER_ID; }
+  get recordCount(): number {
+    return this.buf.readInt32BE(this.offset + RECORDS_COUNT);
+  }
+  get hasProducerId(): boolean {
+    return this.producerId !== NO_PRODUCER_ID;
+  }
 
   /** The whole batch as a slice of the underlying buffer. */
   bytes(): Buffer {
@@ -148,7 +195,10 @@ export class RecordBatch {
 
 export class InvalidRecordBatchError extends Error {
   override name = 'InvalidRecordBatchError';
-  constructor(message: string, readonly kind: 'corrupt' | 'truncated' | 'unsupported-magic') {
+  constructor(
+    message: string,
+    readonly kind: 'corrupt' | 'truncated' | 'unsupported-magic',
+  ) {
     super(message);
   }
 }

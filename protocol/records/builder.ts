@@ -8,10 +8,32 @@ import { compress, type CompressOptions } from '../compression/index.ts';
 import { crc32c } from '../crc.ts';
 import { EncodeError, Writer } from '../primitives.ts';
 import {
-  ATTRIBUTES, BASE_OFFSET, BASE_SEQUENCE, BASE_TIMESTAMP, BATCH_LENGTH, COMPRESSION_MASK, CompressionType,
-  CONTROL_BIT, CRC, LAST_OFFSET_DELTA, LOG_OVERHEAD, MAGIC, MAX_TIMESTAMP, NO_PARTITION_LEADER_EPOCH,
-  NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, PARTITION_LEADER_EPOCH, PRODUCER_EPOCH,
-  PRODUCER_ID, RECORD_BATCH_OVERHEAD, RECORDS_COUNT, TIMESTAMP_TYPE_BIT, TimestampType, TRANSACTIONAL_BIT,
+  ATTRIBUTES,
+  BASE_OFFSET,
+  BASE_SEQUENCE,
+  BASE_TIMESTAMP,
+  BATCH_LENGTH,
+  COMPRESSION_MASK,
+  CompressionType,
+  CONTROL_BIT,
+  CRC,
+  LAST_OFFSET_DELTA,
+  LOG_OVERHEAD,
+  MAGIC,
+  MAX_TIMESTAMP,
+  NO_PARTITION_LEADER_EPOCH,
+  NO_PRODUCER_EPOCH,
+  NO_PRODUCER_ID,
+  NO_SEQUENCE,
+  NO_TIMESTAMP,
+  PARTITION_LEADER_EPOCH,
+  PRODUCER_EPOCH,
+  PRODUCER_ID,
+  RECORD_BATCH_OVERHEAD,
+  RECORDS_COUNT,
+  TIMESTAMP_TYPE_BIT,
+  TimestampType,
+  TRANSACTIONAL_BIT,
 } from './batch.ts';
 import { type RecordInput, writeRecord } from './record.ts';
 
@@ -42,10 +64,12 @@ export function batchAttributes(
   isTransactional: boolean,
   isControl: boolean,
 ): number {
-  return (compression & COMPRESSION_MASK)
-    | (timestampType === TimestampType.LogAppendTime ? TIMESTAMP_TYPE_BIT : 0)
-    | (isTransactional ? TRANSACTIONAL_BIT : 0)
-    | (isControl ? CONTROL_BIT : 0);
+  return (
+    (compression & COMPRESSION_MASK) |
+    (timestampType === TimestampType.LogAppendTime ? TIMESTAMP_TYPE_BIT : 0) |
+    (isTransactional ? TRANSACTIONAL_BIT : 0) |
+    (isControl ? CONTROL_BIT : 0)
+  );
 }
 
 interface HeaderFields {
@@ -158,21 +182,25 @@ export class RecordBatchBuilder {
   async build(): Promise<Buffer> {
     if (this.count === 0) throw new EncodeError('a record batch needs at least one record');
     const o = this.options;
-    const payload = o.compression === CompressionType.None
-      ? this.writer.toChunks()
-      : [await compress(o.compression, this.writer.toBuffer(), o.compressionOptions)];
-    return assembleBatch({
-      baseOffset: BigInt(o.baseOffset),
-      lastOffsetDelta: this.lastOffsetDelta,
-      partitionLeaderEpoch: o.partitionLeaderEpoch,
-      attributes: batchAttributes(o.compression, o.timestampType, o.isTransactional, o.isControl),
-      baseTimestamp: this.firstTimestamp!,
-      maxTimestamp: o.timestampType === TimestampType.LogAppendTime ? o.logAppendTimeMs : this.maxTimestamp,
-      producerId: o.producerId,
-      producerEpoch: o.producerEpoch,
-      baseSequence: o.baseSequence,
-      recordCount: this.count,
-    }, payload);
+    const payload =
+      o.compression === CompressionType.None
+        ? this.writer.toChunks()
+        : [await compress(o.compression, this.writer.toBuffer(), o.compressionOptions)];
+    return assembleBatch(
+      {
+        baseOffset: BigInt(o.baseOffset),
+        lastOffsetDelta: this.lastOffsetDelta,
+        partitionLeaderEpoch: o.partitionLeaderEpoch,
+        attributes: batchAttributes(o.compression, o.timestampType, o.isTransactional, o.isControl),
+        baseTimestamp: this.firstTimestamp!,
+        maxTimestamp: o.timestampType === TimestampType.LogAppendTime ? o.logAppendTimeMs : this.maxTimestamp,
+        producerId: o.producerId,
+        producerEpoch: o.producerEpoch,
+        baseSequence: o.baseSequence,
+        recordCount: this.count,
+      },
+      payload,
+    );
   }
 }
 
@@ -205,17 +233,24 @@ export function buildEmptyBatch(o: EmptyBatchOptions): Buffer {
   const lastOffsetDelta = Number(BigInt(o.lastOffset) - baseOffset);
   checkInt(lastOffsetDelta, 0, MAX_INT32, 'last offset delta');
   const timestamp = o.timestamp ?? NO_TIMESTAMP;
-  return assembleBatch({
-    baseOffset,
-    lastOffsetDelta,
-    partitionLeaderEpoch: o.partitionLeaderEpoch ?? NO_PARTITION_LEADER_EPOCH,
-    attributes: batchAttributes(CompressionType.None, o.timestampType ?? TimestampType.CreateTime,
-      o.isTransactional ?? false, o.isControl ?? false),
-    baseTimestamp: timestamp,
-    maxTimestamp: timestamp,
-    producerId: o.producerId ?? NO_PRODUCER_ID,
-    producerEpoch: o.producerEpoch ?? NO_PRODUCER_EPOCH,
-    baseSequence: o.baseSequence ?? NO_SEQUENCE,
-    recordCount: 0,
-  }, []);
+  return assembleBatch(
+    {
+      baseOffset,
+      lastOffsetDelta,
+      partitionLeaderEpoch: o.partitionLeaderEpoch ?? NO_PARTITION_LEADER_EPOCH,
+      attributes: batchAttributes(
+        CompressionType.None,
+        o.timestampType ?? TimestampType.CreateTime,
+        o.isTransactional ?? false,
+        o.isControl ?? false,
+      ),
+      baseTimestamp: timestamp,
+      maxTimestamp: timestamp,
+      producerId: o.producerId ?? NO_PRODUCER_ID,
+      producerEpoch: o.producerEpoch ?? NO_PRODUCER_EPOCH,
+      baseSequence: o.baseSequence ?? NO_SEQUENCE,
+      recordCount: 0,
+    },
+    [],
+  );
 }

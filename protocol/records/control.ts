@@ -5,7 +5,12 @@
 
 import { EncodeError } from '../primitives.ts';
 import {
-  CompressionType, InvalidRecordBatchError, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+  CompressionType,
+  InvalidRecordBatchError,
+  NO_PARTITION_LEADER_EPOCH,
+  NO_PRODUCER_EPOCH,
+  NO_PRODUCER_ID,
+  NO_SEQUENCE,
   type RecordBatch,
 } from './batch.ts';
 import { buildRecordBatch } from './builder.ts';
@@ -71,15 +76,18 @@ export interface ControlBatchOptions {
 
 /** One control batch (uncompressed, CreateTime, no sequence) holding one control record. */
 export async function buildControlBatch(o: ControlBatchOptions): Promise<Buffer> {
-  return buildRecordBatch({
-    baseOffset: o.baseOffset ?? 0,
-    partitionLeaderEpoch: o.partitionLeaderEpoch ?? NO_PARTITION_LEADER_EPOCH,
-    producerId: o.producerId ?? NO_PRODUCER_ID,
-    producerEpoch: o.producerEpoch ?? NO_PRODUCER_EPOCH,
-    baseSequence: NO_SEQUENCE,
-    isTransactional: o.isTransactional ?? false,
-    isControl: true,
-  }, [{ key: encodeControlRecordKey(o.type), value: o.value, timestamp: o.timestamp }]);
+  return buildRecordBatch(
+    {
+      baseOffset: o.baseOffset ?? 0,
+      partitionLeaderEpoch: o.partitionLeaderEpoch ?? NO_PARTITION_LEADER_EPOCH,
+      producerId: o.producerId ?? NO_PRODUCER_ID,
+      producerEpoch: o.producerEpoch ?? NO_PRODUCER_EPOCH,
+      baseSequence: NO_SEQUENCE,
+      isTransactional: o.isTransactional ?? false,
+      isControl: true,
+    },
+    [{ key: encodeControlRecordKey(o.type), value: o.value, timestamp: o.timestamp }],
+  );
 }
 
 export interface EndTxnMarkerOptions {

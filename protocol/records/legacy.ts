@@ -15,7 +15,13 @@ import { compress, decompress, DEFAULT_MAX_DECOMPRESSED_BYTES, type CompressOpti
 import { CompressionError } from '../compression/types.ts';
 import { EncodeError, Writer } from '../primitives.ts';
 import {
-  CompressionType, InvalidRecordBatchError, LOG_OVERHEAD, MAGIC, NO_TIMESTAMP, RecordBatch, TimestampType,
+  CompressionType,
+  InvalidRecordBatchError,
+  LOG_OVERHEAD,
+  MAGIC,
+  NO_TIMESTAMP,
+  RecordBatch,
+  TimestampType,
   validateBatchAt,
 } from './batch.ts';
 import { buildRecordBatch } from './builder.ts';
@@ -34,9 +40,7 @@ const COMPRESSION_MASK = 0x07;
 const TIMESTAMP_TYPE_BIT = 0x08;
 
 /** CRC-32 (not CRC-32C), natively where Node has zlib.crc32 (20.15+). */
-const crc32: (data: Buffer) => number = typeof zlib.crc32 === 'function'
-  ? (data) => zlib.crc32(data)
-  : (data) => CRC32.buf(data) >>> 0;
+const crc32: (data: Buffer) => number = typeof zlib.crc32 === 'function' ? (data) => zlib.crc32(data) : (data) => CRC32.buf(data) >>> 0;
 
 export interface LegacyMessage {
   offset: number;
@@ -66,7 +70,7 @@ export function magicAt(buf: Buffer, offset = 0): number {
 
 /** Shallow iteration: wrapper messages are yielded as they are, still compressed. */
 export function* legacyEntries(buf: Buffer, checkCrc = true): Generator<LegacyMessage, void, undefined> {
-  for (let pos = 0; pos < buf.length;) {
+  for (let pos = 0; pos < buf.length; ) {
     const message = readLegacyEntry(buf, pos, checkCrc);
     yield message;
     pos += message.sizeInBytes;
@@ -161,7 +165,7 @@ async function expand(entry: LegacyMessage, options: LegacyReadOptions): Promise
 /** Deep iteration: every message, wrappers decompressed into their inner messages. */
 export async function legacyRecords(buf: Buffer, options: LegacyReadOptions = {}): Promise<LegacyMessage[]> {
   const out: LegacyMessage[] = [];
-  for (const entry of legacyEntries(buf, options.checkCrc ?? true)) out.push(...await expand(entry, options));
+  for (const entry of legacyEntries(buf, options.checkCrc ?? true)) out.push(...(await expand(entry, options)));
   return out;
 }
 
@@ -185,13 +189,18 @@ export async function convertLegacyToV2(buf: Buffer, options: ConvertLegacyOptio
     if (messages.length === 0) return;
     const timestampType = messages[0]!.timestampType;
     const maxTimestamp = messages.reduce((max, m) => Math.max(max, m.timestamp), NO_TIMESTAMP);
-    batches.push(await buildRecordBatch({
-      baseOffset: nextOffset,
-      compression,
-      compressionOptions: options.compressionOptions,
-      timestampType,
-      logAppendTimeMs: timestampType === TimestampType.LogAppendTime ? maxTimestamp : undefined,
-    }, messages.map((m) => ({ key: m.key, value: m.value, timestamp: m.timestamp }))));
+    batches.push(
+      await buildRecordBatch(
+        {
+          baseOffset: nextOffset,
+          compression,
+          compressionOptions: options.compressionOptions,
+          timestampType,
+          logAppendTimeMs: timestampType === TimestampType.LogAppendTime ? maxTimestamp : undefined,
+        },
+        messages.map((m) => ({ key: m.key, value: m.value, timestamp: m.timestamp })),
+      ),
+    );
     nextOffset += messages.length;
   };
   for (const entry of legacyEntries(buf, options.checkCrc ?? true)) {
@@ -263,13 +272,10 @@ function writeLegacyMessage(
  * timestamp = max timestamp or the log append time) around the compressed inner set, with
  * v1 inner offsets relative to baseOffset. An empty input gives an empty set.
  */
-export async function buildLegacyMessageSet(
-  options: LegacyMessageSetOptions,
-  records: readonly LegacyRecordInput[],
-): Promise<Buffer> {
+export async function buildLegacyMessageSet(options: LegacyMessageSetOptions, records: readonly LegacyRecordInput[]): Promise<Buffer> {
   const { magic } = options;
   const compression = options.compression ?? CompressionType.None;
-  const timestampType = magic === 1 ? options.timestampType ?? TimestampType.CreateTime : TimestampType.CreateTime;
+  const timestampType = magic === 1 ? (options.timestampType ?? TimestampType.CreateTime) : TimestampType.CreateTime;
   const logAppendTime = options.logAppendTimeMs ?? NO_TIMESTAMP;
   if (compression === CompressionType.Zstd) {
     throw new CompressionError('unsupported', compression, 'not allowed in message format v0/v1');
@@ -287,7 +293,7 @@ export async function buildLegacyMessageSet(
   for (const record of records) {
     const offset: number = record.offset ?? (lastOffset === null ? baseOffset : lastOffset + 1);
     if (lastOffset !== null && offset <= lastOffset) throw new EncodeError(`offset ${offset} does not follow ${lastOffset}`);
-    let timestamp = magic === 0 ? NO_TIMESTAMP : record.timestamp ?? NO_TIMESTAMP;
+    let timestamp = magic === 0 ? NO_TIMESTAMP : (record.timestamp ?? NO_TIMESTAMP);
     if (timestampType === TimestampType.LogAppendTime) timestamp = logAppendTime;
     if (!Number.isSafeInteger(timestamp) || (timestamp < 0 && timestamp !== NO_TIMESTAMP)) {
       throw new EncodeError(`invalid timestamp ${timestamp}`);
@@ -324,7 +330,7 @@ export interface DownConvertOptions {
 export async function v2ToLegacy(batches: Buffer, magic: LegacyMagic, options: DownConvertOptions = {}): Promise<Buffer> {
   const parts: Buffer[] = [];
   const firstOffset = options.firstOffset ?? 0;
-  for (let pos = 0; pos < batches.length;) {
+  for (let pos = 0; pos < batches.length; ) {
     let size: number;
     try {
       size = validateBatchAt(batches, pos, batches.length, false);
@@ -341,13 +347,18 @@ export async function v2ToLegacy(batches: Buffer, magic: LegacyMagic, options: D
     let records = await readRecords(batch, { maxDecompressedBytes: options.maxDecompressedBytes });
     if (batch.compression === CompressionType.None) records = records.filter((r) => r.offset >= firstOffset);
     if (records.length === 0) continue;
-    parts.push(await buildLegacyMessageSet({
-      magic,
-      compression: batch.compression,
-      timestampType: batch.timestampType,
-      logAppendTimeMs: batch.timestampType === TimestampType.LogAppendTime ? batch.maxTimestamp : undefined,
-      baseOffset: records[0]!.offset,
-    }, records.map((r) => ({ offset: r.offset, timestamp: r.timestamp, key: r.key, value: r.value }))));
+    parts.push(
+      await buildLegacyMessageSet(
+        {
+          magic,
+          compression: batch.compression,
+          timestampType: batch.timestampType,
+          logAppendTimeMs: batch.timestampType === TimestampType.LogAppendTime ? batch.maxTimestamp : undefined,
+          baseOffset: records[0]!.offset,
+        },
+        records.map((r) => ({ offset: r.offset, timestamp: r.timestamp, key: r.key, value: r.value })),
+      ),
+    );
   }
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }

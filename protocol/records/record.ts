@@ -10,7 +10,7 @@
 
 import { decompress, DEFAULT_MAX_DECOMPRESSED_BYTES } from '../compression/index.ts';
 import { CompressionError } from '../compression/types.ts';
-import { DecodeError, Reader, toSafeNumber, Writer, EncodeError } from '../primitives.ts';
+import { DecodeError, Reader, toSafeNumber, type Writer, EncodeError } from '../primitives.ts';
 import { InvalidRecordBatchError, type RecordBatch, TimestampType } from './batch.ts';
 
 export interface RecordHeader {
@@ -216,10 +216,13 @@ export function writeRecord(
     throw new EncodeError(`offset delta ${offsetDelta} out of range`);
   }
   if (!Number.isSafeInteger(timestampDelta)) throw new EncodeError(`timestamp delta ${timestampDelta} out of range`);
-  const headerKeys = headers.length === 0 ? NO_HEADER_KEYS : headers.map((h) => {
-    if (typeof h.key !== 'string') throw new EncodeError('record header keys must be strings');
-    return Buffer.from(h.key, 'utf8');
-  });
+  const headerKeys =
+    headers.length === 0
+      ? NO_HEADER_KEYS
+      : headers.map((h) => {
+          if (typeof h.key !== 'string') throw new EncodeError('record header keys must be strings');
+          return Buffer.from(h.key, 'utf8');
+        });
   let bodySize = 1 + sizeOfVarlong(timestampDelta) + sizeOfVarint(offsetDelta) + sizeOfBytes(key) + sizeOfBytes(value);
   bodySize += sizeOfVarint(headers.length);
   headers.forEach((h, i) => {

@@ -163,10 +163,14 @@ export class RecordScanner {
         if (value < 0) return this.fail(`Invalid record size: record ${this.records} declares ${value} bytes`);
         const size = this.lengthBytes + value;
         if (size > this.o.maxRecordBytes) {
-          return this.fail(`Record ${this.records} takes ${size} bytes, more than the ${this.o.maxRecordBytes} bytes a record may take (max.message.bytes)`);
+          return this.fail(
+            `Record ${this.records} takes ${size} bytes, more than the ${this.o.maxRecordBytes} bytes a record may take (max.message.bytes)`,
+          );
         }
         if (this.recordStart + size > this.o.maxTotalBytes) {
-          return this.fail(`The records of the batch take more than the ${this.o.maxTotalBytes} bytes a batch of ${this.o.recordCount} records may inflate to`);
+          return this.fail(
+            `The records of the batch take more than the ${this.o.maxTotalBytes} bytes a batch of ${this.o.recordCount} records may inflate to`,
+          );
         }
         this.recordBytes = size;
         this.bodyLeft = value;
@@ -227,10 +231,17 @@ export class RecordScanner {
 
   private afterSkip(): boolean {
     switch (this.state) {
-      case KEY: this.state = VALUE_LENGTH; return true;
-      case VALUE: this.state = HEADER_COUNT; return true;
-      case HEADER_KEY: this.state = HEADER_VALUE_LENGTH; return true;
-      default: return this.nextHeader();
+      case KEY:
+        this.state = VALUE_LENGTH;
+        return true;
+      case VALUE:
+        this.state = HEADER_COUNT;
+        return true;
+      case HEADER_KEY:
+        this.state = HEADER_VALUE_LENGTH;
+        return true;
+      default:
+        return this.nextHeader();
     }
   }
 

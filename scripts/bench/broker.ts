@@ -25,10 +25,15 @@ import { Errors } from '../../protocol/errors.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { encodeProduceRequest, decodeProduceResponse, type ProduceResponse } from '../../protocol/messages/produce.ts';
 import {
-  makeFetchRequest, makeFetchRequestFetchPartition, makeFetchRequestFetchTopic, type FetchResponse,
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  type FetchResponse,
 } from '../../protocol/messages/fetch.ts';
 import {
-  makeCreateTopicsRequest, makeCreateTopicsRequestCreatableTopic, type CreateTopicsResponse,
+  makeCreateTopicsRequest,
+  makeCreateTopicsRequestCreatableTopic,
+  type CreateTopicsResponse,
 } from '../../protocol/messages/create-topics.ts';
 import { RecordBatchBuilder } from '../../protocol/records/builder.ts';
 import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
@@ -42,7 +47,10 @@ const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const MIB = 1024 * 1024;
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
-const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const wanted = (figure: string): boolean => only === undefined || only.includes(figure);
 
 const PRODUCE_CONNECTIONS = 4;
@@ -80,7 +88,9 @@ function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): P
     let out = '';
     let err = '';
     const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms\n${out}\n${err}`)), timeoutMs);
-    child.stderr?.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-4000); });
+    child.stderr?.on('data', (d: Buffer) => {
+      err = (err + d.toString()).slice(-4000);
+    });
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = pattern.exec(out);
@@ -134,17 +144,36 @@ async function startSluice(): Promise<Target> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-'));
   const t0 = performance.now();
   // The same process a user starts with `npm start` or the sluice command.
-  const child = spawn(process.execPath, [
-    ...BROKER_NODE_FLAGS, '--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'dev', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir,
-    '--override', 'log.level=warn',
-  ], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      ...BROKER_NODE_FLAGS,
+      '--import',
+      'tsx',
+      join(REPO, 'src/cli/main.ts'),
+      'dev',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--override',
+      'log.level=warn',
+    ],
+    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const m = await waitForLine(child, /listening on [A-Z_]+:\/\/([^:,\s]+):(\d+)/, 60_000);
   const host = m[1]!;
   const port = Number(m[2]);
   await firstAcknowledgedProduce(host, port, Date.now() + 60_000);
   const startupMs = performance.now() - t0;
   return {
-    name: 'Sluice', host, port, pid: child.pid!, startupMs,
+    name: 'Sluice',
+    host,
+    port,
+    pid: child.pid!,
+    startupMs,
     async stop() {
       await stopChild(child);
       await rm(dataDir, { recursive: true, force: true });
@@ -159,8 +188,12 @@ function kafkaInstalled(): boolean {
 
 function referenceScript(action: 'start' | 'stop', stateDir: string): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolveRun, reject) => {
-    execFile('bash', [join(REPO, 'scripts/kafka-reference.sh'), action], { env: { ...process.env, KAFKA_REFERENCE_STATE: stateDir } },
-      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolveRun({ stdout, stderr })));
+    execFile(
+      'bash',
+      [join(REPO, 'scripts/kafka-reference.sh'), action],
+      { env: { ...process.env, KAFKA_REFERENCE_STATE: stateDir } },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolveRun({ stdout, stderr })),
+    );
   });
 }
 
@@ -175,7 +208,11 @@ async function startKafka(): Promise<Target> {
   const formatMs = Number(/format (\d+) ms/.exec(stderr)?.[1] ?? 0);
   const pid = Number((await readFile(join(stateDir, 'pid'), 'utf8')).trim());
   return {
-    name: 'Kafka', host, port: Number(port), pid, startupMs: total - formatMs,
+    name: 'Kafka',
+    host,
+    port: Number(port),
+    pid,
+    startupMs: total - formatMs,
     async stop() {
       await referenceScript('stop', stateDir).catch(() => undefined);
       await rm(stateDir, { recursive: true, force: true });
@@ -194,12 +231,16 @@ interface NullServer {
 
 async function startNullServer(dir: string): Promise<NullServer> {
   // The broker's own Node flags: the ceiling runs on the same runtime settings.
-  const child = spawn(process.execPath, [...BROKER_NODE_FLAGS, '--import', 'tsx', join(REPO, 'scripts/bench/null-server.ts'), '--file', join(dir, 'null-frames.bin')],
-    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [...BROKER_NODE_FLAGS, '--import', 'tsx', join(REPO, 'scripts/bench/null-server.ts'), '--file', join(dir, 'null-frames.bin')],
+    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const m = await waitForLine(child, /null-server ports (\d+) (\d+) (\d+)/, 30_000);
   const file = join(dir, 'null-frames.bin');
   return {
-    ports: [Number(m[1]), Number(m[2])], copyPort: Number(m[3]),
+    ports: [Number(m[1]), Number(m[2])],
+    copyPort: Number(m[3]),
     truncate: async () => {
       for (const suffix of ['.stream', '.inplace']) await truncate(file + suffix, 0).catch(() => undefined);
     },
@@ -221,10 +262,16 @@ async function buildBatch(records: number, valueBytes: number, value?: (i: numbe
 
 function produceBody(topic: string, partition: number, records: Buffer, version: number): Buffer {
   const w = new Writer(records.length + 128);
-  encodeProduceRequest(w, {
-    transactionalId: null, acks: 1, timeoutMs: 30_000,
-    topicData: [{ name: topic, partitionData: [{ index: partition, records }] }],
-  }, version);
+  encodeProduceRequest(
+    w,
+    {
+      transactionalId: null,
+      acks: 1,
+      timeoutMs: 30_000,
+      topicData: [{ name: topic, partitionData: [{ index: partition, records }] }],
+    },
+    version,
+  );
   return w.toBuffer();
 }
 
@@ -246,10 +293,14 @@ async function produceOnce(conn: KafkaConnection, topic: string, partition: numb
  */
 async function createTopics(cluster: KafkaCluster, names: readonly string[], numPartitions: number, untilServed = true): Promise<void> {
   const conn = await cluster.anyConnection();
-  const res = await conn.send<CreateTopicsResponse>(ApiKey.CreateTopics, makeCreateTopicsRequest({
-    timeoutMs: 120_000,
-    topics: names.map((name) => makeCreateTopicsRequestCreatableTopic({ name, numPartitions, replicationFactor: 1 })),
-  }), conn.version(ApiKey.CreateTopics, 7));
+  const res = await conn.send<CreateTopicsResponse>(
+    ApiKey.CreateTopics,
+    makeCreateTopicsRequest({
+      timeoutMs: 120_000,
+      topics: names.map((name) => makeCreateTopicsRequestCreatableTopic({ name, numPartitions, replicationFactor: 1 })),
+    }),
+    conn.version(ApiKey.CreateTopics, 7),
+  );
   for (const t of res.topics) {
     if (t.errorCode !== Errors.NONE.code && t.errorCode !== Errors.TOPIC_ALREADY_EXISTS.code) {
       throw new Error(`CreateTopics ${t.name}: error ${t.errorCode} ${t.errorMessage ?? ''}`);
@@ -263,7 +314,13 @@ async function createTopics(cluster: KafkaCluster, names: readonly string[], num
     if (elected && !untilServed) return;
     if (elected) {
       const all = names.flatMap((topic) => Array.from({ length: numPartitions }, (_, partition) => ({ topic, partition })));
-      if (await listOffsets(cluster, all).then(() => true, () => false)) return;
+      if (
+        await listOffsets(cluster, all).then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
     }
     await sleep(100);
   }
@@ -293,33 +350,38 @@ async function produceLoad(host: string, port: number, partitions: number): Prom
   let errors = 0;
   let firstError = 0;
   let measuredEnd = measureFrom;
-  await Promise.all(conns.map((conn, c) => new Promise<void>((done, fail) => {
-    let inFlight = 0;
-    let next = c;
-    const pump = (): void => {
-      while (inFlight < PRODUCE_IN_FLIGHT && performance.now() < end && totalBytes < PRODUCE_MAX_BYTES) {
-        inFlight++;
-        totalBytes += batch.length;
-        const body = bodies[next++ % partitions]!;
-        conn.sendEncoded(ApiKey.Produce, version, body).then((res) => {
-          inFlight--;
-          const err = produceError(res, version);
-          if (err !== 0) {
-            errors++;
-            firstError ||= err;
-          }
-          const now = performance.now();
-          if (err === 0 && now >= measureFrom && now <= end) {
-            measuredBytes += batch.length;
-            measuredEnd = now;
-          }
+  await Promise.all(
+    conns.map(
+      (conn, c) =>
+        new Promise<void>((done, fail) => {
+          let inFlight = 0;
+          let next = c;
+          const pump = (): void => {
+            while (inFlight < PRODUCE_IN_FLIGHT && performance.now() < end && totalBytes < PRODUCE_MAX_BYTES) {
+              inFlight++;
+              totalBytes += batch.length;
+              const body = bodies[next++ % partitions]!;
+              conn.sendEncoded(ApiKey.Produce, version, body).then((res) => {
+                inFlight--;
+                const err = produceError(res, version);
+                if (err !== 0) {
+                  errors++;
+                  firstError ||= err;
+                }
+                const now = performance.now();
+                if (err === 0 && now >= measureFrom && now <= end) {
+                  measuredBytes += batch.length;
+                  measuredEnd = now;
+                }
+                pump();
+              }, fail);
+            }
+            if (inFlight === 0) done();
+          };
           pump();
-        }, fail);
-      }
-      if (inFlight === 0) done();
-    };
-    pump();
-  })));
+        }),
+    ),
+  );
   for (const c of conns) c.close();
   if (errors > 0) process.stderr.write(`  produce to ${host}:${port}: ${errors} errors (first: ${firstError})\n`);
   const seconds = (measuredEnd - measureFrom) / 1000;
@@ -331,36 +393,57 @@ type Sink = ((partition: number, bytes: Buffer) => Promise<void>) | null;
 
 /** Reads every partition from offset 0 to its high watermark, one connection per partition. */
 async function fetchLoad(cluster: KafkaCluster, partitions: number, sink: Sink): Promise<Throughput> {
-  const ends = await listOffsets(cluster, Array.from({ length: partitions }, (_, partition) => ({ topic: TOPIC, partition })));
-  const conns = await Promise.all(Array.from({ length: partitions }, async (_, p) => {
-    const leader = await cluster.leaderConnection(TOPIC, p);
-    return KafkaConnection.connect(leader.host, leader.port);
-  }));
+  const ends = await listOffsets(
+    cluster,
+    Array.from({ length: partitions }, (_, partition) => ({ topic: TOPIC, partition })),
+  );
+  const conns = await Promise.all(
+    Array.from({ length: partitions }, async (_, p) => {
+      const leader = await cluster.leaderConnection(TOPIC, p);
+      return KafkaConnection.connect(leader.host, leader.port);
+    }),
+  );
   let bytes = 0;
   const t0 = performance.now();
-  await Promise.all(conns.map(async (conn, p) => {
-    const end = ends.get(tpKey(TOPIC, p))!;
-    let offset = 0;
-    let partitionBytes = 0;
-    while (offset < end && partitionBytes < FETCH_TOTAL_BYTES / partitions) {
-      const res = await conn.send<FetchResponse>(ApiKey.Fetch, makeFetchRequest({
-        replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: FETCH_MAX_BYTES, isolationLevel: 0, sessionId: 0, sessionEpoch: -1,
-        topics: [makeFetchRequestFetchTopic({
-          topic: TOPIC,
-          partitions: [makeFetchRequestFetchPartition({ partition: p, fetchOffset: BigInt(offset), partitionMaxBytes: FETCH_MAX_BYTES })],
-        })],
-      }), conn.version(ApiKey.Fetch, 12));
-      const data = res.responses[0]?.partitions[0];
-      if (data === undefined || data.errorCode !== 0) throw new Error(`fetch ${TOPIC}-${p}@${offset}: error ${data?.errorCode}`);
-      const records = data.records ?? Buffer.alloc(0);
-      const { nextOffset, wholeBytes } = scanBatches(records);
-      if (nextOffset <= offset) throw new Error(`fetch ${TOPIC}-${p}@${offset} made no progress`);
-      bytes += wholeBytes;
-      partitionBytes += wholeBytes;
-      if (sink !== null) await sink(p, records.subarray(0, wholeBytes));
-      offset = nextOffset;
-    }
-  }));
+  await Promise.all(
+    conns.map(async (conn, p) => {
+      const end = ends.get(tpKey(TOPIC, p))!;
+      let offset = 0;
+      let partitionBytes = 0;
+      while (offset < end && partitionBytes < FETCH_TOTAL_BYTES / partitions) {
+        const res = await conn.send<FetchResponse>(
+          ApiKey.Fetch,
+          makeFetchRequest({
+            replicaId: -1,
+            maxWaitMs: 0,
+            minBytes: 0,
+            maxBytes: FETCH_MAX_BYTES,
+            isolationLevel: 0,
+            sessionId: 0,
+            sessionEpoch: -1,
+            topics: [
+              makeFetchRequestFetchTopic({
+                topic: TOPIC,
+                partitions: [
+                  makeFetchRequestFetchPartition({ partition: p, fetchOffset: BigInt(offset), partitionMaxBytes: FETCH_MAX_BYTES }),
+                ],
+              }),
+            ],
+          }),
+          conn.version(ApiKey.Fetch, 12),
+        );
+        const data = res.responses[0]?.partitions[0];
+        if (data === undefined || data.errorCode !== 0) throw new Error(`fetch ${TOPIC}-${p}@${offset}: error ${data?.errorCode}`);
+        const records = data.records ?? Buffer.alloc(0);
+        const { nextOffset, wholeBytes } = scanBatches(records);
+        if (nextOffset <= offset) throw new Error(`fetch ${TOPIC}-${p}@${offset} made no progress`);
+        bytes += wholeBytes;
+        partitionBytes += wholeBytes;
+        if (sink !== null) await sink(p, records.subarray(0, wholeBytes));
+        offset = nextOffset;
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   for (const c of conns) c.close();
   return { bytes, seconds, mibPerS: bytes / MIB / seconds };
@@ -387,16 +470,23 @@ function scanBatches(records: Buffer): { nextOffset: number; wholeBytes: number 
 async function rawCopy(copyPort: number, files: readonly string[]): Promise<Throughput> {
   let bytes = 0;
   const t0 = performance.now();
-  await Promise.all(files.map((file) => new Promise<void>((done, fail) => {
-    const socket = netConnect({ host: '127.0.0.1', port: copyPort });
-    const name = Buffer.from(file);
-    const head = Buffer.alloc(2);
-    head.writeUInt16BE(name.length);
-    socket.on('connect', () => socket.write(Buffer.concat([head, name])));
-    socket.on('data', (d: Buffer) => { bytes += d.length; });
-    socket.on('end', () => done());
-    socket.on('error', fail);
-  })));
+  await Promise.all(
+    files.map(
+      (file) =>
+        new Promise<void>((done, fail) => {
+          const socket = netConnect({ host: '127.0.0.1', port: copyPort });
+          const name = Buffer.from(file);
+          const head = Buffer.alloc(2);
+          head.writeUInt16BE(name.length);
+          socket.on('connect', () => socket.write(Buffer.concat([head, name])));
+          socket.on('data', (d: Buffer) => {
+            bytes += d.length;
+          });
+          socket.on('end', () => done());
+          socket.on('error', fail);
+        }),
+    ),
+  );
   const seconds = (performance.now() - t0) / 1000;
   return { bytes, seconds, mibPerS: bytes / MIB / seconds };
 }
@@ -435,7 +525,11 @@ async function pingPong(port: number): Promise<Latency> {
   const pending: Promise<void>[] = [];
   await atFixedRate(() => {
     const t = performance.now();
-    pending.push(conn.sendEncoded(ApiKey.Produce, version, body).then(() => { samples.push(performance.now() - t); }));
+    pending.push(
+      conn.sendEncoded(ApiKey.Produce, version, body).then(() => {
+        samples.push(performance.now() - t);
+      }),
+    );
   });
   await Promise.all(pending);
   conn.close();
@@ -458,12 +552,25 @@ async function produceToConsume(cluster: KafkaCluster): Promise<Latency> {
   const consuming = (async () => {
     let offset = start;
     while (!stop && samples.length < expected) {
-      const res = await consumer.send<FetchResponse>(ApiKey.Fetch, makeFetchRequest({
-        replicaId: -1, maxWaitMs: 500, minBytes: 1, maxBytes: MIB, isolationLevel: 0, sessionId: 0, sessionEpoch: -1,
-        topics: [makeFetchRequestFetchTopic({
-          topic, partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: BigInt(offset), partitionMaxBytes: MIB })],
-        })],
-      }), consumer.version(ApiKey.Fetch, 12));
+      const res = await consumer.send<FetchResponse>(
+        ApiKey.Fetch,
+        makeFetchRequest({
+          replicaId: -1,
+          maxWaitMs: 500,
+          minBytes: 1,
+          maxBytes: MIB,
+          isolationLevel: 0,
+          sessionId: 0,
+          sessionEpoch: -1,
+          topics: [
+            makeFetchRequestFetchTopic({
+              topic,
+              partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: BigInt(offset), partitionMaxBytes: MIB })],
+            }),
+          ],
+        }),
+        consumer.version(ApiKey.Fetch, 12),
+      );
       const now = performance.now();
       const records = res.responses[0]?.partitions[0]?.records ?? Buffer.alloc(0);
       let at = 0;
@@ -490,7 +597,9 @@ async function produceToConsume(cluster: KafkaCluster): Promise<Latency> {
     bodies.push(batch.build().then((b) => producer.sendEncoded(ApiKey.Produce, version, produceBody(topic, 0, b, version))));
   });
   await Promise.all(bodies);
-  const deadline = sleep(10_000).then(() => { stop = true; });
+  const deadline = sleep(10_000).then(() => {
+    stop = true;
+  });
   await Promise.race([consuming, deadline]);
   stop = true;
   producer.close();
@@ -505,7 +614,10 @@ async function rssKiB(pid: number): Promise<number> {
 }
 
 /** RSS before and after creating 10,000 partitions (100 topics of 100). */
-async function memoryWithPartitions(cluster: KafkaCluster, pid: number): Promise<{ beforeKiB: number; afterKiB: number; createMs: number }> {
+async function memoryWithPartitions(
+  cluster: KafkaCluster,
+  pid: number,
+): Promise<{ beforeKiB: number; afterKiB: number; createMs: number }> {
   const beforeKiB = await rssKiB(pid);
   const t0 = performance.now();
   const topics = Array.from({ length: MEMORY_PARTITIONS / 100 }, (_, i) => `mem-${String(i).padStart(3, '0')}`);
@@ -572,7 +684,9 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
       const files = Array.from({ length: PRODUCE_PARTITIONS }, (_, p) => join(dir, `p${p}.bin`));
       const handles = await Promise.all(files.map((f) => open(f, 'w')));
       // The first pass warms the log and writes the same bytes for the raw copy.
-      await fetchLoad(cluster, PRODUCE_PARTITIONS, async (p, bytes) => { await handles[p]!.write(bytes); });
+      await fetchLoad(cluster, PRODUCE_PARTITIONS, async (p, bytes) => {
+        await handles[p]!.write(bytes);
+      });
       await Promise.all(handles.map((h) => h.close()));
       for (let round = 0; round < MEASURE_ROUNDS; round++) {
         figures.fetchCeiling = faster(figures.fetchCeiling, await rawCopy(nullServer.copyPort, files));
@@ -599,19 +713,26 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
 
 const ratio = (a: number | undefined, b: number | undefined): string =>
   a === undefined || b === undefined || !Number.isFinite(a / b) ? 'n/a' : (a / b).toFixed(2);
-const mib = (t: Throughput | undefined): string => (t === undefined ? 'n/a' : `${t.mibPerS.toFixed(0)} MiB/s (${(t.bytes / MIB).toFixed(0)} MiB in ${t.seconds.toFixed(1)} s)`);
+const mib = (t: Throughput | undefined): string =>
+  t === undefined ? 'n/a' : `${t.mibPerS.toFixed(0)} MiB/s (${(t.bytes / MIB).toFixed(0)} MiB in ${t.seconds.toFixed(1)} s)`;
 const ms = (v: number | undefined): string => (v === undefined ? 'n/a' : `${v.toFixed(2)} ms`);
-const mem = (m: BrokerFigures['memory']): string => (m === undefined ? 'n/a'
-  : `${(m.afterKiB / 1024).toFixed(0)} MiB RSS (${(m.beforeKiB / 1024).toFixed(0)} MiB before; created in ${(m.createMs / 1000).toFixed(1)} s)`);
+const mem = (m: BrokerFigures['memory']): string =>
+  m === undefined
+    ? 'n/a'
+    : `${(m.afterKiB / 1024).toFixed(0)} MiB RSS (${(m.beforeKiB / 1024).toFixed(0)} MiB before; created in ${(m.createMs / 1000).toFixed(1)} s)`;
 
 function report(results: Map<string, BrokerFigures>): void {
   const lines: string[] = ['', '== ratios against ceilings measured in this run'];
   for (const [name, f] of results) {
     lines.push(`${name}:`);
-    if (f.produce) lines.push(`  produce ingest      ${ratio(f.produce.mibPerS, f.produceCeiling?.mibPerS)} of the null server (target >= 0.70)`);
-    if (f.fetch) lines.push(`  fetch egress        ${ratio(f.fetch.mibPerS, f.fetchCeiling?.mibPerS)} of a raw file-to-socket copy (target >= 0.70)`);
+    if (f.produce)
+      lines.push(`  produce ingest      ${ratio(f.produce.mibPerS, f.produceCeiling?.mibPerS)} of the null server (target >= 0.70)`);
+    if (f.fetch)
+      lines.push(`  fetch egress        ${ratio(f.fetch.mibPerS, f.fetchCeiling?.mibPerS)} of a raw file-to-socket copy (target >= 0.70)`);
     if (f.latency) {
-      lines.push(`  produce->consume    p50 ${ratio(f.latency.p50Ms, f.latencyCeiling?.p50Ms)}x, p99 ${ratio(f.latency.p99Ms, f.latencyCeiling?.p99Ms)}x a raw ping-pong`);
+      lines.push(
+        `  produce->consume    p50 ${ratio(f.latency.p50Ms, f.latencyCeiling?.p50Ms)}x, p99 ${ratio(f.latency.p99Ms, f.latencyCeiling?.p99Ms)}x a raw ping-pong`,
+      );
     }
   }
   const sluice = results.get('Sluice');
@@ -631,8 +752,14 @@ function report(results: Map<string, BrokerFigures>): void {
     lines.push(`  start-up to first acknowledged produce  ${ms(f.startupMs)}`);
     lines.push(`  produce             ${mib(f.produce)}; null server ${mib(f.produceCeiling)}`);
     lines.push(`  fetch               ${mib(f.fetch)}; raw copy of the same bytes ${mib(f.fetchCeiling)}`);
-    if (f.latency) lines.push(`  produce->consume    p50 ${ms(f.latency.p50Ms)}, p99 ${ms(f.latency.p99Ms)} (${f.latency.samples} records at ${LATENCY_RATE_PER_S}/s)`);
-    if (f.latencyCeiling) lines.push(`  raw ping-pong       p50 ${ms(f.latencyCeiling.p50Ms)}, p99 ${ms(f.latencyCeiling.p99Ms)} (${f.latencyCeiling.samples} at ${LATENCY_RATE_PER_S}/s)`);
+    if (f.latency)
+      lines.push(
+        `  produce->consume    p50 ${ms(f.latency.p50Ms)}, p99 ${ms(f.latency.p99Ms)} (${f.latency.samples} records at ${LATENCY_RATE_PER_S}/s)`,
+      );
+    if (f.latencyCeiling)
+      lines.push(
+        `  raw ping-pong       p50 ${ms(f.latencyCeiling.p50Ms)}, p99 ${ms(f.latencyCeiling.p99Ms)} (${f.latencyCeiling.samples} at ${LATENCY_RATE_PER_S}/s)`,
+      );
     lines.push(`  memory              ${mem(f.memory)}`);
   }
   process.stdout.write(lines.join('\n') + '\n');

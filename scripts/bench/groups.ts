@@ -21,14 +21,24 @@ import { ApiKey } from '../../protocol/messages/index.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { makeApiVersionsRequest, encodeApiVersionsRequest } from '../../protocol/messages/api-versions.ts';
 import { encodeConsumerProtocolAssignment } from '../../protocol/messages/consumer-protocol-assignment.ts';
-import { encodeConsumerProtocolSubscription, makeConsumerProtocolSubscription } from '../../protocol/messages/consumer-protocol-subscription.ts';
-import { makeCreateTopicsRequest, makeCreateTopicsRequestCreatableTopic, type CreateTopicsResponse } from '../../protocol/messages/create-topics.ts';
+import {
+  encodeConsumerProtocolSubscription,
+  makeConsumerProtocolSubscription,
+} from '../../protocol/messages/consumer-protocol-subscription.ts';
+import {
+  makeCreateTopicsRequest,
+  makeCreateTopicsRequestCreatableTopic,
+  type CreateTopicsResponse,
+} from '../../protocol/messages/create-topics.ts';
 import { makeFindCoordinatorRequest, type FindCoordinatorResponse } from '../../protocol/messages/find-coordinator.ts';
 import { makeHeartbeatRequest, type HeartbeatResponse } from '../../protocol/messages/heartbeat.ts';
 import { makeJoinGroupRequest, type JoinGroupResponse } from '../../protocol/messages/join-group.ts';
 import { makeLeaveGroupRequest, type LeaveGroupResponse } from '../../protocol/messages/leave-group.ts';
 import {
-  decodeOffsetCommitResponse, encodeOffsetCommitRequest, makeOffsetCommitRequest, makeOffsetCommitRequestPartition,
+  decodeOffsetCommitResponse,
+  encodeOffsetCommitRequest,
+  makeOffsetCommitRequest,
+  makeOffsetCommitRequestPartition,
 } from '../../protocol/messages/offset-commit.ts';
 import { makeSyncGroupRequest, type SyncGroupResponse } from '../../protocol/messages/sync-group.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
@@ -59,12 +69,28 @@ interface BrokerProcess {
 
 async function startBrokerProcess(): Promise<BrokerProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-groups-'));
-  const child = spawn(process.execPath, [
-    '--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'dev', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir,
-    '--override', 'group.initial.rebalance.delay.ms=0',
-  ], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(REPO, 'src/cli/main.ts'),
+      'dev',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--override',
+      'group.initial.rebalance.delay.ms=0',
+    ],
+    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let log = '';
-  child.stderr!.on('data', (d: Buffer) => { log += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => {
+    log += d.toString();
+  });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const { host, port } = await new Promise<{ host: string; port: number }>((resolveReady, reject) => {
     let out = '';
@@ -109,10 +135,14 @@ function expectNoError(what: string, errorCode: number): void {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function createTopic(conn: KafkaConnection, name: string, numPartitions: number): Promise<void> {
-  const res = await conn.send<CreateTopicsResponse>(ApiKey.CreateTopics, makeCreateTopicsRequest({
-    timeoutMs: 30_000,
-    topics: [makeCreateTopicsRequestCreatableTopic({ name, numPartitions, replicationFactor: 1 })],
-  }), conn.version(ApiKey.CreateTopics, 7));
+  const res = await conn.send<CreateTopicsResponse>(
+    ApiKey.CreateTopics,
+    makeCreateTopicsRequest({
+      timeoutMs: 30_000,
+      topics: [makeCreateTopicsRequestCreatableTopic({ name, numPartitions, replicationFactor: 1 })],
+    }),
+    conn.version(ApiKey.CreateTopics, 7),
+  );
   expectNoError(`CreateTopics ${name}`, res.topics[0]!.errorCode);
 }
 
@@ -180,10 +210,17 @@ interface Settling {
 async function runMember(conn: KafkaConnection, groupId: string, settled: Settling): Promise<string> {
   let memberId = '';
   for (;;) {
-    const join = await conn.send<JoinGroupResponse>(ApiKey.JoinGroup, makeJoinGroupRequest({
-      groupId, memberId, sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, protocolType: 'consumer',
-      protocols: [{ name: 'roundrobin', metadata: subscription }],
-    }));
+    const join = await conn.send<JoinGroupResponse>(
+      ApiKey.JoinGroup,
+      makeJoinGroupRequest({
+        groupId,
+        memberId,
+        sessionTimeoutMs: 30_000,
+        rebalanceTimeoutMs: 30_000,
+        protocolType: 'consumer',
+        protocols: [{ name: 'roundrobin', metadata: subscription }],
+      }),
+    );
     if (join.errorCode === Errors.MEMBER_ID_REQUIRED.code) {
       memberId = join.memberId;
       continue;
@@ -193,10 +230,22 @@ async function runMember(conn: KafkaConnection, groupId: string, settled: Settli
     const joinedAt = performance.now();
     const isLeader = join.leader === memberId;
     if (isLeader && join.members.length === MEMBERS) settled.generation = join.generationId;
-    const sync = await conn.send<SyncGroupResponse>(ApiKey.SyncGroup, makeSyncGroupRequest({
-      groupId, generationId: join.generationId, memberId, protocolType: 'consumer', protocolName: join.protocolName,
-      assignments: isLeader ? assignments(join.members.map((m) => m.memberId), 12) : [],
-    }));
+    const sync = await conn.send<SyncGroupResponse>(
+      ApiKey.SyncGroup,
+      makeSyncGroupRequest({
+        groupId,
+        generationId: join.generationId,
+        memberId,
+        protocolType: 'consumer',
+        protocolName: join.protocolName,
+        assignments: isLeader
+          ? assignments(
+              join.members.map((m) => m.memberId),
+              12,
+            )
+          : [],
+      }),
+    );
     if (sync.errorCode === Errors.REBALANCE_IN_PROGRESS.code) continue;
     expectNoError('SyncGroup', sync.errorCode);
     // The leader's JoinGroup response tells whether this generation holds every member; the
@@ -208,7 +257,10 @@ async function runMember(conn: KafkaConnection, groupId: string, settled: Settli
       }
       await sleep(HEARTBEAT_INTERVAL_MS);
       if (settled.generation === join.generationId) continue;
-      const beat = await conn.send<HeartbeatResponse>(ApiKey.Heartbeat, makeHeartbeatRequest({ groupId, generationId: join.generationId, memberId }));
+      const beat = await conn.send<HeartbeatResponse>(
+        ApiKey.Heartbeat,
+        makeHeartbeatRequest({ groupId, generationId: join.generationId, memberId }),
+      );
       if (beat.errorCode === Errors.REBALANCE_IN_PROGRESS.code) break;
       expectNoError('Heartbeat', beat.errorCode);
     }
@@ -221,15 +273,21 @@ async function rebalanceOnce(conns: KafkaConnection[], groupId: string): Promise
   const start = performance.now();
   const memberIds = await Promise.all(conns.map((c) => runMember(c, groupId, settled)));
   const ms = performance.now() - start;
-  const left = await conns[0]!.send<LeaveGroupResponse>(ApiKey.LeaveGroup, makeLeaveGroupRequest({
-    groupId, members: memberIds.map((memberId) => ({ memberId, groupInstanceId: null, reason: null })),
-  }));
+  const left = await conns[0]!.send<LeaveGroupResponse>(
+    ApiKey.LeaveGroup,
+    makeLeaveGroupRequest({
+      groupId,
+      members: memberIds.map((memberId) => ({ memberId, groupInstanceId: null, reason: null })),
+    }),
+  );
   expectNoError('LeaveGroup', left.errorCode);
   return { ms, joinMs: settled.lastJoinAt - start, generations: settled.generation };
 }
 
 async function benchRebalance(host: string, port: number): Promise<void> {
-  const conns = await Promise.all(Array.from({ length: MEMBERS }, (_, i) => KafkaConnection.connect(host, port, { clientId: `member-${i}` })));
+  const conns = await Promise.all(
+    Array.from({ length: MEMBERS }, (_, i) => KafkaConnection.connect(host, port, { clientId: `member-${i}` })),
+  );
   try {
     await createTopic(conns[0]!, SUBSCRIBED_TOPIC, 12);
     for (let i = 0; i < 3; i++) await rebalanceOnce(conns, `warmup-${i}`);
@@ -245,12 +303,18 @@ async function benchRebalance(host: string, port: number): Promise<void> {
     }
     const ms = rebalances.map((r) => r.ms);
     const ceiling = median(apiVersions);
-    console.log(`rebalance  ${MEMBERS} members joining at once: median ${(median(ms) / ceiling).toFixed(1)}x the round trip of ${MEMBERS} parallel ApiVersions`);
-    console.log(`           rebalance p50 ${median(ms).toFixed(2)} ms, p90 ${percentile(ms, 0.9).toFixed(2)} ms, `
-      + `min ${Math.min(...ms).toFixed(2)} ms over ${REBALANCE_ROUNDS} groups `
-      + `(of which the join phase p50 ${median(rebalances.map((r) => r.joinMs)).toFixed(2)} ms); `
-      + `generation reached: median ${median(rebalances.map((r) => r.generations))}, max ${Math.max(...rebalances.map((r) => r.generations))}`);
-    console.log(`           ${MEMBERS} parallel ApiVersions p50 ${ceiling.toFixed(3)} ms, p90 ${percentile(apiVersions, 0.9).toFixed(3)} ms`);
+    console.log(
+      `rebalance  ${MEMBERS} members joining at once: median ${(median(ms) / ceiling).toFixed(1)}x the round trip of ${MEMBERS} parallel ApiVersions`,
+    );
+    console.log(
+      `           rebalance p50 ${median(ms).toFixed(2)} ms, p90 ${percentile(ms, 0.9).toFixed(2)} ms, ` +
+        `min ${Math.min(...ms).toFixed(2)} ms over ${REBALANCE_ROUNDS} groups ` +
+        `(of which the join phase p50 ${median(rebalances.map((r) => r.joinMs)).toFixed(2)} ms); ` +
+        `generation reached: median ${median(rebalances.map((r) => r.generations))}, max ${Math.max(...rebalances.map((r) => r.generations))}`,
+    );
+    console.log(
+      `           ${MEMBERS} parallel ApiVersions p50 ${ceiling.toFixed(3)} ms, p90 ${percentile(apiVersions, 0.9).toFixed(3)} ms`,
+    );
   } finally {
     for (const c of conns) c.close();
   }
@@ -261,18 +325,27 @@ async function benchRebalance(host: string, port: number): Promise<void> {
 
 /** Requests per second of `body` pipelined `COMMIT_IN_FLIGHT` deep on every connection. */
 async function pipelinedRate(
-  conns: KafkaConnection[], apiKey: number, version: number, body: Buffer, check: (res: Buffer) => void, durationMs = COMMIT_MS,
+  conns: KafkaConnection[],
+  apiKey: number,
+  version: number,
+  body: Buffer,
+  check: (res: Buffer) => void,
+  durationMs = COMMIT_MS,
 ): Promise<number> {
   let count = 0;
   const deadline = performance.now() + durationMs;
   const start = performance.now();
-  await Promise.all(conns.flatMap((conn) => Array.from({ length: COMMIT_IN_FLIGHT }, async () => {
-    while (performance.now() < deadline) {
-      const res = await conn.sendEncoded(apiKey, version, body);
-      // Decoding every response would make the client the bottleneck; every 64th is checked.
-      if ((count++ & 63) === 0) check(res);
-    }
-  })));
+  await Promise.all(
+    conns.flatMap((conn) =>
+      Array.from({ length: COMMIT_IN_FLIGHT }, async () => {
+        while (performance.now() < deadline) {
+          const res = await conn.sendEncoded(apiKey, version, body);
+          // Decoding every response would make the client the bottleneck; every 64th is checked.
+          if ((count++ & 63) === 0) check(res);
+        }
+      }),
+    ),
+  );
   return count / ((performance.now() - start) / 1000);
 }
 
@@ -282,16 +355,25 @@ async function benchCommits(host: string, port: number): Promise<void> {
     await createTopic(conns[0]!, COMMIT_TOPIC, COMMIT_PARTITIONS);
     const commitVersion = conns[0]!.version(ApiKey.OffsetCommit);
     const commit = new Writer();
-    encodeOffsetCommitRequest(commit, makeOffsetCommitRequest({
-      groupId: 'bench-commit-group',
-      topics: [{
-        name: COMMIT_TOPIC,
-        partitions: Array.from({ length: COMMIT_PARTITIONS }, (_, p) => makeOffsetCommitRequestPartition({ partitionIndex: p, committedOffset: 1000n + BigInt(p), committedMetadata: 'bench' })),
-      }],
-    }), commitVersion);
+    encodeOffsetCommitRequest(
+      commit,
+      makeOffsetCommitRequest({
+        groupId: 'bench-commit-group',
+        topics: [
+          {
+            name: COMMIT_TOPIC,
+            partitions: Array.from({ length: COMMIT_PARTITIONS }, (_, p) =>
+              makeOffsetCommitRequestPartition({ partitionIndex: p, committedOffset: 1000n + BigInt(p), committedMetadata: 'bench' }),
+            ),
+          },
+        ],
+      }),
+      commitVersion,
+    );
     const commitBody = commit.toBuffer();
     const checkCommit = (res: Buffer): void => {
-      for (const p of decodeOffsetCommitResponse(new Reader(res), commitVersion).topics[0]!.partitions) expectNoError('OffsetCommit', p.errorCode);
+      for (const p of decodeOffsetCommitResponse(new Reader(res), commitVersion).topics[0]!.partitions)
+        expectNoError('OffsetCommit', p.errorCode);
     };
     const apiVersionsBody = ((): Buffer => {
       const w = new Writer();
@@ -305,10 +387,14 @@ async function benchCommits(host: string, port: number): Promise<void> {
     await pipelinedRate(conns, ApiKey.OffsetCommit, commitVersion, commitBody, checkCommit, 500);
     const apiVersionsPerS = await pipelinedRate(conns, ApiKey.ApiVersions, 3, apiVersionsBody, noCheck);
     const commitsPerS = await pipelinedRate(conns, ApiKey.OffsetCommit, commitVersion, commitBody, checkCommit);
-    console.log(`commits    OffsetCommit v${commitVersion} of ${COMMIT_PARTITIONS} partitions: ${(commitsPerS / apiVersionsPerS).toFixed(3)}x ApiVersions requests/s `
-      + `(${COMMIT_CONNECTIONS} connections x ${COMMIT_IN_FLIGHT} in flight)`);
-    console.log(`           ${Math.round(commitsPerS)} commits/s = ${Math.round(commitsPerS * COMMIT_PARTITIONS)} partition offsets/s `
-      + `(request ${commitBody.length} bytes); ApiVersions ${Math.round(apiVersionsPerS)} requests/s`);
+    console.log(
+      `commits    OffsetCommit v${commitVersion} of ${COMMIT_PARTITIONS} partitions: ${(commitsPerS / apiVersionsPerS).toFixed(3)}x ApiVersions requests/s ` +
+        `(${COMMIT_CONNECTIONS} connections x ${COMMIT_IN_FLIGHT} in flight)`,
+    );
+    console.log(
+      `           ${Math.round(commitsPerS)} commits/s = ${Math.round(commitsPerS * COMMIT_PARTITIONS)} partition offsets/s ` +
+        `(request ${commitBody.length} bytes); ApiVersions ${Math.round(apiVersionsPerS)} requests/s`,
+    );
   } finally {
     for (const c of conns) c.close();
   }

@@ -16,7 +16,9 @@ import { encodeResponseHeader } from '../../protocol/headers.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { encodeApiVersionsResponse, makeApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
 import {
-  encodeProduceResponse, makeProduceResponse, makeProduceResponsePartitionProduceResponse,
+  encodeProduceResponse,
+  makeProduceResponse,
+  makeProduceResponsePartitionProduceResponse,
   makeProduceResponseTopicProduceResponse,
 } from '../../protocol/messages/produce.ts';
 import { Writer } from '../../protocol/primitives.ts';
@@ -27,19 +29,27 @@ if (values.file === undefined) throw new Error('--file is required');
 const streamSink = createWriteStream(`${values.file}.stream`, { flags: 'a' });
 const inPlaceFd = openSync(`${values.file}.inplace`, 'a');
 type Append = (frame: Buffer) => void;
-const appendToStream: Append = (frame) => { streamSink.write(frame); };
+const appendToStream: Append = (frame) => {
+  streamSink.write(frame);
+};
 const appendInPlace: Append = (frame) => {
-  for (let written = 0; written < frame.length;) written += writeSync(inPlaceFd, frame, written);
+  for (let written = 0; written < frame.length; ) written += writeSync(inPlaceFd, frame, written);
 };
 
 const produce = apis.get(ApiKey.Produce)!;
 const apiVersionsBody = (version: number): Buffer => {
   const w = new Writer();
-  encodeApiVersionsResponse(w, makeApiVersionsResponse({
-    apiKeys: [ApiKey.ApiVersions, ApiKey.Produce].map((apiKey) => ({
-      apiKey, minVersion: apis.get(apiKey)!.minVersion, maxVersion: apis.get(apiKey)!.maxVersion,
-    })),
-  }), version);
+  encodeApiVersionsResponse(
+    w,
+    makeApiVersionsResponse({
+      apiKeys: [ApiKey.ApiVersions, ApiKey.Produce].map((apiKey) => ({
+        apiKey,
+        minVersion: apis.get(apiKey)!.minVersion,
+        maxVersion: apis.get(apiKey)!.maxVersion,
+      })),
+    }),
+    version,
+  );
   return w.toBuffer();
 };
 
@@ -47,12 +57,18 @@ const apiVersionsBody = (version: number): Buffer => {
 const produceBodies = new Map<number, Buffer>();
 for (let v = produce.minVersion; v <= produce.maxVersion; v++) {
   const w = new Writer();
-  encodeProduceResponse(w, makeProduceResponse({
-    responses: [makeProduceResponseTopicProduceResponse({
-      name: 'bench',
-      partitionResponses: [makeProduceResponsePartitionProduceResponse({ index: 0 })],
-    })],
-  }), v);
+  encodeProduceResponse(
+    w,
+    makeProduceResponse({
+      responses: [
+        makeProduceResponseTopicProduceResponse({
+          name: 'bench',
+          partitionResponses: [makeProduceResponsePartitionProduceResponse({ index: 0 })],
+        }),
+      ],
+    }),
+    v,
+  );
   produceBodies.set(v, w.toBuffer());
 }
 
@@ -80,22 +96,23 @@ function onFrame(socket: Socket, frame: Buffer, append: Append): void {
   }
 }
 
-const kafkaServer = (append: Append): ReturnType<typeof createServer> => createServer((socket) => {
-  socket.setNoDelay(true);
-  const pending = new ChunkQueue();
-  socket.on('data', (chunk: Buffer) => {
-    pending.push(chunk);
-    // The responses to every frame this chunk completes leave in one write.
-    socket.cork();
-    process.nextTick(() => socket.uncork());
-    while (pending.length >= 4) {
-      const size = pending.peekInt32();
-      if (pending.length < 4 + size) return;
-      onFrame(socket, pending.take(4 + size), append);
-    }
+const kafkaServer = (append: Append): ReturnType<typeof createServer> =>
+  createServer((socket) => {
+    socket.setNoDelay(true);
+    const pending = new ChunkQueue();
+    socket.on('data', (chunk: Buffer) => {
+      pending.push(chunk);
+      // The responses to every frame this chunk completes leave in one write.
+      socket.cork();
+      process.nextTick(() => socket.uncork());
+      while (pending.length >= 4) {
+        const size = pending.peekInt32();
+        if (pending.length < 4 + size) return;
+        onFrame(socket, pending.take(4 + size), append);
+      }
+    });
+    socket.on('error', () => socket.destroy());
   });
-  socket.on('error', () => socket.destroy());
-});
 
 const copy = createServer((socket) => {
   let request = Buffer.alloc(0);
@@ -111,10 +128,14 @@ const copy = createServer((socket) => {
 const listen = (server: ReturnType<typeof createServer>): Promise<number> =>
   new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
 const [streamPort, inPlacePort, copyPort] = await Promise.all([
-  listen(kafkaServer(appendToStream)), listen(kafkaServer(appendInPlace)), listen(copy),
+  listen(kafkaServer(appendToStream)),
+  listen(kafkaServer(appendInPlace)),
+  listen(copy),
 ]);
 process.stdout.write(`null-server ports ${streamPort} ${inPlacePort} ${copyPort}\n`);
-process.on('SIGTERM', () => streamSink.end(() => {
-  closeSync(inPlaceFd);
-  process.exit(0);
-}));
+process.on('SIGTERM', () =>
+  streamSink.end(() => {
+    closeSync(inPlaceFd);
+    process.exit(0);
+  }),
+);

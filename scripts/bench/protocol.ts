@@ -40,7 +40,9 @@ function versusCopy(bytes: number, fn: () => void): { ratio: number; bps: number
   const dst = bytes === MIB ? copyDst : Buffer.allocUnsafe(bytes);
   const runs = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const copyBps = throughput(bytes, () => { src.copy(dst); });
+    const copyBps = throughput(bytes, () => {
+      src.copy(dst);
+    });
     const bps = throughput(bytes, fn);
     runs.push({ ratio: bps / copyBps, bps, copyBps });
   }
@@ -61,20 +63,39 @@ function layout(partitions: number, topics: number): { topic: string; partition:
 function produceRequest(parts: ReturnType<typeof layout>): ProduceRequest {
   const byTopic = new Map<string, { index: number; records: Buffer }[]>();
   for (const p of parts) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), { index: p.partition, records: p.records }]);
-  return { transactionalId: null, acks: -1, timeoutMs: 30000, topicData: [...byTopic].map(([name, partitionData]) => ({ name, partitionData })) };
+  return {
+    transactionalId: null,
+    acks: -1,
+    timeoutMs: 30000,
+    topicData: [...byTopic].map(([name, partitionData]) => ({ name, partitionData })),
+  };
 }
 
 function fetchResponse(parts: ReturnType<typeof layout>): FetchResponse {
   const byTopic = new Map<string, FetchResponse['responses'][number]['partitions']>();
   for (const p of parts) {
-    byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), {
-      partitionIndex: p.partition, errorCode: 0, highWatermark: 1_000_000n, lastStableOffset: 1_000_000n, logStartOffset: 0n,
-      divergingEpoch: { epoch: -1, endOffset: -1n }, currentLeader: { leaderId: -1, leaderEpoch: -1 },
-      snapshotId: { endOffset: -1n, epoch: -1 }, abortedTransactions: null, preferredReadReplica: -1, records: p.records,
-    }]);
+    byTopic.set(p.topic, [
+      ...(byTopic.get(p.topic) ?? []),
+      {
+        partitionIndex: p.partition,
+        errorCode: 0,
+        highWatermark: 1_000_000n,
+        lastStableOffset: 1_000_000n,
+        logStartOffset: 0n,
+        divergingEpoch: { epoch: -1, endOffset: -1n },
+        currentLeader: { leaderId: -1, leaderEpoch: -1 },
+        snapshotId: { endOffset: -1n, epoch: -1 },
+        abortedTransactions: null,
+        preferredReadReplica: -1,
+        records: p.records,
+      },
+    ]);
   }
   return {
-    throttleTimeMs: 0, errorCode: 0, sessionId: 0, nodeEndpoints: [],
+    throttleTimeMs: 0,
+    errorCode: 0,
+    sessionId: 0,
+    nodeEndpoints: [],
     responses: [...byTopic].map(([topic, partitions]) => ({ topic, topicId: 'AAAAAAAAAAAAAAAAAAAAAA', partitions })),
   };
 }
@@ -83,7 +104,10 @@ const mb = (bps: number) => (bps / 1e6).toFixed(0);
 const report = (label: string, m: ReturnType<typeof versusCopy>) =>
   console.log(`${label}: ratio ${m.ratio.toFixed(2)} vs Buffer.copy (${mb(m.bps)} MB/s; copy ${mb(m.copyBps)} MB/s)`);
 
-for (const [label, partitions, topics] of [['16 partitions x 64 KiB', 16, 4], ['1024 partitions x 1 KiB', 1024, 32]] as const) {
+for (const [label, partitions, topics] of [
+  ['16 partitions x 64 KiB', 16, 4],
+  ['1024 partitions x 1 KiB', 1024, 32],
+] as const) {
   const parts = layout(partitions, topics);
   const payload = parts.reduce((n, p) => n + p.records.length, 0);
 
@@ -91,18 +115,31 @@ for (const [label, partitions, topics] of [['16 partitions x 64 KiB', 16, 4], ['
     const w = new Writer();
     encodeProduceRequest(w, produceRequest(parts), version);
     const frame = w.toBuffer();
-    report(`decode ProduceRequest v${version}, ${label}`, versusCopy(payload, () => { decodeProduceRequest(new Reader(frame), version); }));
+    report(
+      `decode ProduceRequest v${version}, ${label}`,
+      versusCopy(payload, () => {
+        decodeProduceRequest(new Reader(frame), version);
+      }),
+    );
   }
 
   const fetch = fetchResponse(parts);
   for (const version of [11, 12]) {
-    report(`encode FetchResponse v${version}, ${label}`, versusCopy(payload, () => {
-      const w = new Writer();
-      encodeFetchResponse(w, fetch, version);
-      w.toChunks();
-    }));
+    report(
+      `encode FetchResponse v${version}, ${label}`,
+      versusCopy(payload, () => {
+        const w = new Writer();
+        encodeFetchResponse(w, fetch, version);
+        w.toChunks();
+      }),
+    );
   }
 }
 
 const crcInput = Buffer.allocUnsafe(MIB).fill(7);
-report('CRC-32C of 1 MiB', versusCopy(MIB, () => { crc32c(crcInput); }));
+report(
+  'CRC-32C of 1 MiB',
+  versusCopy(MIB, () => {
+    crc32c(crcInput);
+  }),
+);

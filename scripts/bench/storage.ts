@@ -21,7 +21,10 @@ import { LogManager, PartitionLog } from '../../storage/index.ts';
 const MIB = 1024 * 1024;
 const quick = process.argv.includes('--quick');
 /** `--only=append,read` runs a subset of the figures. */
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const wanted = (figure: string): boolean => only === undefined || only.includes(figure);
 const self = fileURLToPath(import.meta.url);
 
@@ -66,8 +69,17 @@ async function rawWrite(path: string, batch: Buffer, count: number, method: 'syn
  * The ceiling is the faster of the two ways Node can write a file sequentially: in place
  * (writeSync) or on the thread pool (FileHandle.write). Both are measured every round.
  */
-async function appendFigure(root: string, batch: Buffer, totalBytes: number): Promise<{
-  ratio: number; log: number; raw: number; rawSync: number; rawAsync: number; crcSecondsPerByte: number;
+async function appendFigure(
+  root: string,
+  batch: Buffer,
+  totalBytes: number,
+): Promise<{
+  ratio: number;
+  log: number;
+  raw: number;
+  rawSync: number;
+  rawAsync: number;
+  crcSecondsPerByte: number;
 }> {
   const count = Math.floor(totalBytes / batch.length);
   const ratios: number[] = [];
@@ -92,8 +104,12 @@ async function appendFigure(root: string, batch: Buffer, totalBytes: number): Pr
     asyncRates.push(rawAsync);
   }
   return {
-    ratio: median(ratios), log: median(logRates), raw: median(rawRates),
-    rawSync: median(syncRates), rawAsync: median(asyncRates), crcSecondsPerByte: crcCost(batch),
+    ratio: median(ratios),
+    log: median(logRates),
+    raw: median(rawRates),
+    rawSync: median(syncRates),
+    rawAsync: median(asyncRates),
+    crcSecondsPerByte: crcCost(batch),
   };
 }
 
@@ -205,12 +221,15 @@ async function openChild(dir: string): Promise<void> {
   gc?.();
   const after = process.memoryUsage();
   const n = m.allLogs().length;
-  console.log(JSON.stringify({
-    partitions: n,
-    openSeconds,
-    rssPerPartition: (after.rss - before.rss) / n,
-    heapPerPartition: (after.heapUsed + after.external + after.arrayBuffers - before.heapUsed - before.external - before.arrayBuffers) / n,
-  }));
+  console.log(
+    JSON.stringify({
+      partitions: n,
+      openSeconds,
+      rssPerPartition: (after.rss - before.rss) / n,
+      heapPerPartition:
+        (after.heapUsed + after.external + after.arrayBuffers - before.heapUsed - before.external - before.arrayBuffers) / n,
+    }),
+  );
   await m.shutdown();
 }
 
@@ -224,10 +243,17 @@ async function openFigure(root: string, batch: Buffer, partitions: number): Prom
   await m.shutdown();
   const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', self, '--open-child', dir], { encoding: 'utf8' });
   if (child.status !== 0) throw new Error(`open child failed: ${child.stderr}`);
-  const r = JSON.parse(child.stdout.trim().split('\n').pop()!) as { partitions: number; openSeconds: number; rssPerPartition: number; heapPerPartition: number };
-  console.log(`open     ${r.partitions} idle partitions: ${(r.rssPerPartition / 1024).toFixed(1)} KiB resident per partition `
-    + `(target < 20 KiB; JS heap+buffers ${(r.heapPerPartition / 1024).toFixed(1)} KiB), ${r.openSeconds.toFixed(2)} s `
-    + `(${((r.openSeconds / r.partitions) * 1e6).toFixed(0)} us per partition)`);
+  const r = JSON.parse(child.stdout.trim().split('\n').pop()!) as {
+    partitions: number;
+    openSeconds: number;
+    rssPerPartition: number;
+    heapPerPartition: number;
+  };
+  console.log(
+    `open     ${r.partitions} idle partitions: ${(r.rssPerPartition / 1024).toFixed(1)} KiB resident per partition ` +
+      `(target < 20 KiB; JS heap+buffers ${(r.heapPerPartition / 1024).toFixed(1)} KiB), ${r.openSeconds.toFixed(2)} s ` +
+      `(${((r.openSeconds / r.partitions) * 1e6).toFixed(0)} us per partition)`,
+  );
 }
 
 async function recoveryFigure(root: string, batch: Buffer, logMiB: number[], tailMiB: number[]): Promise<void> {
@@ -269,18 +295,28 @@ async function main(): Promise<void> {
     const total = quick ? 32 * MIB : 256 * MIB;
     if (wanted('append')) {
       const a = await appendFigure(root, batch, 32 * MIB);
-      console.log(`append   ratio ${a.ratio.toFixed(2)} vs raw file write (target >= 0.8): ${fmtRate(a.log)} vs ${fmtRate(a.raw)}, ${batch.length} B batches`);
-      console.log(`         raw writes one at a time: ${fmtRate(a.rawSync)} in place (writeSync), ${fmtRate(a.rawAsync)} on the thread pool (FileHandle.write)`);
+      console.log(
+        `append   ratio ${a.ratio.toFixed(2)} vs raw file write (target >= 0.8): ${fmtRate(a.log)} vs ${fmtRate(a.raw)}, ${batch.length} B batches`,
+      );
+      console.log(
+        `         raw writes one at a time: ${fmtRate(a.rawSync)} in place (writeSync), ${fmtRate(a.rawAsync)} on the thread pool (FileHandle.write)`,
+      );
       const withCrc = 1 / (1 / a.raw + a.crcSecondsPerByte);
-      console.log(`         ratio ${(a.log / withCrc).toFixed(2)} vs raw write + the CRC-32C check alone (${fmtRate(1 / a.crcSecondsPerByte)} CRC): ceiling ${fmtRate(withCrc)}`);
+      console.log(
+        `         ratio ${(a.log / withCrc).toFixed(2)} vs raw write + the CRC-32C check alone (${fmtRate(1 / a.crcSecondsPerByte)} CRC): ceiling ${fmtRate(withCrc)}`,
+      );
     }
     if (wanted('read')) {
       const r = await readFigure(root, batch, total);
-      console.log(`read     ratio ${r.ratio.toFixed(2)} vs raw file read (target >= 0.8): ${fmtRate(r.log)} vs ${fmtRate(r.raw)}, 1 MiB reads, warm`);
+      console.log(
+        `read     ratio ${r.ratio.toFixed(2)} vs raw file read (target >= 0.8): ${fmtRate(r.log)} vs ${fmtRate(r.raw)}, 1 MiB reads, warm`,
+      );
     }
     if (wanted('lookup')) {
       const l = await lookupFigure(root, batch, quick ? 32 * MIB : 128 * MIB);
-      console.log(`lookup   ratio ${l.ratio.toFixed(2)} 1,000 segments vs 1 segment (target <= 2): ${l.many.toFixed(1)} us vs ${l.one.toFixed(1)} us per one-batch read`);
+      console.log(
+        `lookup   ratio ${l.ratio.toFixed(2)} 1,000 segments vs 1 segment (target <= 2): ${l.many.toFixed(1)} us vs ${l.one.toFixed(1)} us per one-batch read`,
+      );
     }
     if (wanted('open')) await openFigure(root, batch, quick ? 2000 : 10_000);
     if (wanted('recovery')) await recoveryFigure(root, batch, quick ? [16, 64] : [64, 512], quick ? [1, 4] : [1, 8, 32]);

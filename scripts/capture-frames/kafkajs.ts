@@ -28,16 +28,24 @@ const MEMBER = 'member-1';
 
 /** The APIs whose first request is kept, with the fixture name. */
 const KEEP = new Map<number, string>([
-  [ApiKey.ApiVersions, 'api-versions'], [ApiKey.Metadata, 'metadata'], [ApiKey.CreateTopics, 'create-topics'],
-  [ApiKey.Produce, 'produce'], [ApiKey.FindCoordinator, 'find-coordinator'], [ApiKey.JoinGroup, 'join-group'],
-  [ApiKey.SyncGroup, 'sync-group'], [ApiKey.OffsetFetch, 'offset-fetch'], [ApiKey.ListOffsets, 'list-offsets'],
+  [ApiKey.ApiVersions, 'api-versions'],
+  [ApiKey.Metadata, 'metadata'],
+  [ApiKey.CreateTopics, 'create-topics'],
+  [ApiKey.Produce, 'produce'],
+  [ApiKey.FindCoordinator, 'find-coordinator'],
+  [ApiKey.JoinGroup, 'join-group'],
+  [ApiKey.SyncGroup, 'sync-group'],
+  [ApiKey.OffsetFetch, 'offset-fetch'],
+  [ApiKey.ListOffsets, 'list-offsets'],
   [ApiKey.Fetch, 'fetch'],
 ]);
 
 const captured = new Map<number, { name: string; version: number; frame: Buffer; namesTopics: boolean }>();
 let port = 0;
 let fetched: () => void = () => {};
-const fetchSeen = new Promise<void>((resolve) => { fetched = resolve; });
+const fetchSeen = new Promise<void>((resolve) => {
+  fetched = resolve;
+});
 
 function partitionsOf(topics: { name: string }[] | null): { name: string }[] {
   return topics && topics.length ? topics : [{ name: TOPIC }];
@@ -46,54 +54,151 @@ function partitionsOf(topics: { name: string }[] | null): { name: string }[] {
 function respond(h: RequestHeader, body: unknown): unknown {
   switch (h.requestApiKey) {
     case ApiKey.ApiVersions:
-      return { errorCode: 0, throttleTimeMs: 0, apiKeys: [...apis.values()].map((a) => ({ apiKey: a.apiKey, minVersion: a.minVersion, maxVersion: a.maxVersion })),
-        supportedFeatures: [], finalizedFeaturesEpoch: -1n, finalizedFeatures: [], zkMigrationReady: false };
+      return {
+        errorCode: 0,
+        throttleTimeMs: 0,
+        apiKeys: [...apis.values()].map((a) => ({ apiKey: a.apiKey, minVersion: a.minVersion, maxVersion: a.maxVersion })),
+        supportedFeatures: [],
+        finalizedFeaturesEpoch: -1n,
+        finalizedFeatures: [],
+        zkMigrationReady: false,
+      };
     case ApiKey.Metadata: {
       const req = body as MetadataRequest;
       return {
-        throttleTimeMs: 0, brokers: [{ nodeId: 0, host: '127.0.0.1', port, rack: null }], clusterId: 'frames', controllerId: 0,
+        throttleTimeMs: 0,
+        brokers: [{ nodeId: 0, host: '127.0.0.1', port, rack: null }],
+        clusterId: 'frames',
+        controllerId: 0,
         topics: partitionsOf((req.topics ?? []).map((t) => ({ name: t.name ?? TOPIC }))).map((t) => ({
-          errorCode: 0, name: t.name, topicId: 'AAAAAAAAAAAAAAAAAAAAAA', isInternal: false, topicAuthorizedOperations: -2147483648,
-          partitions: [{ errorCode: 0, partitionIndex: 0, leaderId: 0, leaderEpoch: 0, replicaNodes: [0], isrNodes: [0], offlineReplicas: [] }],
+          errorCode: 0,
+          name: t.name,
+          topicId: 'AAAAAAAAAAAAAAAAAAAAAA',
+          isInternal: false,
+          topicAuthorizedOperations: -2147483648,
+          partitions: [
+            { errorCode: 0, partitionIndex: 0, leaderId: 0, leaderEpoch: 0, replicaNodes: [0], isrNodes: [0], offlineReplicas: [] },
+          ],
         })),
         clusterAuthorizedOperations: -2147483648,
       };
     }
     case ApiKey.CreateTopics:
-      return { throttleTimeMs: 0, topics: (body as CreateTopicsRequest).topics.map((t) => ({
-        name: t.name, topicId: 'AAAAAAAAAAAAAAAAAAAAAA', errorCode: 0, errorMessage: null, topicConfigErrorCode: 0,
-        numPartitions: 1, replicationFactor: 1, configs: [] })) };
+      return {
+        throttleTimeMs: 0,
+        topics: (body as CreateTopicsRequest).topics.map((t) => ({
+          name: t.name,
+          topicId: 'AAAAAAAAAAAAAAAAAAAAAA',
+          errorCode: 0,
+          errorMessage: null,
+          topicConfigErrorCode: 0,
+          numPartitions: 1,
+          replicationFactor: 1,
+          configs: [],
+        })),
+      };
     case ApiKey.Produce:
-      return { throttleTimeMs: 0, nodeEndpoints: [], responses: (body as ProduceRequest).topicData.map((t) => ({
-        name: t.name, partitionResponses: t.partitionData.map((p) => ({
-          index: p.index, errorCode: 0, baseOffset: 0n, logAppendTimeMs: -1n, logStartOffset: 0n, recordErrors: [],
-          errorMessage: null, currentLeader: { leaderId: -1, leaderEpoch: -1 } })) })) };
+      return {
+        throttleTimeMs: 0,
+        nodeEndpoints: [],
+        responses: (body as ProduceRequest).topicData.map((t) => ({
+          name: t.name,
+          partitionResponses: t.partitionData.map((p) => ({
+            index: p.index,
+            errorCode: 0,
+            baseOffset: 0n,
+            logAppendTimeMs: -1n,
+            logStartOffset: 0n,
+            recordErrors: [],
+            errorMessage: null,
+            currentLeader: { leaderId: -1, leaderEpoch: -1 },
+          })),
+        })),
+      };
     case ApiKey.FindCoordinator:
       return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: 0, host: '127.0.0.1', port, coordinators: [] };
     case ApiKey.JoinGroup: {
       const req = body as JoinGroupRequest;
       const protocol = req.protocols[0]!;
-      return { throttleTimeMs: 0, errorCode: 0, generationId: 1, protocolType: req.protocolType, protocolName: protocol.name,
-        leader: MEMBER, skipAssignment: false, memberId: MEMBER, members: [{ memberId: MEMBER, groupInstanceId: null, metadata: protocol.metadata }] };
+      return {
+        throttleTimeMs: 0,
+        errorCode: 0,
+        generationId: 1,
+        protocolType: req.protocolType,
+        protocolName: protocol.name,
+        leader: MEMBER,
+        skipAssignment: false,
+        memberId: MEMBER,
+        members: [{ memberId: MEMBER, groupInstanceId: null, metadata: protocol.metadata }],
+      };
     }
     case ApiKey.SyncGroup: {
       const req = body as SyncGroupRequest;
       const mine = req.assignments.find((a) => a.memberId === MEMBER);
-      return { throttleTimeMs: 0, errorCode: 0, protocolType: req.protocolType, protocolName: req.protocolName, assignment: mine ? mine.assignment : Buffer.alloc(0) };
+      return {
+        throttleTimeMs: 0,
+        errorCode: 0,
+        protocolType: req.protocolType,
+        protocolName: req.protocolName,
+        assignment: mine ? mine.assignment : Buffer.alloc(0),
+      };
     }
     case ApiKey.OffsetFetch:
-      return { throttleTimeMs: 0, errorCode: 0, groups: [], topics: ((body as OffsetFetchRequest).topics ?? []).map((t) => ({
-        name: t.name, partitions: t.partitionIndexes.map((p) => ({ partitionIndex: p, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: 0 })) })) };
+      return {
+        throttleTimeMs: 0,
+        errorCode: 0,
+        groups: [],
+        topics: ((body as OffsetFetchRequest).topics ?? []).map((t) => ({
+          name: t.name,
+          partitions: t.partitionIndexes.map((p) => ({
+            partitionIndex: p,
+            committedOffset: -1n,
+            committedLeaderEpoch: -1,
+            metadata: '',
+            errorCode: 0,
+          })),
+        })),
+      };
     case ApiKey.ListOffsets:
-      return { throttleTimeMs: 0, topics: (body as ListOffsetsRequest).topics.map((t) => ({
-        name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: 0, oldStyleOffsets: h.requestApiVersion === 0 ? [0n] : [], timestamp: -1n, offset: 0n, leaderEpoch: -1 })) })) };
+      return {
+        throttleTimeMs: 0,
+        topics: (body as ListOffsetsRequest).topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            errorCode: 0,
+            oldStyleOffsets: h.requestApiVersion === 0 ? [0n] : [],
+            timestamp: -1n,
+            offset: 0n,
+            leaderEpoch: -1,
+          })),
+        })),
+      };
     case ApiKey.Fetch:
       fetched();
-      return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, nodeEndpoints: [], responses: (body as FetchRequest).topics.map((t) => ({
-        topic: t.topic, topicId: t.topicId, partitions: t.partitions.map((p) => ({
-          partitionIndex: p.partition, errorCode: 0, highWatermark: 0n, lastStableOffset: 0n, logStartOffset: 0n,
-          divergingEpoch: { epoch: -1, endOffset: -1n }, currentLeader: { leaderId: -1, leaderEpoch: -1 }, snapshotId: { endOffset: -1n, epoch: -1 },
-          abortedTransactions: [], preferredReadReplica: -1, records: Buffer.alloc(0) })) })) };
+      return {
+        throttleTimeMs: 0,
+        errorCode: 0,
+        sessionId: 0,
+        nodeEndpoints: [],
+        responses: (body as FetchRequest).topics.map((t) => ({
+          topic: t.topic,
+          topicId: t.topicId,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partition,
+            errorCode: 0,
+            highWatermark: 0n,
+            lastStableOffset: 0n,
+            logStartOffset: 0n,
+            divergingEpoch: { epoch: -1, endOffset: -1n },
+            currentLeader: { leaderId: -1, leaderEpoch: -1 },
+            snapshotId: { endOffset: -1n, epoch: -1 },
+            abortedTransactions: [],
+            preferredReadReplica: -1,
+            records: Buffer.alloc(0),
+          })),
+        })),
+      };
     default:
       // Heartbeat, OffsetCommit, LeaveGroup...: an all-default (error code 0) response.
       return undefined;

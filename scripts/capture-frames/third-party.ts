@@ -26,10 +26,18 @@ const PYTHON = '/usr/bin/python3';
 
 /** The APIs whose first (interesting) request is kept, with the fixture name. */
 const KEEP = new Map<number, string>([
-  [ApiKey.ApiVersions, 'api-versions'], [ApiKey.Metadata, 'metadata'], [ApiKey.Produce, 'produce'], [ApiKey.Fetch, 'fetch'],
-  [ApiKey.ListOffsets, 'list-offsets'], [ApiKey.FindCoordinator, 'find-coordinator'], [ApiKey.JoinGroup, 'join-group'],
-  [ApiKey.SyncGroup, 'sync-group'], [ApiKey.OffsetCommit, 'offset-commit'], [ApiKey.OffsetFetch, 'offset-fetch'],
-  [ApiKey.Heartbeat, 'heartbeat'], [ApiKey.LeaveGroup, 'leave-group'],
+  [ApiKey.ApiVersions, 'api-versions'],
+  [ApiKey.Metadata, 'metadata'],
+  [ApiKey.Produce, 'produce'],
+  [ApiKey.Fetch, 'fetch'],
+  [ApiKey.ListOffsets, 'list-offsets'],
+  [ApiKey.FindCoordinator, 'find-coordinator'],
+  [ApiKey.JoinGroup, 'join-group'],
+  [ApiKey.SyncGroup, 'sync-group'],
+  [ApiKey.OffsetCommit, 'offset-commit'],
+  [ApiKey.OffsetFetch, 'offset-fetch'],
+  [ApiKey.Heartbeat, 'heartbeat'],
+  [ApiKey.LeaveGroup, 'leave-group'],
 ]);
 
 type Captured = Map<number, { name: string; version: number; frame: Buffer; interesting: boolean }>;
@@ -38,7 +46,8 @@ let captured: Captured = new Map();
 /** Whether a request shows what the fixture is for: a topic named, records carried. */
 function interesting(apiKey: number, body: unknown): boolean {
   if (apiKey === ApiKey.Metadata) return ((body as MetadataRequest).topics ?? []).some((t) => t.name === TOPIC);
-  if (apiKey === ApiKey.Produce) return (body as ProduceRequest).topicData.some((t) => t.partitionData.some((p) => (p.records?.length ?? 0) > 0));
+  if (apiKey === ApiKey.Produce)
+    return (body as ProduceRequest).topicData.some((t) => t.partitionData.some((p) => (p.records?.length ?? 0) > 0));
   if (apiKey === ApiKey.Fetch) return (body as FetchRequest).topics.length > 0;
   return true;
 }
@@ -84,10 +93,12 @@ function run(command: string, args: string[], input?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['pipe', 'ignore', 'pipe'], timeout: 60_000 });
     let stderr = '';
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.stdin.end(input ?? '');
     child.on('error', reject);
-    child.on('exit', (code) => code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} failed (${code}): ${stderr}`)));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} failed (${code}): ${stderr}`))));
   });
 }
 
@@ -118,7 +129,9 @@ try {
   await run('kcat', [...kcat, '-X', 'auto.offset.reset=earliest', '-G', 'kcat-group', TOPIC, '-c', '2']);
   save('librdkafka');
 
-  await run(PYTHON, ['-c', `
+  await run(PYTHON, [
+    '-c',
+    `
 from kafka import KafkaProducer, KafkaConsumer
 p = KafkaProducer(bootstrap_servers='${bootstrap}', client_id='kafka-python-frames')
 for i in range(2):
@@ -134,7 +147,8 @@ for _ in c:
         break
 c.commit()
 c.close()
-`]);
+`,
+  ]);
   save('kafka-python');
 } finally {
   await broker.cleanup();

@@ -138,8 +138,10 @@ class MessageEmitter {
 
   baseType(t: FieldType): string {
     switch (t.kind) {
-      case 'array': return `${this.baseType(t.element)}[]`;
-      case 'struct': return this.struct(t.name).tsName;
+      case 'array':
+        return `${this.baseType(t.element)}[]`;
+      case 'struct':
+        return this.struct(t.name).tsName;
       case 'primitive':
         if (NUMBER_TYPES.has(t.name)) return 'number';
         if (t.name === 'int64') return 'bigint';
@@ -163,12 +165,18 @@ class MessageEmitter {
     if (t.kind === 'array') return '[]';
     if (t.kind === 'struct') return `make${this.struct(t.name).tsName}()`;
     switch (t.name) {
-      case 'int64': return `${d === undefined ? 0n : BigInt(d as string | number)}n`;
-      case 'bool': return d === true || d === 'true' ? 'true' : 'false';
-      case 'string': return JSON.stringify(d === undefined ? '' : String(d));
-      case 'uuid': return this.use('ZERO_UUID');
-      case 'bytes': return 'Buffer.alloc(0)';
-      case 'records': return f.nullableVersions !== null ? 'null' : 'Buffer.alloc(0)';
+      case 'int64':
+        return `${d === undefined ? 0n : BigInt(d as string | number)}n`;
+      case 'bool':
+        return d === true || d === 'true' ? 'true' : 'false';
+      case 'string':
+        return JSON.stringify(d === undefined ? '' : String(d));
+      case 'uuid':
+        return this.use('ZERO_UUID');
+      case 'bytes':
+        return 'Buffer.alloc(0)';
+      case 'records':
+        return f.nullableVersions !== null ? 'null' : 'Buffer.alloc(0)';
       default: {
         const n = d === undefined ? 0 : Number(d);
         if (!Number.isFinite(n)) throw new Error(`${this.message.name}.${f.jsonName}: bad default ${String(d)}`);
@@ -262,13 +270,23 @@ class MessageEmitter {
       return this.minStructBytesAt(this.struct(type.name), v);
     }
     switch (type.name) {
-      case 'int8': case 'bool': return 1;
-      case 'int16': case 'uint16': return 2;
-      case 'int32': return 4;
-      case 'int64': case 'float64': return 8;
-      case 'uuid': return 16;
-      case 'string': return flexible ? 1 : 2;
-      default: return flexible ? 1 : 4;
+      case 'int8':
+      case 'bool':
+        return 1;
+      case 'int16':
+      case 'uint16':
+        return 2;
+      case 'int32':
+        return 4;
+      case 'int64':
+      case 'float64':
+        return 8;
+      case 'uuid':
+        return 16;
+      case 'string':
+        return flexible ? 1 : 2;
+      default:
+        return flexible ? 1 : 4;
     }
   }
 
@@ -288,9 +306,10 @@ class MessageEmitter {
     const hi = Math.min(ctx.hi, this.message.validVersions.hi);
     for (let v = ctx.lo; v <= hi; v++) {
       const flexible = MessageEmitter.inRange(this.message.flexibleVersions, v);
-      const n = type.kind === 'struct'
-        ? this.minStructBytesAt(this.struct(type.name), v)
-        : this.minFieldBytes({ nullableVersions: null } as Field, type, v, flexible);
+      const n =
+        type.kind === 'struct'
+          ? this.minStructBytesAt(this.struct(type.name), v)
+          : this.minFieldBytes({ nullableVersions: null } as Field, type, v, flexible);
       min = Math.min(min, n);
     }
     return Math.max(1, min === Infinity ? 1 : min);
@@ -303,8 +322,14 @@ class MessageEmitter {
   }
 
   private block(out: string[], pad: string, c: string, body: (pad: string) => void, otherwise?: (pad: string) => void): void {
-    if (c === 'true') { body(pad); return; }
-    if (c === 'false') { otherwise?.(pad); return; }
+    if (c === 'true') {
+      body(pad);
+      return;
+    }
+    if (c === 'false') {
+      otherwise?.(pad);
+      return;
+    }
     out.push(`${pad}if (${c}) {`);
     body(pad + '  ');
     if (otherwise) {
@@ -314,17 +339,37 @@ class MessageEmitter {
     out.push(`${pad}}`);
   }
 
-  private emitWriteValue(out: string[], pad: string, w: string, e: string, f: Field, type: FieldType, flex: string, nullC: string, ctx: Range, tagged = false): void {
+  private emitWriteValue(
+    out: string[],
+    pad: string,
+    w: string,
+    e: string,
+    f: Field,
+    type: FieldType,
+    flex: string,
+    nullC: string,
+    ctx: Range,
+    tagged = false,
+  ): void {
     const nullableType = f.nullableVersions !== null;
     if (type.kind === 'primitive' && (type.name === 'string' || type.name === 'bytes' || type.name === 'records')) {
       const kind = type.name === 'string' ? 'String' : 'Bytes';
       const plain = `${sel(flex, `${w}.compact${kind}(${e})`, `${w}.${kind.toLowerCase()}(${e})`)};`;
-      if (!nullableType) { out.push(pad + plain); return; }
+      if (!nullableType) {
+        out.push(pad + plain);
+        return;
+      }
       const nullableStmt = `${sel(flex, `${w}.compactNullable${kind}(${e})`, `${w}.nullable${kind}(${e})`)};`;
-      this.block(out, pad, nullC, (p) => out.push(p + nullableStmt), (p) => {
-        out.push(`${p}if (${e} === null) ${this.nullError(f)}`);
-        out.push(p + plain);
-      });
+      this.block(
+        out,
+        pad,
+        nullC,
+        (p) => out.push(p + nullableStmt),
+        (p) => {
+          out.push(`${p}if (${e} === null) ${this.nullError(f)}`);
+          out.push(p + plain);
+        },
+      );
       return;
     }
     if (type.kind === 'primitive') {
@@ -334,11 +379,20 @@ class MessageEmitter {
     }
     if (type.kind === 'struct') {
       const s = this.struct(type.name);
-      if (!nullableType) { out.push(`${pad}write${s.tsName}(${w}, ${e}, version);`); return; }
+      if (!nullableType) {
+        out.push(`${pad}write${s.tsName}(${w}, ${e}, version);`);
+        return;
+      }
       // Kafka marks a nullable struct with an int8 (-1 null, 1 present); inside a tagged
       // field the marker is an unsigned varint (0 null, 1 present).
       out.push(`${pad}if (${e} === null) {`);
-      this.block(out, pad + '  ', nullC, (p) => out.push(`${p}${w}.${tagged ? 'uvarint(0)' : 'int8(-1)'};`), (p) => out.push(p + this.nullError(f)));
+      this.block(
+        out,
+        pad + '  ',
+        nullC,
+        (p) => out.push(`${p}${w}.${tagged ? 'uvarint(0)' : 'int8(-1)'};`),
+        (p) => out.push(p + this.nullError(f)),
+      );
       out.push(`${pad}} else {`);
       this.block(out, pad + '  ', nullC, (p) => out.push(`${p}${w}.${tagged ? 'uvarint(1)' : 'int8(1)'};`));
       out.push(`${pad}  write${s.tsName}(${w}, ${e}, version);`);
@@ -353,9 +407,18 @@ class MessageEmitter {
       this.emitWriteValue(out, p + '  ', w, el, elementField, type.element, flex, 'false', ctx);
       out.push(`${p}}`);
     };
-    if (!nullableType) { writeArray(pad); return; }
+    if (!nullableType) {
+      writeArray(pad);
+      return;
+    }
     out.push(`${pad}if (${e} === null) {`);
-    this.block(out, pad + '  ', nullC, (p) => out.push(`${p}${sel(flex, `${w}.uvarint(0)`, `${w}.int32(-1)`)};`), (p) => out.push(p + this.nullError(f)));
+    this.block(
+      out,
+      pad + '  ',
+      nullC,
+      (p) => out.push(`${p}${sel(flex, `${w}.uvarint(0)`, `${w}.int32(-1)`)};`),
+      (p) => out.push(p + this.nullError(f)),
+    );
     out.push(`${pad}} else {`);
     writeArray(pad + '  ');
     out.push(`${pad}}`);
@@ -364,12 +427,21 @@ class MessageEmitter {
   private fixedSize(type: FieldType): number | null {
     if (type.kind !== 'primitive') return null;
     switch (type.name) {
-      case 'int8': case 'bool': return 1;
-      case 'int16': case 'uint16': return 2;
-      case 'int32': return 4;
-      case 'int64': case 'float64': return 8;
-      case 'uuid': return 16;
-      default: return null;
+      case 'int8':
+      case 'bool':
+        return 1;
+      case 'int16':
+      case 'uint16':
+        return 2;
+      case 'int32':
+        return 4;
+      case 'int64':
+      case 'float64':
+        return 8;
+      case 'uuid':
+        return 16;
+      default:
+        return null;
     }
   }
 
@@ -398,15 +470,19 @@ class MessageEmitter {
       if (!f.ignorable && present !== 'true') {
         this.block(out, '  ', not(present), (p) => {
           out.push(`${p}if (${this.nonDefault(e, f)}) {`);
-          out.push(`${p}  throw new ${this.use('EncodeError')}(\`${m.name}: attempted to write a non-default ${f.name} at version \${version}\`);`);
+          out.push(
+            `${p}  throw new ${this.use('EncodeError')}(\`${m.name}: attempted to write a non-default ${f.name} at version \${version}\`);`,
+          );
           out.push(`${p}}`);
         });
       }
     }
-    const tagged = struct.fields.filter((f) => f.tag !== null && cond(f.taggedVersions, ctx) !== 'false')
-      .sort((a, b) => a.tag! - b.tag!);
+    const tagged = struct.fields.filter((f) => f.tag !== null && cond(f.taggedVersions, ctx) !== 'false').sort((a, b) => a.tag! - b.tag!);
     this.block(out, '  ', flex, (p) => {
-      if (tagged.length === 0) { out.push(`${p}w.uvarint(0);`); return; }
+      if (tagged.length === 0) {
+        out.push(`${p}w.uvarint(0);`);
+        return;
+      }
       out.push(`${p}let tagged = 0;`);
       const flexCtx = intersect(ctx, m.flexibleVersions) ?? ctx;
       const when = (f: Field) => and(cond(f.taggedVersions, flexCtx), this.nonDefault(`m.${f.name}`, f));
@@ -433,7 +509,18 @@ class MessageEmitter {
 
   // -------------------------------------------------------------- reading
 
-  private emitReadValue(out: string[], pad: string, r: string, store: (value: string) => string, f: Field, type: FieldType, flex: string, nullC: string, ctx: Range, tagged = false): void {
+  private emitReadValue(
+    out: string[],
+    pad: string,
+    r: string,
+    store: (value: string) => string,
+    f: Field,
+    type: FieldType,
+    flex: string,
+    nullC: string,
+    ctx: Range,
+    tagged = false,
+  ): void {
     const nullableType = f.nullableVersions !== null;
     if (type.kind === 'primitive') {
       let expr: string;
@@ -450,7 +537,10 @@ class MessageEmitter {
     }
     if (type.kind === 'struct') {
       const call = `read${this.struct(type.name).tsName}(${r}, version)`;
-      if (!nullableType || nullC === 'false') { out.push(pad + store(call)); return; }
+      if (!nullableType || nullC === 'false') {
+        out.push(pad + store(call));
+        return;
+      }
       const isNull = tagged ? `${r}.uvarint() === 0` : `${r}.int8() < 0`;
       const test = nullC === 'true' ? isNull : `${paren(nullC)} && ${isNull}`;
       out.push(pad + store(`${test} ? null : ${call}`));
@@ -464,7 +554,13 @@ class MessageEmitter {
     const decodeError = `throw new ${this.use('DecodeError')}('non-nullable field ${f.name} was serialized as null');`;
     out.push(`${pad}if (${n} < 0) {`);
     if (nullableType) {
-      this.block(out, pad + '  ', nullC, (p) => out.push(p + store('null')), (p) => out.push(p + decodeError));
+      this.block(
+        out,
+        pad + '  ',
+        nullC,
+        (p) => out.push(p + store('null')),
+        (p) => out.push(p + decodeError),
+      );
     } else {
       out.push(`${pad}  ${decodeError}`);
     }
@@ -520,10 +616,12 @@ class MessageEmitter {
         this.block(out, '  ', regular, read, (p) => out.push(`${p}${local} = ${this.defaultExpr(f)};`));
       }
     }
-    const tagged = struct.fields.filter((f) => f.tag !== null && cond(f.taggedVersions, ctx) !== 'false')
-      .sort((a, b) => a.tag! - b.tag!);
+    const tagged = struct.fields.filter((f) => f.tag !== null && cond(f.taggedVersions, ctx) !== 'false').sort((a, b) => a.tag! - b.tag!);
     this.block(out, '  ', flex, (p) => {
-      if (tagged.length === 0) { out.push(`${p}r.taggedFields();`); return; }
+      if (tagged.length === 0) {
+        out.push(`${p}r.taggedFields();`);
+        return;
+      }
       out.push(`${p}r.taggedFields((tag, fr) => {`);
       out.push(`${p}  switch (tag) {`);
       for (const f of tagged) {
@@ -538,8 +636,13 @@ class MessageEmitter {
           out.push(...body, `${p}      return true;`);
         } else {
           // As Kafka: a known tag in a version where the field is not tagged is an error.
-          out.push(`${p}      if (${c}) {`, ...body, `${p}        return true;`, `${p}      }`,
-            `${p}      throw new ${this.use('DecodeError')}(\`${m.name}: tag ${f.tag} is not valid for version \${version}\`);`);
+          out.push(
+            `${p}      if (${c}) {`,
+            ...body,
+            `${p}        return true;`,
+            `${p}      }`,
+            `${p}      throw new ${this.use('DecodeError')}(\`${m.name}: tag ${f.tag} is not valid for version \${version}\`);`,
+          );
         }
       }
       out.push(`${p}    default:`);
@@ -609,7 +712,6 @@ export function emitModule(messages: Message[], depth: number): string {
   return [BANNER, ...importLine(used, depth), '', ...body, ''].join('\n');
 }
 
-
 // ---------------------------------------------------------------- schemas.ts
 
 function rangeLiteral(r: Range | null): string {
@@ -626,9 +728,12 @@ function schemaFields(emitter: MessageEmitter, message: Message, struct: Struct,
   for (const f of struct.fields) {
     const parts = [`name: '${f.name}'`];
     const sname = structNameOf(f.type);
-    const typeText = f.type.kind === 'array'
-      ? `[]${f.type.element.kind === 'struct' ? 'struct' : (f.type.element as { name: string }).name}`
-      : f.type.kind === 'struct' ? 'struct' : f.type.name;
+    const typeText =
+      f.type.kind === 'array'
+        ? `[]${f.type.element.kind === 'struct' ? 'struct' : (f.type.element as { name: string }).name}`
+        : f.type.kind === 'struct'
+          ? 'struct'
+          : f.type.name;
     parts.push(`type: '${typeText}'`);
     parts.push(`versions: ${rangeLiteral(f.versions)}`);
     if (f.nullableVersions) parts.push(`nullableVersions: ${rangeLiteral(f.nullableVersions)}`);
@@ -696,8 +801,10 @@ function emitSchemas(groups: SpecGroup[]): string {
     for (const m of g.messages) {
       const emitter = new MessageEmitter(m);
       const module = `./${g.out ? g.out + '/' : ''}${moduleName(m)}.ts`;
-      out.push(`  { name: '${m.name}', group: '${g.out || 'messages'}', module: '${module}', type: '${m.type}', apiKey: ${m.apiKey}, ` +
-        `validVersions: ${rangeLiteral(m.validVersions)}, flexibleVersions: ${rangeLiteral(m.flexibleVersions)}, fields: [`);
+      out.push(
+        `  { name: '${m.name}', group: '${g.out || 'messages'}', module: '${module}', type: '${m.type}', apiKey: ${m.apiKey}, ` +
+          `validVersions: ${rangeLiteral(m.validVersions)}, flexibleVersions: ${rangeLiteral(m.flexibleVersions)}, fields: [`,
+      );
       out.push(...schemaFields(emitter, m, m.root, '    ', []));
       out.push('  ] },');
     }
@@ -713,7 +820,9 @@ function apiIndex(messages: Message[]): string {
   const out: string[] = [BANNER, `import type { Reader, Writer } from '../primitives.ts';`];
   for (const req of requests) {
     const base = req.name.replace(/Request$/, '');
-    out.push(`import { decode${base}Request, decode${base}Response, encode${base}Request, encode${base}Response } from './${moduleName(req)}.ts';`);
+    out.push(
+      `import { decode${base}Request, decode${base}Response, encode${base}Request, encode${base}Response } from './${moduleName(req)}.ts';`,
+    );
   }
   out.push('');
   out.push('export enum ApiKey {');
@@ -746,7 +855,9 @@ export const apis: ReadonlyMap<number, ApiDescriptor> = new Map<number, ApiDescr
     }
     out.push(`  [${req.apiKey}, {`);
     out.push(`    apiKey: ${req.apiKey}, name: '${base}', minVersion: ${req.validVersions.lo}, maxVersion: ${req.validVersions.hi},`);
-    out.push(`    flexibleMinVersion: ${req.flexibleVersions ? req.flexibleVersions.lo : -1}, latestVersionUnstable: ${req.latestVersionUnstable},`);
+    out.push(
+      `    flexibleMinVersion: ${req.flexibleVersions ? req.flexibleVersions.lo : -1}, latestVersionUnstable: ${req.latestVersionUnstable},`,
+    );
     out.push(`    listeners: ${JSON.stringify(req.listeners).replace(/"/g, "'").replace(/,/g, ', ')},`);
     out.push(`    decodeRequest: decode${base}Request, encodeRequest: encode${base}Request,`);
     out.push(`    decodeResponse: decode${base}Response, encodeResponse: encode${base}Response,`);
@@ -776,13 +887,15 @@ export interface RecordDescriptor<T = unknown> {
 
 export const records: ReadonlyMap<string, RecordDescriptor> = new Map<string, RecordDescriptor>([`);
   for (const m of group.messages) {
-    out.push(`  ['${m.name}', { name: '${m.name}', apiKey: ${m.apiKey}, minVersion: ${m.validVersions.lo}, maxVersion: ${m.validVersions.hi}, ` +
-      `flexibleMinVersion: ${m.flexibleVersions ? m.flexibleVersions.lo : -1}, decode: decode${m.name}, encode: encode${m.name} }],`);
+    out.push(
+      `  ['${m.name}', { name: '${m.name}', apiKey: ${m.apiKey}, minVersion: ${m.validVersions.lo}, maxVersion: ${m.validVersions.hi}, ` +
+        `flexibleMinVersion: ${m.flexibleVersions ? m.flexibleVersions.lo : -1}, decode: decode${m.name}, encode: encode${m.name} }],`,
+    );
   }
   out.push(']);');
   const typed = group.messages.filter((m) => m.apiKey !== null).sort((a, b) => a.apiKey! - b.apiKey!);
   if (typed.length) {
-    out.push('', '/** Record type ids (the spec\'s apiKey), as written in front of each record. */');
+    out.push('', "/** Record type ids (the spec's apiKey), as written in front of each record. */");
     out.push('export enum RecordType {');
     for (const m of typed) out.push(`  ${m.name} = ${m.apiKey},`);
     out.push('}', '');

@@ -23,7 +23,11 @@ export function listGenerated(dir: string): string[] {
   const found: string[] = [];
   const walk = (sub: string) => {
     let entries: string[];
-    try { entries = readdirSync(join(dir, sub)); } catch { return; }
+    try {
+      entries = readdirSync(join(dir, sub));
+    } catch {
+      return;
+    }
     for (const name of entries) {
       const rel = sub ? `${sub}/${name}` : name;
       if (statSync(join(dir, rel)).isDirectory()) walk(rel);

@@ -4,15 +4,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Inclusive version range; `hi` is MAX_VERSION for an open range ("3+"). */
-export interface Range { lo: number; hi: number }
+export interface Range {
+  lo: number;
+  hi: number;
+}
 export const MAX_VERSION = 32767;
 
 export const PRIMITIVES = new Set(['int8', 'int16', 'uint16', 'int32', 'int64', 'float64', 'bool', 'uuid', 'string', 'bytes', 'records']);
 
-export type FieldType =
-  | { kind: 'primitive'; name: string }
-  | { kind: 'struct'; name: string }
-  | { kind: 'array'; element: FieldType };
+export type FieldType = { kind: 'primitive'; name: string } | { kind: 'struct'; name: string } | { kind: 'array'; element: FieldType };
 
 export interface Field {
   jsonName: string;
@@ -96,19 +96,35 @@ export function structNameOf(type: FieldType): string | null {
 }
 
 interface JsonField {
-  name: string; type: string; versions?: string; nullableVersions?: string; taggedVersions?: string;
-  tag?: number; ignorable?: boolean; default?: string | number | boolean | null; flexibleVersions?: string;
+  name: string;
+  type: string;
+  versions?: string;
+  nullableVersions?: string;
+  taggedVersions?: string;
+  tag?: number;
+  ignorable?: boolean;
+  default?: string | number | boolean | null;
+  flexibleVersions?: string;
   fields?: JsonField[];
 }
 
 interface JsonMessage {
-  name: string; type: string; apiKey?: number; validVersions: string; flexibleVersions?: string;
-  latestVersionUnstable?: boolean; listeners?: string[]; fields: JsonField[];
+  name: string;
+  type: string;
+  apiKey?: number;
+  validVersions: string;
+  flexibleVersions?: string;
+  latestVersionUnstable?: boolean;
+  listeners?: string[];
+  fields: JsonField[];
   commonStructs?: { name: string; versions?: string; fields: JsonField[] }[];
 }
 
 export function readJson(path: string): JsonMessage {
-  const text = readFileSync(path, 'utf8').split('\n').filter((line) => !/^\s*\/\//.test(line)).join('\n');
+  const text = readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => !/^\s*\/\//.test(line))
+    .join('\n');
   return JSON.parse(text) as JsonMessage;
 }
 
@@ -125,32 +141,33 @@ export function parseMessage(json: JsonMessage, source: string): Message {
     return full;
   };
 
-  const convertFields = (fields: JsonField[]): Field[] => fields.map((f) => {
-    const type = parseType(f.type);
-    const structName = structNameOf(type);
-    if (structName !== null && f.fields) {
-      if (byName.has(structName)) throw new Error(`${source}: struct ${structName} defined twice`);
-      const struct: Struct = { name: structName, tsName: tsName(structName), fields: [] };
-      byName.set(structName, struct);
-      structs.push(struct);
-      struct.fields = convertFields(f.fields);
-    }
-    const tagged = parseVersions(f.taggedVersions);
-    return {
-      jsonName: f.name,
-      name: camelCase(f.name),
-      type,
-      versions: f.versions === undefined ? tagged : parseVersions(f.versions),
-      nullableVersions: parseVersions(f.nullableVersions),
-      taggedVersions: tagged,
-      tag: f.tag ?? null,
-      ignorable: f.ignorable === true,
-      // Kafka's generator reads `default` as a string and treats a JSON null as no default
-      // (unlike the string "null"); ConsumerGroupMemberMetadataValue relies on that.
-      default: f.default === null ? undefined : f.default,
-      flexibleVersions: f.flexibleVersions === undefined ? undefined : parseVersions(f.flexibleVersions),
-    };
-  });
+  const convertFields = (fields: JsonField[]): Field[] =>
+    fields.map((f) => {
+      const type = parseType(f.type);
+      const structName = structNameOf(type);
+      if (structName !== null && f.fields) {
+        if (byName.has(structName)) throw new Error(`${source}: struct ${structName} defined twice`);
+        const struct: Struct = { name: structName, tsName: tsName(structName), fields: [] };
+        byName.set(structName, struct);
+        structs.push(struct);
+        struct.fields = convertFields(f.fields);
+      }
+      const tagged = parseVersions(f.taggedVersions);
+      return {
+        jsonName: f.name,
+        name: camelCase(f.name),
+        type,
+        versions: f.versions === undefined ? tagged : parseVersions(f.versions),
+        nullableVersions: parseVersions(f.nullableVersions),
+        taggedVersions: tagged,
+        tag: f.tag ?? null,
+        ignorable: f.ignorable === true,
+        // Kafka's generator reads `default` as a string and treats a JSON null as no default
+        // (unlike the string "null"); ConsumerGroupMemberMetadataValue relies on that.
+        default: f.default === null ? undefined : f.default,
+        flexibleVersions: f.flexibleVersions === undefined ? undefined : parseVersions(f.flexibleVersions),
+      };
+    });
 
   const root: Struct = { name: json.name, tsName: json.name, fields: [] };
   structs.push(root);
@@ -189,11 +206,17 @@ export function parseMessage(json: JsonMessage, source: string): Message {
   };
 }
 
-export interface SpecGroup { dir: string; out: string; messages: Message[] }
+export interface SpecGroup {
+  dir: string;
+  out: string;
+  messages: Message[];
+}
 
 export function readSpec(dir = specDir()): SpecGroup[] {
   return SPEC_GROUPS.map((g) => {
-    const files = readdirSync(join(dir, g.dir)).filter((f) => f.endsWith('.json')).sort();
+    const files = readdirSync(join(dir, g.dir))
+      .filter((f) => f.endsWith('.json'))
+      .sort();
     return {
       dir: g.dir,
       out: g.out,

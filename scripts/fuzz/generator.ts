@@ -16,16 +16,33 @@ export const SCRATCH_TOPICS = ['fz-scratch-0', 'fz-scratch-1', 'fz-scratch-2'];
 const MISSING_TOPICS = ['fz-missing', 'fz-auto-0', 'fz-auto-1', '', 'bad/topic', '__consumer_offsets'];
 const GROUPS = ['fz-group-0', 'fz-group-1', 'fz-group-2', ''];
 const TXN_IDS = ['fz-txn-0', 'fz-txn-1'];
-const CONFIG_NAMES = ['retention.ms', 'cleanup.policy', 'segment.bytes', 'max.message.bytes', 'min.insync.replicas', 'retention.bytes', 'no.such.config'];
+const CONFIG_NAMES = [
+  'retention.ms',
+  'cleanup.policy',
+  'segment.bytes',
+  'max.message.bytes',
+  'min.insync.replicas',
+  'retention.bytes',
+  'no.such.config',
+];
 const CONFIG_VALUES = ['1000', 'delete', 'compact', '1048576', '-1', '0', 'x'];
 const PROTOCOL_NAMES = ['range', 'roundrobin', 'cooperative-sticky'];
 export const CODECS = [CompressionType.None, CompressionType.Gzip, CompressionType.Snappy, CompressionType.Lz4, CompressionType.Zstd];
 
 /** APIs that delete or rewrite data: never aimed at the ledger topics. */
 const DESTRUCTIVE = new Set<number>([
-  ApiKey.DeleteTopics, ApiKey.DeleteRecords, ApiKey.AlterConfigs, ApiKey.IncrementalAlterConfigs,
-  ApiKey.AlterPartitionReassignments, ApiKey.AlterReplicaLogDirs, ApiKey.ElectLeaders, ApiKey.StopReplica,
-  ApiKey.LeaderAndIsr, ApiKey.UpdateMetadata, ApiKey.WriteTxnMarkers, ApiKey.CreatePartitions,
+  ApiKey.DeleteTopics,
+  ApiKey.DeleteRecords,
+  ApiKey.AlterConfigs,
+  ApiKey.IncrementalAlterConfigs,
+  ApiKey.AlterPartitionReassignments,
+  ApiKey.AlterReplicaLogDirs,
+  ApiKey.ElectLeaders,
+  ApiKey.StopReplica,
+  ApiKey.LeaderAndIsr,
+  ApiKey.UpdateMetadata,
+  ApiKey.WriteTxnMarkers,
+  ApiKey.CreatePartitions,
 ]);
 
 /** APIs that change a connection's state (SASL) or that a broker closes connections for by design. */
@@ -37,11 +54,15 @@ for (const s of schemas) if (s.type === 'request' && s.apiKey !== null) requestS
 type Maker = (fields?: Record<string, unknown>) => Record<string, unknown>;
 const makers = new Map<string, Maker>();
 for (const s of requestSchemas.values()) {
-  const mod = await import(new URL(`../../protocol/messages/${s.module.slice(2)}`, import.meta.url).href) as Record<string, unknown>;
-  for (const [name, fn] of Object.entries(mod)) if (name.startsWith('make') && typeof fn === 'function') makers.set(name.slice(4), fn as Maker);
+  const mod = (await import(new URL(`../../protocol/messages/${s.module.slice(2)}`, import.meta.url).href)) as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(mod))
+    if (name.startsWith('make') && typeof fn === 'function') makers.set(name.slice(4), fn as Maker);
 }
 
-export interface RecordKV { key: Buffer; value: Buffer }
+export interface RecordKV {
+  key: Buffer;
+  value: Buffer;
+}
 
 /** One batch a Produce carries, for the oracle. */
 export interface ProducedBatch {
@@ -88,7 +109,10 @@ const INT_EDGES: Record<string, readonly (number | bigint)[]> = {
 export class BatchFactory {
   private counter = 0;
 
-  constructor(private readonly rng: Prng, private readonly tag: string) {}
+  constructor(
+    private readonly rng: Prng,
+    private readonly tag: string,
+  ) {}
 
   records(n: number): RecordKV[] {
     const out: RecordKV[] = [];
@@ -101,14 +125,19 @@ export class BatchFactory {
     return out;
   }
 
-  async build(codec: CompressionType, records: RecordKV[], extra: { producerId?: bigint; producerEpoch?: number; baseSequence?: number; isTransactional?: boolean } = {}): Promise<Buffer> {
+  async build(
+    codec: CompressionType,
+    records: RecordKV[],
+    extra: { producerId?: bigint; producerEpoch?: number; baseSequence?: number; isTransactional?: boolean } = {},
+  ): Promise<Buffer> {
     const b = new RecordBatchBuilder({
       compression: codec,
       compressionOptions: { snappyFraming: this.rng.chance(0.5) ? 'xerial' : 'raw' },
       ...extra,
     });
     const now = Date.now();
-    for (const r of records) b.add({ key: r.key, value: r.value, timestamp: now, headers: this.rng.chance(0.2) ? [{ key: 'h', value: Buffer.from('x') }] : [] });
+    for (const r of records)
+      b.add({ key: r.key, value: r.value, timestamp: now, headers: this.rng.chance(0.2) ? [{ key: 'h', value: Buffer.from('x') }] : [] });
     return b.build();
   }
 
@@ -138,7 +167,9 @@ export class Generator {
   pickApi(): { apiKey: number; version: number } {
     const keys = [...this.advertised.keys()];
     // Produce, Fetch and Metadata carry most of a real broker's traffic.
-    const apiKey = this.rng.chance(0.3) ? this.rng.pick([ApiKey.Produce, ApiKey.Produce, ApiKey.Fetch, ApiKey.Metadata]) : this.rng.pick(keys);
+    const apiKey = this.rng.chance(0.3)
+      ? this.rng.pick([ApiKey.Produce, ApiKey.Produce, ApiKey.Fetch, ApiKey.Metadata])
+      : this.rng.pick(keys);
     const [lo, hi] = this.advertised.get(apiKey) ?? [0, 0];
     return { apiKey, version: this.rng.range(lo, hi) };
   }
@@ -155,7 +186,11 @@ export class Generator {
   }
 
   private async fillProduce(req: GenRequest, ctx: Ctx): Promise<void> {
-    const msg = req.msg as { acks: number; transactionalId: string | null; topicData: { name: string; partitionData: { index: number; records: Buffer | null }[] }[] };
+    const msg = req.msg as {
+      acks: number;
+      transactionalId: string | null;
+      topicData: { name: string; partitionData: { index: number; records: Buffer | null }[] }[];
+    };
     msg.transactionalId = null;
     if (!ctx.edge) {
       // Distinct (topic, partition) pairs, so each acknowledgement names one batch.
@@ -176,7 +211,12 @@ export class Generator {
         const b = await this.batches.batch(t.name, p.index, this.rng.pick(codecs));
         p.records = b.batch;
         const id = `${t.name}/${p.index}`;
-        if (!seen.has(id)) { seen.add(id); req.produced.push(b); } else { for (const x of req.produced) if (`${x.topic}/${x.partition}` === id) x.duplicate = true; }
+        if (!seen.has(id)) {
+          seen.add(id);
+          req.produced.push(b);
+        } else {
+          for (const x of req.produced) if (`${x.topic}/${x.partition}` === id) x.duplicate = true;
+        }
       }
     }
     req.label = `${req.label} ${req.produced.map((b) => `${b.topic.slice(0, 40)}/${b.partition}`).join(',')}`.slice(0, 200);
@@ -188,7 +228,10 @@ export class Generator {
     for (const f of fields) {
       if (!inRange(f.versions, v)) continue;
       if (inRange(f.taggedVersions, v) && this.rng.chance(0.6)) continue;
-      if (inRange(f.nullableVersions, v) && this.rng.chance(0.1)) { out[f.name] = null; continue; }
+      if (inRange(f.nullableVersions, v) && this.rng.chance(0.1)) {
+        out[f.name] = null;
+        continue;
+      }
       out[f.name] = this.value(f, f.type, ctx, `${path}.${f.name}`, name);
     }
     const make = makers.get(name);
@@ -211,13 +254,20 @@ export class Generator {
     const name = f.name.toLowerCase();
     const p = parent.toLowerCase();
     switch (type) {
-      case 'bool': return this.rng.chance(0.5);
-      case 'uuid': return this.rng.chance(0.8) ? ZERO_UUID : this.rng.bytes(16).toString('base64url');
-      case 'float64': return this.rng.pick([0, 1.5, -1, 1e9]);
-      case 'bytes': return this.bytesValue(name, p);
-      case 'records': return null; // filled by fillProduce (Produce is the only request with records)
-      case 'string': return this.stringValue(name, p, ctx);
-      default: return this.intValue(type, name, p, ctx);
+      case 'bool':
+        return this.rng.chance(0.5);
+      case 'uuid':
+        return this.rng.chance(0.8) ? ZERO_UUID : this.rng.bytes(16).toString('base64url');
+      case 'float64':
+        return this.rng.pick([0, 1.5, -1, 1e9]);
+      case 'bytes':
+        return this.bytesValue(name, p);
+      case 'records':
+        return null; // filled by fillProduce (Produce is the only request with records)
+      case 'string':
+        return this.stringValue(name, p, ctx);
+      default:
+        return this.intValue(type, name, p, ctx);
     }
   }
 
@@ -267,7 +317,8 @@ export class Generator {
     if (n === 'sessiontimeoutms') return this.rng.range(6000, 10000);
     if (n === 'rebalancetimeoutms') return this.rng.range(500, 3000);
     if (isWait) return num(this.rng.range(0, 500));
-    if (/^(partition|partitionindex|partitionid|index)$/.test(n) || (n === 'partitions' && type === 'int32')) return num(this.rng.range(0, 2));
+    if (/^(partition|partitionindex|partitionid|index)$/.test(n) || (n === 'partitions' && type === 'int32'))
+      return num(this.rng.range(0, 2));
     if (n === 'numpartitions' || n === 'count') return num(this.rng.pick([1, 2, 3, -1]));
     if (n === 'replicationfactor') return this.rng.pick([1, -1]);
     if (n.includes('generationid') || n === 'memberepoch') return num(this.rng.range(-1, 1));

@@ -41,7 +41,8 @@ export function formatSummary(s: FuzzSummary): string {
   const bySig = new Map<string, { n: number; detail: string; file: string | null }>();
   for (const f of s.findings) {
     const e = bySig.get(f.signature);
-    if (e) e.n++; else bySig.set(f.signature, { n: 1, detail: f.detail, file: f.file });
+    if (e) e.n++;
+    else bySig.set(f.signature, { n: 1, detail: f.detail, file: f.file });
   }
   for (const [kind, n] of Object.entries(s.byKind).sort()) {
     lines.push(`    ${kind}: ${n}`);

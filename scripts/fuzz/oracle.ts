@@ -38,7 +38,8 @@ async function judgeBatchUncached(b: ProducedBatch): Promise<BatchVerdict> {
     const batch = new RecordBatch(b.batch, 0);
     if (batch.isTransactional && !batch.hasProducerId) return { invalid: 'transactional batch with producer id -1' };
     if (batch.isControl) return { invalid: 'control batch from a client' };
-    if (batch.recordCount !== batch.lastOffsetDelta + 1) return { invalid: `record count ${batch.recordCount} vs lastOffsetDelta ${batch.lastOffsetDelta}` };
+    if (batch.recordCount !== batch.lastOffsetDelta + 1)
+      return { invalid: `record count ${batch.recordCount} vs lastOffsetDelta ${batch.lastOffsetDelta}` };
     const records = await readRecords(batch, { maxDecompressedBytes: MAX_CHECK_DECOMPRESSED_BYTES });
     for (let i = 0; i < records.length; i++) {
       if (records[i]!.offsetDelta !== i) return { invalid: `record ${i} has offset delta ${records[i]!.offsetDelta}` };
@@ -49,15 +50,28 @@ async function judgeBatchUncached(b: ProducedBatch): Promise<BatchVerdict> {
   }
 }
 
-export interface LedgerEntry { topic: string; partition: number; offset: number; key: Buffer; value: Buffer; ackedBy: string }
+export interface LedgerEntry {
+  topic: string;
+  partition: number;
+  offset: number;
+  key: Buffer;
+  value: Buffer;
+  ackedBy: string;
+}
 
 /** Every acknowledged record, by where the broker said it is. */
 export class Ledger {
   readonly entries: LedgerEntry[] = [];
 
-  add(e: LedgerEntry): void { this.entries.push(e); }
-  clear(): void { this.entries.length = 0; }
-  get size(): number { return this.entries.length; }
+  add(e: LedgerEntry): void {
+    this.entries.push(e);
+  }
+  clear(): void {
+    this.entries.length = 0;
+  }
+  get size(): number {
+    return this.entries.length;
+  }
 
   sample(rng: Prng, n: number): LedgerEntry[] {
     if (this.entries.length <= n) return [...this.entries];
@@ -81,12 +95,17 @@ export async function judgeProduce(res: ProduceResponse, produced: readonly Prod
     const p = t?.partitionResponses.find((x) => x.index === b.partition);
     if (!p || p.errorCode !== 0) continue;
     const judged = await judgeBatch(b);
-    if (judged.invalid !== null) { verdict.acceptedInvalid.push({ batch: b, reason: judged.invalid }); continue; }
+    if (judged.invalid !== null) {
+      verdict.acceptedInvalid.push({ batch: b, reason: judged.invalid });
+      continue;
+    }
     // Only the ledger topics are safe from the fuzzer's own DeleteRecords and configs.
     if (!LEDGER_TOPICS.includes(b.topic) || b.duplicate) continue;
     const base = Number(p.baseOffset);
     if (!Number.isSafeInteger(base) || base < 0) continue;
-    judged.records.forEach((r, i) => verdict.acked.push({ topic: b.topic, partition: b.partition, offset: base + i, key: r.key, value: r.value, ackedBy: label }));
+    judged.records.forEach((r, i) =>
+      verdict.acked.push({ topic: b.topic, partition: b.partition, offset: base + i, key: r.key, value: r.value, ackedBy: label }),
+    );
   }
   return verdict;
 }
@@ -97,7 +116,14 @@ export async function probeApiVersions(host: string, port: number, timeoutMs: nu
   let conn: FuzzConnection | null = null;
   try {
     conn = await FuzzConnection.open(host, port, timeoutMs);
-    const res = await roundTrip<ApiVersionsResponse>(conn, ApiKey.ApiVersions, 3, 1, { clientSoftwareName: 'sluice-fuzz', clientSoftwareVersion: '0.1.0' }, Math.max(1, deadline - Date.now()));
+    const res = await roundTrip<ApiVersionsResponse>(
+      conn,
+      ApiKey.ApiVersions,
+      3,
+      1,
+      { clientSoftwareName: 'sluice-fuzz', clientSoftwareVersion: '0.1.0' },
+      Math.max(1, deadline - Date.now()),
+    );
     if (!res || res.errorCode !== 0) return null;
     return new Map(res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]));
   } catch {
@@ -107,20 +133,32 @@ export async function probeApiVersions(host: string, port: number, timeoutMs: nu
   }
 }
 
-export interface ReadProblem { kind: 'lost-record' | 'changed-record'; entry: LedgerEntry; detail: string }
+export interface ReadProblem {
+  kind: 'lost-record' | 'changed-record';
+  entry: LedgerEntry;
+  detail: string;
+}
 
 /**
  * Fetches every entry back (grouped per partition, walking forward from the lowest
  * offset). Returns problems, or null when the check could not run (broker unreachable).
  */
 export async function checkReadable(
-  host: string, port: number, entries: readonly LedgerEntry[], fetchVersion: number, timeoutMs: number,
+  host: string,
+  port: number,
+  entries: readonly LedgerEntry[],
+  fetchVersion: number,
+  timeoutMs: number,
   /** Per fetch; a sample's sparse offsets need only the batch at each (a broker returns at least one). */
   maxBytes = 4 << 20,
 ): Promise<ReadProblem[] | null> {
   if (entries.length === 0) return [];
   let conn: FuzzConnection;
-  try { conn = await FuzzConnection.open(host, port, timeoutMs); } catch { return null; }
+  try {
+    conn = await FuzzConnection.open(host, port, timeoutMs);
+  } catch {
+    return null;
+  }
   const problems: ReadProblem[] = [];
   let correlationId = 100;
   try {
@@ -141,11 +179,27 @@ export async function checkReadable(
       // long run's ledger partitions hold far more than one fetch returns.
       for (let round = 0; round < 1_000_000 && next <= last; round++) {
         const req = makeFetchRequest({
-          maxWaitMs: 0, minBytes: 0, maxBytes, isolationLevel: 0,
-          topics: [{ topic: group[0]!.topic, topicId: 'AAAAAAAAAAAAAAAAAAAAAA', partitions: [{
-            partition: group[0]!.partition, currentLeaderEpoch: -1, fetchOffset: BigInt(next), lastFetchedEpoch: -1,
-            logStartOffset: -1n, partitionMaxBytes: maxBytes, replicaDirectoryId: 'AAAAAAAAAAAAAAAAAAAAAA',
-          }] }],
+          maxWaitMs: 0,
+          minBytes: 0,
+          maxBytes,
+          isolationLevel: 0,
+          topics: [
+            {
+              topic: group[0]!.topic,
+              topicId: 'AAAAAAAAAAAAAAAAAAAAAA',
+              partitions: [
+                {
+                  partition: group[0]!.partition,
+                  currentLeaderEpoch: -1,
+                  fetchOffset: BigInt(next),
+                  lastFetchedEpoch: -1,
+                  logStartOffset: -1n,
+                  partitionMaxBytes: maxBytes,
+                  replicaDirectoryId: 'AAAAAAAAAAAAAAAAAAAAAA',
+                },
+              ],
+            },
+          ],
         });
         const res = await roundTrip<FetchResponse>(conn, ApiKey.Fetch, fetchVersion, correlationId++, req, timeoutMs);
         if (!res) return null;
@@ -156,12 +210,22 @@ export async function checkReadable(
         let progressed = false;
         for (const batch of batchesIn(p.records)) {
           let records;
-          try { records = await readRecords(batch, { maxDecompressedBytes: 64 << 20 }); } catch { continue; }
+          try {
+            records = await readRecords(batch, { maxDecompressedBytes: 64 << 20 });
+          } catch {
+            continue;
+          }
           for (const r of records) {
             if (want.has(r.offset)) found.set(r.offset, { key: r.key ?? Buffer.alloc(0), value: r.value ?? Buffer.alloc(0) });
-            if (r.offset >= next) { next = r.offset + 1; progressed = true; }
+            if (r.offset >= next) {
+              next = r.offset + 1;
+              progressed = true;
+            }
           }
-          if (batch.nextOffset > next) { next = batch.nextOffset; progressed = true; }
+          if (batch.nextOffset > next) {
+            next = batch.nextOffset;
+            progressed = true;
+          }
         }
         // Skip to the next wanted offset: the ledger may be sparse.
         while (scan < group.length && (group[scan]!.offset < next || found.has(group[scan]!.offset))) scan++;
@@ -173,9 +237,17 @@ export async function checkReadable(
       for (const e of group) {
         const got = found.get(e.offset);
         if (!got) {
-          problems.push({ kind: 'lost-record', entry: e, detail: `offset ${e.offset} of ${e.topic}/${e.partition} not returned (fetch error ${lastError})` });
+          problems.push({
+            kind: 'lost-record',
+            entry: e,
+            detail: `offset ${e.offset} of ${e.topic}/${e.partition} not returned (fetch error ${lastError})`,
+          });
         } else if (!got.key.equals(e.key) || !got.value.equals(e.value)) {
-          problems.push({ kind: 'changed-record', entry: e, detail: `offset ${e.offset} of ${e.topic}/${e.partition}: key ${got.key.toString('hex').slice(0, 40)} expected ${e.key.toString('hex').slice(0, 40)}` });
+          problems.push({
+            kind: 'changed-record',
+            entry: e,
+            detail: `offset ${e.offset} of ${e.topic}/${e.partition}: key ${got.key.toString('hex').slice(0, 40)} expected ${e.key.toString('hex').slice(0, 40)}`,
+          });
         }
       }
     }

@@ -16,7 +16,10 @@ export class Prng {
       z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
       return (z ^ (z >>> 16)) >>> 0;
     };
-    this.a = next(); this.b = next(); this.c = next(); this.d = next();
+    this.a = next();
+    this.b = next();
+    this.c = next();
+    this.d = next();
     for (let i = 0; i < 12; i++) this.u32();
   }
 
@@ -32,15 +35,23 @@ export class Prng {
   }
 
   /** A float in [0, 1). */
-  float(): number { return this.u32() / 0x1_0000_0000; }
+  float(): number {
+    return this.u32() / 0x1_0000_0000;
+  }
 
   /** An integer in [0, n). */
-  int(n: number): number { return n <= 0 ? 0 : Math.floor(this.float() * n); }
+  int(n: number): number {
+    return n <= 0 ? 0 : Math.floor(this.float() * n);
+  }
 
   /** An integer in [lo, hi]. */
-  range(lo: number, hi: number): number { return lo + this.int(hi - lo + 1); }
+  range(lo: number, hi: number): number {
+    return lo + this.int(hi - lo + 1);
+  }
 
-  chance(p: number): boolean { return this.float() < p; }
+  chance(p: number): boolean {
+    return this.float() < p;
+  }
 
   pick<T>(items: readonly T[]): T {
     if (items.length === 0) throw new Error('pick from an empty list');
@@ -54,5 +65,7 @@ export class Prng {
   }
 
   /** A child generator: its own stream, derived from this one. */
-  fork(): Prng { return new Prng(this.u32()); }
+  fork(): Prng {
+    return new Prng(this.u32());
+  }
 }

@@ -18,7 +18,16 @@ import { makeCreateTopicsRequest, type CreateTopicsResponse } from '../../protoc
 import { makeDescribeGroupsRequest, type DescribeGroupsResponse } from '../../protocol/messages/describe-groups.ts';
 import type { ProduceResponse } from '../../protocol/messages/produce.ts';
 import { EncodeError } from '../../protocol/primitives.ts';
-import { apiName, BatchFactory, CONNECTION_STATEFUL, Generator, LEDGER_PARTITIONS, LEDGER_TOPICS, SCRATCH_TOPICS, type GenRequest } from './generator.ts';
+import {
+  apiName,
+  BatchFactory,
+  CONNECTION_STATEFUL,
+  Generator,
+  LEDGER_PARTITIONS,
+  LEDGER_TOPICS,
+  SCRATCH_TOPICS,
+  type GenRequest,
+} from './generator.ts';
 import { encodeTraced, mutateFrame, type Mark } from './mutator.ts';
 import { checkReadable, judgeProduce, Ledger, probeApiVersions, unhandledLines, type LedgerEntry } from './oracle.ts';
 import { Prng } from './prng.ts';
@@ -45,10 +54,23 @@ export interface FuzzOptions {
 }
 
 export type FindingKind =
-  | 'process-died' | 'hang' | 'restart-failed' | 'unhandled-error' | 'lost-record' | 'changed-record'
-  | 'accepted-invalid-batch' | 'dropped-connection' | 'valid-request-unanswered' | 'undecodable-response';
+  | 'process-died'
+  | 'hang'
+  | 'restart-failed'
+  | 'unhandled-error'
+  | 'lost-record'
+  | 'changed-record'
+  | 'accepted-invalid-batch'
+  | 'dropped-connection'
+  | 'valid-request-unanswered'
+  | 'undecodable-response';
 
-export interface Finding { kind: FindingKind; signature: string; detail: string; file: string | null }
+export interface Finding {
+  kind: FindingKind;
+  signature: string;
+  detail: string;
+  file: string | null;
+}
 
 export interface FuzzSummary {
   seed: number;
@@ -62,9 +84,23 @@ export interface FuzzSummary {
   byKind: Record<string, number>;
 }
 
-interface FrameRecord { conn: number; port: number; atMs: number; apiKey: number; version: number; label: string; mutation: string | null; bytes: Buffer }
+interface FrameRecord {
+  conn: number;
+  port: number;
+  atMs: number;
+  apiKey: number;
+  version: number;
+  label: string;
+  mutation: string | null;
+  bytes: Buffer;
+}
 
-interface Suspicion { kind: FindingKind; detail: string; suspect: FrameRecord; conn: number }
+interface Suspicion {
+  kind: FindingKind;
+  detail: string;
+  suspect: FrameRecord;
+  conn: number;
+}
 
 const HISTORY_FRAMES = 20_000;
 const HISTORY_WINDOW_MS = 10_000;
@@ -142,7 +178,9 @@ class Run {
   async main(): Promise<FuzzSummary> {
     this.startedMs = Date.now();
     // Never leave a broker behind, even if this process dies.
-    process.once('exit', () => { if (this.broker && this.alive()) this.broker.child.kill('SIGKILL'); });
+    process.once('exit', () => {
+      if (this.broker && this.alive()) this.broker.child.kill('SIGKILL');
+    });
     await this.start(true);
     const deadline = this.startedMs + this.o.durationS * 1000;
     const maxFrames = this.o.maxFrames ?? Number.MAX_SAFE_INTEGER;
@@ -166,8 +204,15 @@ class Run {
     const byKind: Record<string, number> = {};
     for (const f of this.findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
     return {
-      seed: this.o.seed, framesSent: this.framesSent, elapsedS, framesPerSecond: this.framesSent / elapsedS,
-      batches: this.batches, restarts: this.restarts, ackedRecords: this.ledger.size, findings: this.findings, byKind,
+      seed: this.o.seed,
+      framesSent: this.framesSent,
+      elapsedS,
+      framesPerSecond: this.framesSent / elapsedS,
+      batches: this.batches,
+      restarts: this.restarts,
+      ackedRecords: this.ledger.size,
+      findings: this.findings,
+      byKind,
     };
   }
 
@@ -206,8 +251,21 @@ class Run {
     const version = Math.max(lo, Math.min(hi, 7));
     const conn = await FuzzConnection.open(this.broker.host, this.broker.port, 5000);
     try {
-      const topics = [...LEDGER_TOPICS, ...SCRATCH_TOPICS].map((name) => ({ name, numPartitions: LEDGER_PARTITIONS, replicationFactor: -1, assignments: [], configs: [] }));
-      const res = await roundTrip<CreateTopicsResponse>(conn, ApiKey.CreateTopics, version, 1, makeCreateTopicsRequest({ topics, timeoutMs: 10_000 }), 15_000);
+      const topics = [...LEDGER_TOPICS, ...SCRATCH_TOPICS].map((name) => ({
+        name,
+        numPartitions: LEDGER_PARTITIONS,
+        replicationFactor: -1,
+        assignments: [],
+        configs: [],
+      }));
+      const res = await roundTrip<CreateTopicsResponse>(
+        conn,
+        ApiKey.CreateTopics,
+        version,
+        1,
+        makeCreateTopicsRequest({ topics, timeoutMs: 10_000 }),
+        15_000,
+      );
       if (!res) throw new Error('CreateTopics for the fuzz topics got no answer');
     } finally {
       conn.close();
@@ -223,7 +281,13 @@ class Run {
       await this.start(false);
       return true;
     } catch (err) {
-      await this.finding('restart-failed', `restart-failed|${why}`, `restart after ${why} failed: ${(err as Error).message.slice(0, 4000)}`, null, []);
+      await this.finding(
+        'restart-failed',
+        `restart-failed|${why}`,
+        `restart after ${why} failed: ${(err as Error).message.slice(0, 4000)}`,
+        null,
+        [],
+      );
       await this.freshBroker();
       return false;
     }
@@ -254,12 +318,23 @@ class Run {
     const valid: Promise<void>[] = [];
     for (let i = 0; i < validLanes; i++) valid.push(this.guard(this.validLane(this.laneGenerator(i), perConn, deadline)));
     let validDone = false;
-    const all = Promise.all(valid).then(() => { validDone = true; });
+    const all = Promise.all(valid).then(() => {
+      validDone = true;
+    });
     const mutation: Promise<void>[] = [];
     // Mutation lanes keep going while the valid lanes wait for answers (bounded).
     for (let i = validLanes; i < n; i++) {
       for (let j = 0; j < MUTATION_PARALLEL; j++) {
-        mutation.push(this.guard(this.mutationLane(this.laneGenerator(i * MUTATION_PARALLEL + j), Math.ceil(perConn / MUTATION_PARALLEL), perConn * 20, () => validDone)));
+        mutation.push(
+          this.guard(
+            this.mutationLane(
+              this.laneGenerator(i * MUTATION_PARALLEL + j),
+              Math.ceil(perConn / MUTATION_PARALLEL),
+              perConn * 20,
+              () => validDone,
+            ),
+          ),
+        );
       }
     }
     await all;
@@ -281,7 +356,9 @@ class Run {
    * what a lane generates does not depend on how the lanes' I/O interleaved.
    */
   private laneGenerator(lane: number): { gen: Generator; rng: Prng } {
-    const rng = new Prng((Math.imul(this.o.seed, 0x9e3779b1) ^ Math.imul(this.batches, 0x85ebca6b) ^ Math.imul(lane + 1, 0xc2b2ae35)) >>> 0);
+    const rng = new Prng(
+      (Math.imul(this.o.seed, 0x9e3779b1) ^ Math.imul(this.batches, 0x85ebca6b) ^ Math.imul(lane + 1, 0xc2b2ae35)) >>> 0,
+    );
     return { rng, gen: new Generator(rng, this.batchFactory, this.advertised) };
   }
 
@@ -293,7 +370,7 @@ class Run {
     if (allowHeavy && (this.o.heavy ?? true)) {
       const progress = 1 - (deadline - Date.now()) / (this.o.durationS * 1000);
       for (let i = 0; i < HEAVY_SCENARIOS.length; i++) {
-        const at = (i + 1) / (HEAVY_SCENARIOS.length + 1) * 0.8;
+        const at = ((i + 1) / (HEAVY_SCENARIOS.length + 1)) * 0.8;
         if (progress >= at && !this.heavyDone.has(i)) {
           this.heavyDone.add(i);
           this.log(`fuzz: heavy scenario ${HEAVY_SCENARIOS[i]!.name}`);
@@ -362,7 +439,11 @@ class Run {
 
   private async validLane(lane: { gen: Generator; rng: Prng }, frames: number, deadline: number): Promise<void> {
     let conn: FuzzConnection;
-    try { conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS); } catch { return; }
+    try {
+      conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
+    } catch {
+      return;
+    }
     const connId = ++this.connIds;
     const sent: { req: GenRequest; rec: FrameRecord; response: Promise<import('./wire.ts').Response | null> | undefined }[] = [];
     try {
@@ -370,7 +451,10 @@ class Run {
         const req = await this.nextValid(lane, deadline, connId % 2 === 1 && i === 0);
         if (!req) continue;
         const stateful = CONNECTION_STATEFUL.has(req.apiKey);
-        if (stateful && i > 0) { this.sweep.unshift({ apiKey: req.apiKey, version: req.version }); break; }
+        if (stateful && i > 0) {
+          this.sweep.unshift({ apiKey: req.apiKey, version: req.version });
+          break;
+        }
         // A broker closes the connection after a failed acks=0 produce (as Kafka does), so
         // valid lanes, which check every answer, always ask for one.
         if (!('pooledBody' in req)) forValidLane(req);
@@ -387,9 +471,21 @@ class Run {
         const enc = this.encode(req, correlationId);
         if (!enc) continue;
         const bytes = frame(enc.header, enc.body);
-        const rec: FrameRecord = { conn: connId, port: conn.localPort, atMs: Date.now(), apiKey: req.apiKey, version: req.version, label: req.label, mutation: null, bytes };
+        const rec: FrameRecord = {
+          conn: connId,
+          port: conn.localPort,
+          atMs: Date.now(),
+          apiKey: req.apiKey,
+          version: req.version,
+          label: req.label,
+          mutation: null,
+          bytes,
+        };
         this.remember(rec);
-        const response = conn.send(bytes, req.expectResponse ? { correlationId, apiKey: req.apiKey, apiVersion: req.version, timeoutMs: RESPONSE_TIMEOUT_MS } : undefined);
+        const response = conn.send(
+          bytes,
+          req.expectResponse ? { correlationId, apiKey: req.apiKey, apiVersion: req.version, timeoutMs: RESPONSE_TIMEOUT_MS } : undefined,
+        );
         sent.push({ req, rec, response });
         if (stateful) break;
       }
@@ -398,12 +494,18 @@ class Run {
       for (const s of sent) {
         if (!s.response) continue;
         const res = await s.response;
-        if (process.env.FUZZ_DEBUG && res && res.receivedAtMs - Math.max(prevAt, s.rec.atMs) > 200) this.log(`fuzz: slow ${res.receivedAtMs - Math.max(prevAt, s.rec.atMs)} ms ${s.req.label}`);
+        if (process.env.FUZZ_DEBUG && res && res.receivedAtMs - Math.max(prevAt, s.rec.atMs) > 200)
+          this.log(`fuzz: slow ${res.receivedAtMs - Math.max(prevAt, s.rec.atMs)} ms ${s.req.label}`);
         if (res) prevAt = res.receivedAtMs;
         if (!res) {
           if (!missing && !CONNECTION_STATEFUL.has(s.req.apiKey)) {
             const kind: FindingKind = conn.isClosed ? 'dropped-connection' : 'valid-request-unanswered';
-            this.suspicions.push({ kind, detail: `${s.req.label}: ${conn.isClosed ? closedDetail(conn) : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: s.rec, conn: connId });
+            this.suspicions.push({
+              kind,
+              detail: `${s.req.label}: ${conn.isClosed ? closedDetail(conn) : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`,
+              suspect: s.rec,
+              conn: connId,
+            });
           }
           missing = true;
           continue;
@@ -425,9 +527,20 @@ class Run {
     const groupId = (req.msg as { groupId?: unknown }).groupId;
     if (req.apiKey !== ApiKey.JoinGroup || typeof groupId !== 'string') return false;
     let conn: FuzzConnection;
-    try { conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS); } catch { return false; }
     try {
-      const res = await roundTrip<DescribeGroupsResponse>(conn, ApiKey.DescribeGroups, 0, 1, makeDescribeGroupsRequest({ groups: [groupId] }), PROBE_TIMEOUT_MS);
+      conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
+    } catch {
+      return false;
+    }
+    try {
+      const res = await roundTrip<DescribeGroupsResponse>(
+        conn,
+        ApiKey.DescribeGroups,
+        0,
+        1,
+        makeDescribeGroupsRequest({ groups: [groupId] }),
+        PROBE_TIMEOUT_MS,
+      );
       return res?.groups[0]?.groupState === 'PreparingRebalance';
     } catch {
       return false;
@@ -439,7 +552,11 @@ class Run {
   /** One valid request on its own connection; its answer is checked like a lane's. */
   private async detachedRequest(req: GenRequest | Pooled): Promise<void> {
     let conn: FuzzConnection;
-    try { conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS); } catch { return; }
+    try {
+      conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
+    } catch {
+      return;
+    }
     const connId = ++this.connIds;
     const epoch = this.brokerEpoch;
     try {
@@ -447,14 +564,28 @@ class Run {
       const enc = this.encode(req, correlationId);
       if (!enc) return;
       const bytes = frame(enc.header, enc.body);
-      const rec: FrameRecord = { conn: connId, port: conn.localPort, atMs: Date.now(), apiKey: req.apiKey, version: req.version, label: req.label, mutation: null, bytes };
+      const rec: FrameRecord = {
+        conn: connId,
+        port: conn.localPort,
+        atMs: Date.now(),
+        apiKey: req.apiKey,
+        version: req.version,
+        label: req.label,
+        mutation: null,
+        bytes,
+      };
       this.remember(rec);
       const res = await conn.send(bytes, { correlationId, apiKey: req.apiKey, apiVersion: req.version, timeoutMs: RESPONSE_TIMEOUT_MS });
       if (!res) {
         if (epoch !== this.brokerEpoch) return;
-        if (!conn.isClosed && await this.stillRebalancing(req)) return;
+        if (!conn.isClosed && (await this.stillRebalancing(req))) return;
         const kind: FindingKind = conn.isClosed ? 'dropped-connection' : 'valid-request-unanswered';
-        this.suspicions.push({ kind, detail: `${req.label}: ${conn.isClosed ? closedDetail(conn) : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`, suspect: rec, conn: connId });
+        this.suspicions.push({
+          kind,
+          detail: `${req.label}: ${conn.isClosed ? closedDetail(conn) : `no answer in ${RESPONSE_TIMEOUT_MS} ms`}`,
+          suspect: rec,
+          conn: connId,
+        });
         return;
       }
       await this.judgeResponse(req, rec, res.body, connId);
@@ -463,7 +594,12 @@ class Run {
     }
   }
 
-  private async judgeResponse(req: GenRequest, rec: FrameRecord, body: import('../../protocol/primitives.ts').Reader, connId: number): Promise<void> {
+  private async judgeResponse(
+    req: GenRequest,
+    rec: FrameRecord,
+    body: import('../../protocol/primitives.ts').Reader,
+    connId: number,
+  ): Promise<void> {
     let decoded: unknown;
     try {
       decoded = apis.get(req.apiKey)!.decodeResponse(body, req.version);
@@ -475,17 +611,31 @@ class Run {
       const verdict = await judgeProduce(decoded as ProduceResponse, req.produced, req.label);
       for (const e of verdict.acked) this.ledger.add(e);
       for (const bad of verdict.acceptedInvalid) {
-        this.suspicions.push({ kind: 'accepted-invalid-batch', detail: `${req.label}: acknowledged ${bad.batch.tampered ?? 'a batch'} although ${bad.reason}`, suspect: rec, conn: connId });
+        this.suspicions.push({
+          kind: 'accepted-invalid-batch',
+          detail: `${req.label}: acknowledged ${bad.batch.tampered ?? 'a batch'} although ${bad.reason}`,
+          suspect: rec,
+          conn: connId,
+        });
       }
     }
   }
 
-  private async mutationLane(lane: { gen: Generator; rng: Prng }, minFrames: number, maxFrames: number, validDone: () => boolean): Promise<void> {
+  private async mutationLane(
+    lane: { gen: Generator; rng: Prng },
+    minFrames: number,
+    maxFrames: number,
+    validDone: () => boolean,
+  ): Promise<void> {
     const { gen, rng } = lane;
     let sent = 0;
     while (sent < maxFrames && (sent < minFrames || !validDone())) {
       let conn: FuzzConnection;
-      try { conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS); } catch { return; }
+      try {
+        conn = await FuzzConnection.open(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
+      } catch {
+        return;
+      }
       const connId = ++this.connIds;
       const k = rng.range(1, 4);
       for (let j = 0; j < k && !conn.isClosed; j++) {
@@ -511,7 +661,16 @@ class Run {
         } else {
           bytes = frame(enc.header, enc.body);
         }
-        this.remember({ conn: connId, port: conn.localPort, atMs: Date.now(), apiKey: req.apiKey, version: req.version, label: req.label, mutation, bytes });
+        this.remember({
+          conn: connId,
+          port: conn.localPort,
+          atMs: Date.now(),
+          apiKey: req.apiKey,
+          version: req.version,
+          label: req.label,
+          mutation,
+          bytes,
+        });
         conn.send(bytes);
         sent++;
       }
@@ -519,7 +678,12 @@ class Run {
       // them and closed (bounded: a broker that never closes is the probe's business).
       conn.end();
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([conn.closed, new Promise((r) => { timer = setTimeout(r, 250); })]);
+      await Promise.race([
+        conn.closed,
+        new Promise((r) => {
+          timer = setTimeout(r, 250);
+        }),
+      ]);
       clearTimeout(timer);
       conn.close();
     }
@@ -538,8 +702,17 @@ class Run {
     const lines = unhandledLines(fresh);
     if (lines.length > 0) {
       const first = lines[0]!;
-      const sig = first.replace(/"time":\d+,|"pid":\d+,/g, '').replace(/\d+/g, 'N').slice(0, 160);
-      await this.finding('unhandled-error', `unhandled-error|${sig}`, lines.slice(0, 5).join('\n').slice(0, 4000), null, this.recentFrames());
+      const sig = first
+        .replace(/"time":\d+,|"pid":\d+,/g, '')
+        .replace(/\d+/g, 'N')
+        .slice(0, 160);
+      await this.finding(
+        'unhandled-error',
+        `unhandled-error|${sig}`,
+        lines.slice(0, 5).join('\n').slice(0, 4000),
+        null,
+        this.recentFrames(),
+      );
     }
   }
 
@@ -548,8 +721,17 @@ class Run {
     if (!this.alive()) {
       await new Promise((r) => setTimeout(r, 200));
       const code = this.broker.child.exitCode ?? this.broker.child.signalCode;
-      const tail = this.broker.stderr().split('\n').filter((l) => l.trim() !== '').slice(-3).join(' | ').slice(0, 300);
-      const sig = tail.replace(/"time":\d+,|"pid":\d+,/g, '').replace(/\d+/g, 'N').slice(-120);
+      const tail = this.broker
+        .stderr()
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .slice(-3)
+        .join(' | ')
+        .slice(0, 300);
+      const sig = tail
+        .replace(/"time":\d+,|"pid":\d+,/g, '')
+        .replace(/\d+/g, 'N')
+        .slice(-120);
       await this.finding('process-died', `process-died|${sig}`, `broker exited with ${code}`, null, this.recentFrames());
       if (await this.restartSameDir('process died')) await this.readback('full');
       return;
@@ -559,30 +741,55 @@ class Run {
     const t0 = Date.now();
     let adv = await probeApiVersions(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
     if (!adv) {
-      while (!adv && Date.now() - t0 < STALL_GIVE_UP_MS && this.alive()) adv = await probeApiVersions(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
+      while (!adv && Date.now() - t0 < STALL_GIVE_UP_MS && this.alive())
+        adv = await probeApiVersions(this.broker.host, this.broker.port, PROBE_TIMEOUT_MS);
       // Every frame since the broker last answered a probe (and a little before): the one
       // that stalled it is among them, whatever the frame rate.
       const recent = this.history.filter((f) => f.atMs >= this.lastGoodProbeMs - 2_000);
       const suspect = [...recent].reverse().find((f) => f.label.includes('storm')) ?? null;
       const sig = `hang|${suspect ? suspect.label.replace(/v\d+.*/, '') : 'unknown'}`;
       if (adv) {
-        await this.finding('hang', sig, `no ApiVersions answer within ${PROBE_TIMEOUT_MS} ms; recovered after ${Date.now() - t0} ms`, suspect, recent);
+        await this.finding(
+          'hang',
+          sig,
+          `no ApiVersions answer within ${PROBE_TIMEOUT_MS} ms; recovered after ${Date.now() - t0} ms`,
+          suspect,
+          recent,
+        );
         this.lastGoodProbeMs = Date.now();
       } else {
-        await this.finding('hang', sig, `no ApiVersions answer for ${Date.now() - t0} ms${this.alive() ? '' : ' (then died)'}`, suspect, recent);
+        await this.finding(
+          'hang',
+          sig,
+          `no ApiVersions answer for ${Date.now() - t0} ms${this.alive() ? '' : ' (then died)'}`,
+          suspect,
+          recent,
+        );
         await this.freshBroker();
         return;
       }
-    }
-    else this.lastGoodProbeMs = probeStartedMs;
+    } else this.lastGoodProbeMs = probeStartedMs;
     for (const s of suspicions) {
       if (s.kind === 'dropped-connection') {
-        const line = this.broker.stderr().split('\n').reverse().find((l) => l.includes(`:${s.suspect.port}"`) && /closing|error/i.test(l));
-        const reason = line ? /"reason":"([^"]*)"/.exec(line)?.[1] ?? /"msg":"([^"]*)"/.exec(line)?.[1] : undefined;
+        const line = this.broker
+          .stderr()
+          .split('\n')
+          .reverse()
+          .find((l) => l.includes(`:${s.suspect.port}"`) && /closing|error/i.test(l));
+        const reason = line ? (/"reason":"([^"]*)"/.exec(line)?.[1] ?? /"msg":"([^"]*)"/.exec(line)?.[1]) : undefined;
         if (reason) s.detail += ` (broker: ${reason.slice(0, 200)})`;
       }
-      const sig = `${s.kind}|${apiName(s.suspect.apiKey)} v${s.suspect.version}|${s.detail.replace(/^[^:]*: /, '').replace(/\d+/g, 'N').slice(0, 80)}`;
-      await this.finding(s.kind, sig, s.detail, s.suspect, this.history.filter((f) => f.conn === s.conn));
+      const sig = `${s.kind}|${apiName(s.suspect.apiKey)} v${s.suspect.version}|${s.detail
+        .replace(/^[^:]*: /, '')
+        .replace(/\d+/g, 'N')
+        .slice(0, 80)}`;
+      await this.finding(
+        s.kind,
+        sig,
+        s.detail,
+        s.suspect,
+        this.history.filter((f) => f.conn === s.conn),
+      );
     }
     await this.readback(depth);
   }
@@ -592,12 +799,25 @@ class Run {
     if (entries.length === 0) return;
     const [lo, hi] = this.advertised.get(ApiKey.Fetch) ?? [4, 4];
     const fetchVersion = Math.max(lo, Math.min(hi, 12));
-    const problems = await checkReadable(this.broker.host, this.broker.port, entries, fetchVersion, depth === 'full' ? 15_000 : 5000, depth === 'full' ? 4 << 20 : 64 << 10);
+    const problems = await checkReadable(
+      this.broker.host,
+      this.broker.port,
+      entries,
+      fetchVersion,
+      depth === 'full' ? 15_000 : 5000,
+      depth === 'full' ? 4 << 20 : 64 << 10,
+    );
     if (!problems) return; // unreachable: the next liveness check reports it
     const bad = new Set<LedgerEntry>();
     for (const p of problems) {
       bad.add(p.entry);
-      await this.finding(p.kind, `${p.kind}|${p.entry.topic}`, `${p.detail} (acknowledged to ${p.entry.ackedBy})`, this.history.find((f) => f.label === p.entry.ackedBy) ?? null, []);
+      await this.finding(
+        p.kind,
+        `${p.kind}|${p.entry.topic}`,
+        `${p.detail} (acknowledged to ${p.entry.ackedBy})`,
+        this.history.find((f) => f.label === p.entry.ackedBy) ?? null,
+        [],
+      );
     }
     // Report each lost record once.
     if (bad.size > 0) {
@@ -614,7 +834,13 @@ class Run {
 
   // ------------------------------------------------------------------ findings
 
-  private async finding(kind: FindingKind, signature: string, detail: string, suspect: FrameRecord | null, frames: FrameRecord[]): Promise<void> {
+  private async finding(
+    kind: FindingKind,
+    signature: string,
+    detail: string,
+    suspect: FrameRecord | null,
+    frames: FrameRecord[],
+  ): Promise<void> {
     const count = (this.signatureCounts.get(signature) ?? 0) + 1;
     this.signatureCounts.set(signature, count);
     let file: string | null = null;
@@ -624,17 +850,34 @@ class Run {
       await mkdir(this.o.outDir, { recursive: true });
       file = join(this.o.outDir, `${kind}-seed${this.o.seed}-${this.findings.length + 1}.json`);
       const show = (f: FrameRecord) => ({
-        conn: f.conn, atMs: f.atMs, api: `${apiName(f.apiKey)} (${f.apiKey}) v${f.version}`, label: f.label, mutation: f.mutation,
+        conn: f.conn,
+        atMs: f.atMs,
+        api: `${apiName(f.apiKey)} (${f.apiKey}) v${f.version}`,
+        label: f.label,
+        mutation: f.mutation,
         bytes: f.bytes.length,
-        ...(f.bytes.length <= 2048 ? { hex: f.bytes.toString('hex') } : { base64: f.bytes.subarray(0, MAX_FRAME_SAVED_BYTES).toString('base64'), truncated: f.bytes.length > MAX_FRAME_SAVED_BYTES }),
+        ...(f.bytes.length <= 2048
+          ? { hex: f.bytes.toString('hex') }
+          : { base64: f.bytes.subarray(0, MAX_FRAME_SAVED_BYTES).toString('base64'), truncated: f.bytes.length > MAX_FRAME_SAVED_BYTES }),
       });
       const report = {
-        kind, signature, detail, seed: this.o.seed, batch: this.batches, at: new Date().toISOString(),
+        kind,
+        signature,
+        detail,
+        seed: this.o.seed,
+        batch: this.batches,
+        at: new Date().toISOString(),
         broker: this.broker.bootstrap,
         replay: `npm run fuzz -- --seed ${this.o.seed} --duration ${this.o.durationS}`,
         suspect: suspect ? show(suspect) : null,
         frames: frames.slice(-REPRO_FRAMES).map(show),
-        brokerLinesForSuspect: suspect ? this.broker.stderr().split('\n').filter((l) => l.includes(`:${suspect.port}"`)).slice(-20) : [],
+        brokerLinesForSuspect: suspect
+          ? this.broker
+              .stderr()
+              .split('\n')
+              .filter((l) => l.includes(`:${suspect.port}"`))
+              .slice(-20)
+          : [],
         stderrTail: this.broker.stderr().split('\n').slice(-60).join('\n'),
       };
       await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
@@ -663,7 +906,10 @@ function forValidLane(req: GenRequest): GenRequest {
 
 function sameAdvertised(a: ReadonlyMap<number, readonly [number, number]>, b: ReadonlyMap<number, readonly [number, number]>): boolean {
   if (a.size !== b.size) return false;
-  for (const [k, [lo, hi]] of a) { const o = b.get(k); if (!o || o[0] !== lo || o[1] !== hi) return false; }
+  for (const [k, [lo, hi]] of a) {
+    const o = b.get(k);
+    if (!o || o[0] !== lo || o[1] !== hi) return false;
+  }
   return true;
 }
 

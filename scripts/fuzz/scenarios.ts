@@ -3,7 +3,15 @@
 // CRC, decompression bombs, request storms).
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { CompressionType } from '../../protocol/records/index.ts';
-import { CODECS, LEDGER_PARTITIONS, LEDGER_TOPICS, SCRATCH_TOPICS, type Generator, type GenRequest, type ProducedBatch } from './generator.ts';
+import {
+  CODECS,
+  LEDGER_PARTITIONS,
+  LEDGER_TOPICS,
+  SCRATCH_TOPICS,
+  type Generator,
+  type GenRequest,
+  type ProducedBatch,
+} from './generator.ts';
 import { bombs, corruptBatchInPlace, resealCrc, TRANSACTIONAL_BIT } from './mutator.ts';
 import type { Prng } from './prng.ts';
 
@@ -52,7 +60,12 @@ const metadataNullTopicName: Scenario = async (gen, rng) => {
 };
 
 /** A Produce to one ledger partition whose batch the caller replaces. */
-async function produceWith(gen: Generator, rng: Prng, label: string, edit: (b: ProducedBatch) => Promise<void> | void): Promise<GenRequest | null> {
+async function produceWith(
+  gen: Generator,
+  rng: Prng,
+  label: string,
+  edit: (b: ProducedBatch) => Promise<void> | void,
+): Promise<GenRequest | null> {
   const v = versionIn(gen, ApiKey.Produce, 3, 99, rng);
   if (v === null) return null;
   const req = await gen.request(ApiKey.Produce, v);
@@ -69,23 +82,25 @@ async function produceWith(gen: Generator, rng: Prng, label: string, edit: (b: P
   return req;
 }
 
-const corruptCompressedBatch: Scenario = (gen, rng) => produceWith(gen, rng, 'corrupt batch', async (b) => {
-  // Rebuild with a real codec so the damage lands in compressed bytes.
-  const codec = rng.pick(CODECS.filter((c) => c !== CompressionType.None));
-  b.batch = await gen.batches.build(codec, b.records);
-  const n = rng.range(1, 3);
-  const whats: string[] = [];
-  for (let i = 0; i < n; i++) whats.push(corruptBatchInPlace(rng, b.batch));
-  resealCrc(b.batch);
-  b.tampered = `codec ${CompressionType[codec]}: ${whats.join(',')}`;
-});
+const corruptCompressedBatch: Scenario = (gen, rng) =>
+  produceWith(gen, rng, 'corrupt batch', async (b) => {
+    // Rebuild with a real codec so the damage lands in compressed bytes.
+    const codec = rng.pick(CODECS.filter((c) => c !== CompressionType.None));
+    b.batch = await gen.batches.build(codec, b.records);
+    const n = rng.range(1, 3);
+    const whats: string[] = [];
+    for (let i = 0; i < n; i++) whats.push(corruptBatchInPlace(rng, b.batch));
+    resealCrc(b.batch);
+    b.tampered = `codec ${CompressionType[codec]}: ${whats.join(',')}`;
+  });
 
-const transactionalWithoutProducerId: Scenario = (gen, rng) => produceWith(gen, rng, 'transactional, producer id -1', (b) => {
-  b.batch.writeInt16BE(b.batch.readInt16BE(21) | TRANSACTIONAL_BIT, 21);
-  resealCrc(b.batch);
-  b.knownInvalid = 'transactional batch with producer id -1';
-  b.tampered = 'transactional bit set';
-});
+const transactionalWithoutProducerId: Scenario = (gen, rng) =>
+  produceWith(gen, rng, 'transactional, producer id -1', (b) => {
+    b.batch.writeInt16BE(b.batch.readInt16BE(21) | TRANSACTIONAL_BIT, 21);
+    resealCrc(b.batch);
+    b.knownInvalid = 'transactional batch with producer id -1';
+    b.tampered = 'transactional bit set';
+  });
 
 const decompressionBomb: Scenario = async (gen, rng) => {
   const all = await bombs();
@@ -105,7 +120,12 @@ const createTopicsStorm: Scenario = async (gen, rng) => {
   const base = msg.topics[0]!;
   const run = rng.u32().toString(36);
   msg.topics = Array.from({ length: 1000 }, (_, i) => ({
-    ...base, name: `fz-storm-${run}-${i}`, numPartitions: i % 100 === 0 ? 1000 : rng.range(1, 8), replicationFactor: -1, assignments: [], configs: [],
+    ...base,
+    name: `fz-storm-${run}-${i}`,
+    numPartitions: i % 100 === 0 ? 1000 : rng.range(1, 8),
+    replicationFactor: -1,
+    assignments: [],
+    configs: [],
   }));
   msg.timeoutMs = 30000;
   msg.validateOnly = false;
@@ -120,7 +140,12 @@ const hugeCounts: Scenario = async (gen, rng) => {
     if (v === null) return null;
     const req = await gen.request(ApiKey.CreateTopics, v);
     const msg = req.msg as { topics: { name: string; numPartitions: number; replicationFactor: number; assignments: unknown[] }[] };
-    for (const t of msg.topics) { t.name = `fz-huge-${rng.int(1000)}`; t.numPartitions = rng.pick([2147483647, 100000, -5]); t.replicationFactor = rng.pick([-1, 32767, 0]); t.assignments = []; }
+    for (const t of msg.topics) {
+      t.name = `fz-huge-${rng.int(1000)}`;
+      t.numPartitions = rng.pick([2147483647, 100000, -5]);
+      t.replicationFactor = rng.pick([-1, 32767, 0]);
+      t.assignments = [];
+    }
     req.label += ' huge partition count';
     return req;
   }
@@ -137,7 +162,10 @@ const hugeCounts: Scenario = async (gen, rng) => {
   if (v === null) return null;
   const req = await gen.request(ApiKey.DeleteRecords, v);
   const msg = req.msg as { topics: { name: string; partitions: { partitionIndex: number; offset: bigint }[] }[] };
-  for (const t of msg.topics) { t.name = rng.pick(SCRATCH_TOPICS); for (const p of t.partitions) p.offset = rng.pick([2n ** 60n, -5n, -(2n ** 63n)]); }
+  for (const t of msg.topics) {
+    t.name = rng.pick(SCRATCH_TOPICS);
+    for (const p of t.partitions) p.offset = rng.pick([2n ** 60n, -5n, -(2n ** 63n)]);
+  }
   req.label += ' extreme offsets';
   return req;
 };
@@ -161,6 +189,9 @@ export const HEAVY_SCENARIOS: readonly { name: string; run: Scenario }[] = [
 export function pickScenario(rng: Prng): { name: string; run: Scenario } {
   const total = SCENARIOS.reduce((s, x) => s + x.weight, 0);
   let r = rng.float() * total;
-  for (const s of SCENARIOS) { r -= s.weight; if (r < 0) return s; }
+  for (const s of SCENARIOS) {
+    r -= s.weight;
+    if (r < 0) return s;
+  }
   return SCENARIOS[0]!;
 }

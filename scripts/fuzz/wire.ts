@@ -55,9 +55,13 @@ export class FuzzConnection {
 
   private constructor(private readonly socket: Socket) {
     let markClosed!: () => void;
-    this.closed = new Promise((resolve) => { markClosed = resolve; });
+    this.closed = new Promise((resolve) => {
+      markClosed = resolve;
+    });
     socket.on('data', (d: Buffer) => this.onData(d));
-    socket.on('error', () => { /* surfaces as close */ });
+    socket.on('error', () => {
+      /* surfaces as close */
+    });
     socket.on('close', () => {
       this.closedFlag = true;
       for (const p of this.pending.values()) p.resolve(null);
@@ -70,31 +74,53 @@ export class FuzzConnection {
     return new Promise((resolve, reject) => {
       const socket = connect({ host, port });
       socket.setNoDelay(true);
-      const timer = setTimeout(() => { socket.destroy(); reject(new Error(`connect timed out after ${timeoutMs} ms`)); }, timeoutMs);
-      socket.once('connect', () => { clearTimeout(timer); resolve(new FuzzConnection(socket)); });
-      socket.once('error', (err) => { clearTimeout(timer); reject(err); });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`connect timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      socket.once('connect', () => {
+        clearTimeout(timer);
+        resolve(new FuzzConnection(socket));
+      });
+      socket.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
     });
   }
 
-  get isClosed(): boolean { return this.closedFlag; }
+  get isClosed(): boolean {
+    return this.closedFlag;
+  }
 
   /** The client-side port: the broker logs it as the client address. */
-  get localPort(): number { return this.socket.localPort ?? 0; }
+  get localPort(): number {
+    return this.socket.localPort ?? 0;
+  }
 
   /**
    * Writes a frame. When `expect` is given, returns a promise of the response with that
    * correlation id, or null if the connection closes or `timeoutMs` passes first.
    */
-  send(bytes: Buffer, expect?: { correlationId: number; apiKey: number; apiVersion: number; timeoutMs: number }): Promise<Response | null> | undefined {
+  send(
+    bytes: Buffer,
+    expect?: { correlationId: number; apiKey: number; apiVersion: number; timeoutMs: number },
+  ): Promise<Response | null> | undefined {
     if (this.closedFlag) return expect ? Promise.resolve(null) : undefined;
     let result: Promise<Response | null> | undefined;
     if (expect) {
       result = new Promise((resolve) => {
-        const timer = setTimeout(() => { this.pending.delete(expect.correlationId); resolve(null); }, expect.timeoutMs);
+        const timer = setTimeout(() => {
+          this.pending.delete(expect.correlationId);
+          resolve(null);
+        }, expect.timeoutMs);
         this.pending.set(expect.correlationId, {
           apiKey: expect.apiKey,
           apiVersion: expect.apiVersion,
-          resolve: (r) => { clearTimeout(timer); resolve(r); },
+          resolve: (r) => {
+            clearTimeout(timer);
+            resolve(r);
+          },
         });
       });
     }
@@ -152,7 +178,12 @@ export class FuzzConnection {
 
 /** Sends one request and decodes its response; null on close, timeout or an undecodable answer. */
 export async function roundTrip<Res>(
-  conn: FuzzConnection, apiKey: number, apiVersion: number, correlationId: number, msg: unknown, timeoutMs: number,
+  conn: FuzzConnection,
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+  msg: unknown,
+  timeoutMs: number,
 ): Promise<Res | null> {
   const bytes = frame(encodeHeaderBytes(apiKey, apiVersion, correlationId, 'sluice-fuzz'), encodeBody(apiKey, apiVersion, msg));
   const res = await conn.send(bytes, { correlationId, apiKey, apiVersion, timeoutMs });

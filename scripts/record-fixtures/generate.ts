@@ -32,7 +32,9 @@ function cliCodec(tool: string, args: (input: Buffer) => string[], fromFile = fa
       writeFileSync(path, encoder.buffer);
       return run([...args(encoder.buffer), path], Buffer.alloc(0));
     },
-    async decompress(buffer: Buffer): Promise<Buffer> { return run(['-d', '-c'], buffer); },
+    async decompress(buffer: Buffer): Promise<Buffer> {
+      return run(['-d', '-c'], buffer);
+    },
   };
 }
 
@@ -46,20 +48,26 @@ function codecFor(f: FixtureInfo) {
   return null;
 }
 
-const kafkajsCodecId = { none: KafkajsCompression.None, gzip: KafkajsCompression.GZIP, lz4: KafkajsCompression.LZ4, zstd: KafkajsCompression.ZSTD };
+const kafkajsCodecId = {
+  none: KafkajsCompression.None,
+  gzip: KafkajsCompression.GZIP,
+  lz4: KafkajsCompression.LZ4,
+  zstd: KafkajsCompression.ZSTD,
+};
 
 async function generate(f: FixtureInfo): Promise<void> {
   const messages = messagesOf(f.messages);
   const codec = kafkajsCodecId[f.codec];
-  const write = (): Promise<Buffer> => f.kind === 'batch'
-    ? kafkajsRecordBatch(messages, {
-      compression: codec,
-      producerId: f.producerId,
-      producerEpoch: f.producerEpoch,
-      firstSequence: f.firstSequence,
-      transactionalId: f.transactional ? 'transactional-id' : null,
-    })
-    : kafkajsMessageSet(messages, f.magic as 0 | 1, codec);
+  const write = (): Promise<Buffer> =>
+    f.kind === 'batch'
+      ? kafkajsRecordBatch(messages, {
+          compression: codec,
+          producerId: f.producerId,
+          producerEpoch: f.producerEpoch,
+          firstSequence: f.firstSequence,
+          transactionalId: f.transactional ? 'transactional-id' : null,
+        })
+      : kafkajsMessageSet(messages, f.magic as 0 | 1, codec);
   const cli = codecFor(f);
   const bytes = cli ? await withKafkajsCodec(codec, cli, write) : await write();
   writeFileSync(join(out, f.file), bytes);

@@ -13,7 +13,9 @@ import { Errors } from '../../protocol/errors.ts';
 import { Reader } from '../../protocol/primitives.ts';
 import { makeListGroupsRequest, type ListGroupsResponse } from '../../protocol/messages/list-groups.ts';
 import {
-  makeDescribeGroupsRequest, type DescribeGroupsResponse, type DescribeGroupsResponseDescribedGroup,
+  makeDescribeGroupsRequest,
+  type DescribeGroupsResponse,
+  type DescribeGroupsResponseDescribedGroup,
 } from '../../protocol/messages/describe-groups.ts';
 import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
 import { decodeConsumerProtocolAssignment } from '../../protocol/messages/consumer-protocol-assignment.ts';
@@ -140,13 +142,15 @@ async function describeGroupMetadata(
  */
 export async function describeGroup(cluster: KafkaCluster, groupId: string, nowMs = Date.now()): Promise<GroupDescription> {
   const { group, coordinator } = await describeGroupMetadata(cluster, groupId);
-  const members = group.members.map((m): MemberDescription => ({
-    memberId: m.memberId,
-    groupInstanceId: m.groupInstanceId,
-    clientId: m.clientId,
-    host: m.clientHost,
-    assignment: group.protocolType === 'consumer' ? decodeAssignment(m.memberAssignment) : [],
-  }));
+  const members = group.members.map(
+    (m): MemberDescription => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      host: m.clientHost,
+      assignment: group.protocolType === 'consumer' ? decodeAssignment(m.memberAssignment) : [],
+    }),
+  );
   const committed = await fetchCommittedOffsets(cluster, groupId);
   if (committed.size === 0 && members.length === 0 && group.groupState === 'Empty' && group.protocolType === '') {
     // Kafka's coordinator answers Empty for ids it never saw; the tool calls those unknown.
@@ -165,29 +169,31 @@ export async function describeGroup(cluster: KafkaCluster, groupId: string, nowM
   const sorted = [...partitions.values()].sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
   const logEnd = sorted.length > 0 ? await listOffsets(cluster, sorted) : new Map<string, number>();
 
-  const lags = await Promise.all(sorted.map(async (tp): Promise<PartitionLag> => {
-    const key = tpKey(tp.topic, tp.partition);
-    const committedOffset = committed.get(key)?.offset ?? -1;
-    const logEndOffset = logEnd.get(key) ?? -1;
-    const lag = committedOffset >= 0 ? Math.max(0, logEndOffset - committedOffset) : null;
-    let lagMs: number | null = null;
-    if (lag !== null && lag > 0) {
-      const first = await firstRecordAtOrAfter(cluster, tp.topic, tp.partition, committedOffset);
-      if (first !== null && first.timestamp >= 0) lagMs = Math.max(0, nowMs - first.timestamp);
-    }
-    const m = owner.get(key);
-    return {
-      topic: tp.topic,
-      partition: tp.partition,
-      committedOffset,
-      logEndOffset,
-      lag,
-      lagMs,
-      memberId: m?.memberId ?? null,
-      host: m?.host ?? null,
-      clientId: m?.clientId ?? null,
-    };
-  }));
+  const lags = await Promise.all(
+    sorted.map(async (tp): Promise<PartitionLag> => {
+      const key = tpKey(tp.topic, tp.partition);
+      const committedOffset = committed.get(key)?.offset ?? -1;
+      const logEndOffset = logEnd.get(key) ?? -1;
+      const lag = committedOffset >= 0 ? Math.max(0, logEndOffset - committedOffset) : null;
+      let lagMs: number | null = null;
+      if (lag !== null && lag > 0) {
+        const first = await firstRecordAtOrAfter(cluster, tp.topic, tp.partition, committedOffset);
+        if (first !== null && first.timestamp >= 0) lagMs = Math.max(0, nowMs - first.timestamp);
+      }
+      const m = owner.get(key);
+      return {
+        topic: tp.topic,
+        partition: tp.partition,
+        committedOffset,
+        logEndOffset,
+        lag,
+        lagMs,
+        memberId: m?.memberId ?? null,
+        host: m?.host ?? null,
+        clientId: m?.clientId ?? null,
+      };
+    }),
+  );
   return {
     groupId,
     state: group.groupState,
@@ -200,10 +206,7 @@ export async function describeGroup(cluster: KafkaCluster, groupId: string, nowM
 }
 
 /** Committed offsets of every partition of the group (OffsetFetch with topics = null). */
-async function fetchCommittedOffsets(
-  cluster: KafkaCluster,
-  groupId: string,
-): Promise<Map<string, TopicPartition & { offset: number }>> {
+async function fetchCommittedOffsets(cluster: KafkaCluster, groupId: string): Promise<Map<string, TopicPartition & { offset: number }>> {
   const res = await withCoordinatorRetries(async () => {
     const conn = await cluster.coordinatorConnection(groupId);
     const version = conn.version(ApiKey.OffsetFetch, OFFSET_FETCH_MAX_VERSION);
@@ -270,7 +273,11 @@ export function formatDuration(ms: number): string {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
@@ -283,26 +290,53 @@ export function formatGroupList(groups: readonly GroupListing[]): string {
 
 export function formatGroupDescription(d: GroupDescription): string {
   const dash = (v: string | number | null): string => (v === null || v === -1 || v === '' ? '-' : String(v));
-  let text = '\n' + table(
-    ['GROUP', 'COORDINATOR (ID)', 'ASSIGNMENT-STRATEGY', 'STATE', '#MEMBERS'],
-    [[d.groupId, `${d.coordinator.host}:${d.coordinator.port} (${d.coordinator.nodeId})`, dash(d.protocol), d.state, String(d.members.length)]],
-  );
+  let text =
+    '\n' +
+    table(
+      ['GROUP', 'COORDINATOR (ID)', 'ASSIGNMENT-STRATEGY', 'STATE', '#MEMBERS'],
+      [
+        [
+          d.groupId,
+          `${d.coordinator.host}:${d.coordinator.port} (${d.coordinator.nodeId})`,
+          dash(d.protocol),
+          d.state,
+          String(d.members.length),
+        ],
+      ],
+    );
   if (d.members.length === 0) text += `\nConsumer group '${d.groupId}' has no active members.\n`;
-  text += '\n' + table(
-    ['GROUP', 'TOPIC', 'PARTITION', 'CURRENT-OFFSET', 'LOG-END-OFFSET', 'LAG', 'LAG-TIME', 'CONSUMER-ID', 'HOST', 'CLIENT-ID'],
-    d.partitions.map((p) => [
-      d.groupId, p.topic, String(p.partition), dash(p.committedOffset), dash(p.logEndOffset), dash(p.lag),
-      p.lagMs === null ? '-' : formatDuration(p.lagMs), dash(p.memberId), dash(p.host), dash(p.clientId),
-    ]),
-  );
-  if (d.members.length > 0) {
-    text += '\n' + table(
-      ['GROUP', 'CONSUMER-ID', 'GROUP-INSTANCE-ID', 'HOST', 'CLIENT-ID', '#PARTITIONS', 'ASSIGNMENT'],
-      d.members.map((m) => [
-        d.groupId, m.memberId, dash(m.groupInstanceId), m.host, m.clientId, String(m.assignment.length),
-        formatAssignment(m.assignment),
+  text +=
+    '\n' +
+    table(
+      ['GROUP', 'TOPIC', 'PARTITION', 'CURRENT-OFFSET', 'LOG-END-OFFSET', 'LAG', 'LAG-TIME', 'CONSUMER-ID', 'HOST', 'CLIENT-ID'],
+      d.partitions.map((p) => [
+        d.groupId,
+        p.topic,
+        String(p.partition),
+        dash(p.committedOffset),
+        dash(p.logEndOffset),
+        dash(p.lag),
+        p.lagMs === null ? '-' : formatDuration(p.lagMs),
+        dash(p.memberId),
+        dash(p.host),
+        dash(p.clientId),
       ]),
     );
+  if (d.members.length > 0) {
+    text +=
+      '\n' +
+      table(
+        ['GROUP', 'CONSUMER-ID', 'GROUP-INSTANCE-ID', 'HOST', 'CLIENT-ID', '#PARTITIONS', 'ASSIGNMENT'],
+        d.members.map((m) => [
+          d.groupId,
+          m.memberId,
+          dash(m.groupInstanceId),
+          m.host,
+          m.clientId,
+          String(m.assignment.length),
+          formatAssignment(m.assignment),
+        ]),
+      );
   }
   return text;
 }
@@ -339,7 +373,10 @@ export async function runGroupsCommand(argv: string[], io: Output = stdio): Prom
     io.err(`${GROUPS_USAGE}\n`);
     return 2;
   }
-  const bootstrap = (parsed.values['bootstrap-server'] ?? DEFAULT_BOOTSTRAP).split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const bootstrap = (parsed.values['bootstrap-server'] ?? DEFAULT_BOOTSTRAP)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   let cluster: KafkaCluster;
   try {
     cluster = new KafkaCluster(bootstrap, { clientId: 'sluice-groups' });

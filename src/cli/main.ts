@@ -34,13 +34,16 @@ async function runBroker(argv: string[]): Promise<number> {
     stopping = true;
     logger.info({ signal }, 'signal received, shutting down');
     // A signal during start-up waits for it to settle, so close() sees every component.
-    started.catch(() => undefined).then(() => broker.close()).then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    started
+      .catch(() => undefined)
+      .then(() => broker.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

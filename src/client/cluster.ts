@@ -10,7 +10,10 @@
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { Errors, errorByCode } from '../../protocol/errors.ts';
 import {
-  makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse, type MetadataResponseTopic,
+  makeMetadataRequest,
+  makeMetadataRequestTopic,
+  type MetadataResponse,
+  type MetadataResponseTopic,
 } from '../../protocol/messages/metadata.ts';
 import { makeFindCoordinatorRequest, type FindCoordinatorResponse } from '../../protocol/messages/find-coordinator.ts';
 import { KafkaConnection, KafkaError, type ConnectionOptions } from './connection.ts';
@@ -50,7 +53,10 @@ export class KafkaCluster {
   private readonly byAddress = new Map<string, Promise<KafkaConnection>>();
   private brokers = new Map<number, BrokerAddress>();
 
-  constructor(bootstrapServers: readonly string[], private readonly options: ConnectionOptions = {}) {
+  constructor(
+    bootstrapServers: readonly string[],
+    private readonly options: ConnectionOptions = {},
+  ) {
     if (bootstrapServers.length === 0) throw new Error('no bootstrap servers');
     this.bootstrap = bootstrapServers.map(parseHostPort);
   }
@@ -136,7 +142,10 @@ export class KafkaCluster {
     const t = await this.topic(topic);
     const p = t.partitions.find((x) => x.partitionIndex === partition);
     if (p === undefined || p.leaderId < 0) {
-      throw kafkaError(p === undefined ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : Errors.LEADER_NOT_AVAILABLE.code, `${topic}-${partition}`);
+      throw kafkaError(
+        p === undefined ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : Errors.LEADER_NOT_AVAILABLE.code,
+        `${topic}-${partition}`,
+      );
     }
     return this.brokerConnection(p.leaderId);
   }
@@ -145,13 +154,13 @@ export class KafkaCluster {
   async findCoordinator(key: string, keyType = CoordinatorType.Group): Promise<BrokerAddress> {
     const conn = await this.anyConnection();
     const version = conn.version(ApiKey.FindCoordinator);
-    const request = version >= 4
-      ? makeFindCoordinatorRequest({ keyType, coordinatorKeys: [key] })
-      : makeFindCoordinatorRequest({ key, keyType });
+    const request =
+      version >= 4 ? makeFindCoordinatorRequest({ keyType, coordinatorKeys: [key] }) : makeFindCoordinatorRequest({ key, keyType });
     const res = await conn.send<FindCoordinatorResponse>(ApiKey.FindCoordinator, request, version);
-    const c = version >= 4
-      ? res.coordinators.find((x) => x.key === key)
-      : { nodeId: res.nodeId, host: res.host, port: res.port, errorCode: res.errorCode };
+    const c =
+      version >= 4
+        ? res.coordinators.find((x) => x.key === key)
+        : { nodeId: res.nodeId, host: res.host, port: res.port, errorCode: res.errorCode };
     if (c === undefined) throw new Error(`FindCoordinator answered without key '${key}'`);
     if (c.errorCode !== Errors.NONE.code) throw kafkaError(c.errorCode, `FindCoordinator '${key}'`);
     return { nodeId: c.nodeId, host: c.host, port: c.port };

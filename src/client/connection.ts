@@ -33,7 +33,10 @@ export interface VersionRange {
 }
 
 export class KafkaError extends Error {
-  constructor(readonly code: number, message: string) {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
     super(message);
     this.name = 'KafkaError';
   }
@@ -175,10 +178,18 @@ export class KafkaConnection {
       return Promise.reject(err as Error);
     }
     return new Promise((resolve, reject) => {
-      const timer = this.requestTimeoutMs > 0
-        ? setTimeout(() => this.fail(new ConnectionError(
-          `${this.host}:${this.port}: no response to ${apis.get(apiKey)?.name} within ${this.requestTimeoutMs} ms`)), this.requestTimeoutMs)
-        : undefined;
+      const timer =
+        this.requestTimeoutMs > 0
+          ? setTimeout(
+              () =>
+                this.fail(
+                  new ConnectionError(
+                    `${this.host}:${this.port}: no response to ${apis.get(apiKey)?.name} within ${this.requestTimeoutMs} ms`,
+                  ),
+                ),
+              this.requestTimeoutMs,
+            )
+          : undefined;
       this.pending.set(correlationId, { apiKey, version, raw, timer, resolve, reject });
       this.socket.cork();
       for (const c of chunks) this.socket.write(c);
@@ -294,8 +305,8 @@ export class KafkaConnection {
  * UNSUPPORTED_VERSION in a v0 body (KIP-511), whatever version the request had.
  */
 function responseBodyVersion(apiKey: number, version: number, frame: Buffer, bodyAt: number): number {
-  const unsupported = apiKey === ApiKey.ApiVersions && frame.length >= bodyAt + 2
-    && frame.readInt16BE(bodyAt) === Errors.UNSUPPORTED_VERSION.code;
+  const unsupported =
+    apiKey === ApiKey.ApiVersions && frame.length >= bodyAt + 2 && frame.readInt16BE(bodyAt) === Errors.UNSUPPORTED_VERSION.code;
   return unsupported ? 0 : version;
 }
 

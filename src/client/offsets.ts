@@ -5,11 +5,16 @@
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { Errors } from '../../protocol/errors.ts';
 import {
-  makeListOffsetsRequest, makeListOffsetsRequestListOffsetsPartition, makeListOffsetsRequestListOffsetsTopic,
+  makeListOffsetsRequest,
+  makeListOffsetsRequestListOffsetsPartition,
+  makeListOffsetsRequestListOffsetsTopic,
   type ListOffsetsResponse,
 } from '../../protocol/messages/list-offsets.ts';
 import {
-  makeFetchRequest, makeFetchRequestFetchPartition, makeFetchRequestFetchTopic, type FetchResponse,
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  type FetchResponse,
 } from '../../protocol/messages/fetch.ts';
 import { toSafeNumber } from '../../protocol/primitives.ts';
 import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
@@ -51,29 +56,37 @@ export async function listOffsets(
     byLeader.set(leader, list);
   }
   const out = new Map<string, number>();
-  await Promise.all([...byLeader].map(async ([leader, tps]) => {
-    const conn = await cluster.brokerConnection(leader);
-    const version = conn.version(ApiKey.ListOffsets);
-    const byTopic = new Map<string, number[]>();
-    for (const tp of tps) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
-    const request = makeListOffsetsRequest({
-      replicaId: -1,
-      topics: [...byTopic].map(([name, ps]) => makeListOffsetsRequestListOffsetsTopic({
-        name,
-        partitions: ps.map((partitionIndex) => makeListOffsetsRequestListOffsetsPartition({
-          partitionIndex, timestamp, maxNumOffsets: 1,
-        })),
-      })),
-    });
-    const res = await conn.send<ListOffsetsResponse>(ApiKey.ListOffsets, request, version);
-    for (const t of res.topics) {
-      for (const p of t.partitions) {
-        if (p.errorCode !== Errors.NONE.code) throw kafkaError(p.errorCode, `ListOffsets ${t.name}-${p.partitionIndex}`);
-        const offset = version === 0 ? (p.oldStyleOffsets[0] ?? -1n) : p.offset;
-        out.set(tpKey(t.name, p.partitionIndex), toSafeNumber(offset));
+  await Promise.all(
+    [...byLeader].map(async ([leader, tps]) => {
+      const conn = await cluster.brokerConnection(leader);
+      const version = conn.version(ApiKey.ListOffsets);
+      const byTopic = new Map<string, number[]>();
+      for (const tp of tps) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
+      const request = makeListOffsetsRequest({
+        replicaId: -1,
+        topics: [...byTopic].map(([name, ps]) =>
+          makeListOffsetsRequestListOffsetsTopic({
+            name,
+            partitions: ps.map((partitionIndex) =>
+              makeListOffsetsRequestListOffsetsPartition({
+                partitionIndex,
+                timestamp,
+                maxNumOffsets: 1,
+              }),
+            ),
+          }),
+        ),
+      });
+      const res = await conn.send<ListOffsetsResponse>(ApiKey.ListOffsets, request, version);
+      for (const t of res.topics) {
+        for (const p of t.partitions) {
+          if (p.errorCode !== Errors.NONE.code) throw kafkaError(p.errorCode, `ListOffsets ${t.name}-${p.partitionIndex}`);
+          const offset = version === 0 ? (p.oldStyleOffsets[0] ?? -1n) : p.offset;
+          out.set(tpKey(t.name, p.partitionIndex), toSafeNumber(offset));
+        }
       }
-    }
-  }));
+    }),
+  );
   return out;
 }
 
@@ -103,10 +116,12 @@ export async function firstRecordAtOrAfter(
     isolationLevel: 0,
     sessionId: 0,
     sessionEpoch: -1,
-    topics: [makeFetchRequestFetchTopic({
-      topic,
-      partitions: [makeFetchRequestFetchPartition({ partition, fetchOffset: BigInt(offset), partitionMaxBytes: maxBytes })],
-    })],
+    topics: [
+      makeFetchRequestFetchTopic({
+        topic,
+        partitions: [makeFetchRequestFetchPartition({ partition, fetchOffset: BigInt(offset), partitionMaxBytes: maxBytes })],
+      }),
+    ],
   });
   const res = await conn.send<FetchResponse>(ApiKey.Fetch, request, conn.version(ApiKey.Fetch, FETCH_MAX_VERSION));
   if (res.errorCode !== Errors.NONE.code) throw kafkaError(res.errorCode, `Fetch ${topic}-${partition}`);

@@ -4,10 +4,7 @@
  * metadata log (cluster-wide default < this broker), as Kafka layers them.
  */
 import { BROKER_CONFIG_DEFS, BROKER_CONFIG_DEF_BY_NAME } from './broker-defs.ts';
-import {
-  CONFIG_TYPE_CODE, ConfigException, ConfigSource, checkValue, parseList,
-  type ConfigDef, type ConfigSourceCode,
-} from './types.ts';
+import { CONFIG_TYPE_CODE, ConfigException, ConfigSource, checkValue, parseList, type ConfigDef, type ConfigSourceCode } from './types.ts';
 
 export interface ConfigSynonym {
   readonly name: string;
@@ -209,7 +206,11 @@ export class BrokerConfig {
   get quorumVoters(): { nodeId: number; host: string; port: number }[] {
     return this.getList('controller.quorum.voters').map((entry) => {
       const m = /^(\d+)@(.*):(\d+)$/.exec(entry);
-      if (!m) throw new ConfigException('controller.quorum.voters', `Invalid value ${entry} for configuration controller.quorum.voters: expected {id}@{host}:{port}`);
+      if (!m)
+        throw new ConfigException(
+          'controller.quorum.voters',
+          `Invalid value ${entry} for configuration controller.quorum.voters: expected {id}@{host}:{port}`,
+        );
       return { nodeId: Number(m[1]), host: m[2]!.replace(/^\[|\]$/g, ''), port: Number(m[3]) };
     });
   }
@@ -221,7 +222,8 @@ export class BrokerConfig {
   setDynamic(name: string, value: string | null, scope: 'cluster' | 'broker'): void {
     const def = this.def(name);
     if (def.updateMode === 'read-only') throw new ConfigException(name, `Cannot update these configs dynamically: [${name}]`);
-    if (scope === 'cluster' && def.updateMode === 'per-broker') throw new ConfigException(name, `Cannot update these configs at default cluster level, broker id must be specified: [${name}]`);
+    if (scope === 'cluster' && def.updateMode === 'per-broker')
+      throw new ConfigException(name, `Cannot update these configs at default cluster level, broker id must be specified: [${name}]`);
     const layer = scope === 'cluster' ? this.dynamicDefault : this.dynamicBroker;
     if (value === null) layer.delete(name);
     else {
@@ -299,19 +301,32 @@ export class BrokerConfig {
     }
     for (const l of this.advertisedListeners) {
       if (l.host === '0.0.0.0' || l.host === '::') {
-        throw new ConfigException('advertised.listeners', `advertised.listeners cannot use the nonroutable meta-address ${l.host}. Use a routable IP address.`);
+        throw new ConfigException(
+          'advertised.listeners',
+          `advertised.listeners cannot use the nonroutable meta-address ${l.host}. Use a routable IP address.`,
+        );
       }
     }
     if (roles.includes('controller')) {
       const voters = this.quorumVoters;
-      if (voters.length === 0) throw new ConfigException('controller.quorum.voters', 'If process.roles contains controller, controller.quorum.voters must not be empty');
+      if (voters.length === 0)
+        throw new ConfigException(
+          'controller.quorum.voters',
+          'If process.roles contains controller, controller.quorum.voters must not be empty',
+        );
       if (!voters.some((v) => v.nodeId === this.nodeId)) {
-        throw new ConfigException('controller.quorum.voters', `If process.roles contains controller, the node id ${this.nodeId} must be included in controller.quorum.voters`);
+        throw new ConfigException(
+          'controller.quorum.voters',
+          `If process.roles contains controller, the node id ${this.nodeId} must be included in controller.quorum.voters`,
+        );
       }
     }
     for (const name of this.controllerListenerNames) {
       if (roles.includes('broker') && !roles.includes('controller') && names.has(name)) {
-        throw new ConfigException('listeners', `The listeners config must not contain KRaft controller listener ${name} when process.roles=broker`);
+        throw new ConfigException(
+          'listeners',
+          `The listeners config must not contain KRaft controller listener ${name} when process.roles=broker`,
+        );
       }
     }
   }
@@ -321,7 +336,8 @@ export class BrokerConfig {
 export function parseListeners(value: string, protocolMap: ReadonlyMap<string, string>, configName: string): Listener[] {
   return parseList(value).map((entry) => {
     const m = /^([A-Za-z0-9_]+):\/\/(\[[^\]]*\]|[^:/]*):(\d+)$/.exec(entry);
-    if (!m) throw new ConfigException(configName, `Invalid value ${entry} for configuration ${configName}: expected LISTENER_NAME://host:port`);
+    if (!m)
+      throw new ConfigException(configName, `Invalid value ${entry} for configuration ${configName}: expected LISTENER_NAME://host:port`);
     const name = m[1]!.toUpperCase();
     const securityProtocol = protocolMap.get(name);
     if (securityProtocol === undefined) {

@@ -34,7 +34,10 @@ function splitKeyValue(line: string): { key: string; value: string } {
   let i = 0;
   while (i < line.length) {
     const c = line[i]!;
-    if (c === '\\') { i += 2; continue; }
+    if (c === '\\') {
+      i += 2;
+      continue;
+    }
     if (c === '=' || c === ':' || c === ' ' || c === '\t' || c === '\f') break;
     i++;
   }
@@ -48,11 +51,16 @@ function unescape(s: string): string {
   return s.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_m, e: string) => {
     if (e.length === 5) return String.fromCharCode(parseInt(e.slice(1), 16));
     switch (e) {
-      case 't': return '\t';
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 'f': return '\f';
-      default: return e;
+      case 't':
+        return '\t';
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 'f':
+        return '\f';
+      default:
+        return e;
     }
   });
 }

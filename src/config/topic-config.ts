@@ -60,7 +60,10 @@ export function effectiveTopicConfig(overrides: TopicOverrides, broker: BrokerCo
 
 /** DescribeConfigs for a topic resource: every config when `names` is null. */
 export function describeTopicConfig(
-  overrides: TopicOverrides, broker: BrokerConfig, names: readonly string[] | null, includeSynonyms: boolean,
+  overrides: TopicOverrides,
+  broker: BrokerConfig,
+  names: readonly string[] | null,
+  includeSynonyms: boolean,
 ): DescribedConfig[] {
   const defs = names === null ? TOPIC_CONFIG_DEFS : names.flatMap((n) => TOPIC_CONFIG_DEF_BY_NAME.get(n) ?? []);
   return defs.map((def) => {

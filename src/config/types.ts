@@ -7,7 +7,15 @@
 export type ConfigType = 'boolean' | 'string' | 'int' | 'short' | 'long' | 'double' | 'list' | 'class' | 'password';
 
 export const CONFIG_TYPE_CODE: Record<ConfigType, number> = {
-  boolean: 1, string: 2, int: 3, short: 4, long: 5, double: 6, list: 7, class: 8, password: 9,
+  boolean: 1,
+  string: 2,
+  int: 3,
+  short: 4,
+  long: 5,
+  double: 6,
+  list: 7,
+  class: 8,
+  password: 9,
 };
 
 /** DescribeConfigs config_source codes (DescribeConfigsResponse, KIP-226). */
@@ -41,7 +49,10 @@ export interface ConfigDef {
 }
 
 export class ConfigException extends Error {
-  constructor(readonly configName: string, message: string) {
+  constructor(
+    readonly configName: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'ConfigException';
   }
@@ -82,7 +93,10 @@ export function checkValue(def: ConfigDef, value: string): void {
 }
 
 export function parseList(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 // Validators, named after Kafka's ConfigDef validators.

@@ -154,8 +154,10 @@ export class GroupCoordinator {
    * event of a timer that throws.
    */
   private scheduleForGroup(group: Group, what: string, delayMs: number, task: () => void): Timer {
-    return this.scheduler.schedule(delayMs, guarded(this.onError, `${what} of group ${group.groupId}`, task,
-      (err) => this.failGroup(group, err)));
+    return this.scheduler.schedule(
+      delayMs,
+      guarded(this.onError, `${what} of group ${group.groupId}`, task, (err) => this.failGroup(group, err)),
+    );
   }
 
   /**
@@ -167,7 +169,14 @@ export class GroupCoordinator {
     try {
       return task();
     } catch (err) {
-      runGuarded(this.onError, `${what} of group ${group.groupId}`, () => { throw err; }, (e) => this.failGroup(group, e));
+      runGuarded(
+        this.onError,
+        `${what} of group ${group.groupId}`,
+        () => {
+          throw err;
+        },
+        (e) => this.failGroup(group, e),
+      );
       return failed;
     }
   }
@@ -248,8 +257,12 @@ export class GroupCoordinator {
    * `onSkipped` with its index and skipped; the rest of the partition loads. Returns how
    * many were skipped.
    */
-  completeLoading(partition: number, records: Iterable<CoordinatorRecord>,
-    onSkipped: (index: number, err: unknown) => void = (index, err) => this.onError(err, `replaying record ${index} of offsets partition ${partition} (skipped)`)): number {
+  completeLoading(
+    partition: number,
+    records: Iterable<CoordinatorRecord>,
+    onSkipped: (index: number, err: unknown) => void = (index, err) =>
+      this.onError(err, `replaying record ${index} of offsets partition ${partition} (skipped)`),
+  ): number {
     let skipped = 0;
     let index = 0;
     for (const record of records) {
@@ -335,8 +348,16 @@ export class GroupCoordinator {
     group.protocolType = snapshot.protocolType.length > 0 ? snapshot.protocolType : null;
     group.protocolName = snapshot.protocolName;
     for (const m of snapshot.members) {
-      const member = new Member(m.memberId, m.groupInstanceId, m.clientId, m.clientHost, m.rebalanceTimeoutMs,
-        m.sessionTimeoutMs, snapshot.protocolType, [{ name: snapshot.protocolName ?? '', metadata: m.subscription }]);
+      const member = new Member(
+        m.memberId,
+        m.groupInstanceId,
+        m.clientId,
+        m.clientHost,
+        m.rebalanceTimeoutMs,
+        m.sessionTimeoutMs,
+        snapshot.protocolType,
+        [{ name: snapshot.protocolName ?? '', metadata: m.subscription }],
+      );
       member.assignment = m.assignment;
       group.add(member);
     }
@@ -361,16 +382,25 @@ export class GroupCoordinator {
       group = new Group(p.groupId, this.scheduler.now());
       this.groups.set(p.groupId, group);
     }
-    if (group.size >= this.config.maxGroupSize && !group.has(p.memberId) && !group.pendingMembers.has(p.memberId)
-      && group.staticMemberId(p.groupInstanceId) === undefined) {
+    if (
+      group.size >= this.config.maxGroupSize &&
+      !group.has(p.memberId) &&
+      !group.pendingMembers.has(p.memberId) &&
+      group.staticMemberId(p.groupInstanceId) === undefined
+    ) {
       return this.joinError(p.memberId, Errors.GROUP_MAX_SIZE_REACHED.code);
     }
     return new Promise<JoinResult>((resolve) => {
-      const done = this.runForGroup(group, `JoinGroup of member '${p.memberId}'`, () => {
-        if (isUnknownMember) this.joinUnknownMember(group, p, resolve);
-        else this.joinKnownMember(group, p, resolve);
-        return true;
-      }, false);
+      const done = this.runForGroup(
+        group,
+        `JoinGroup of member '${p.memberId}'`,
+        () => {
+          if (isUnknownMember) this.joinUnknownMember(group, p, resolve);
+          else this.joinKnownMember(group, p, resolve);
+          return true;
+        },
+        false,
+      );
       // failGroup answered the member if it had got as far as the group; a promise settles
       // once, so this answers it otherwise.
       if (!done) resolve(this.joinError(p.memberId, Errors.UNKNOWN_SERVER_ERROR.code));
@@ -431,8 +461,16 @@ export class GroupCoordinator {
   }
 
   private addMemberAndRebalance(group: Group, p: JoinGroupParams, memberId: string, respond: (r: JoinResult) => void): void {
-    const member = new Member(memberId, p.groupInstanceId, p.clientId, p.clientHost, p.rebalanceTimeoutMs,
-      p.sessionTimeoutMs, p.protocolType, p.protocols);
+    const member = new Member(
+      memberId,
+      p.groupInstanceId,
+      p.clientId,
+      p.clientHost,
+      p.rebalanceTimeoutMs,
+      p.sessionTimeoutMs,
+      p.protocolType,
+      p.protocols,
+    );
     if (group.is(GroupState.PreparingRebalance) && group.generationId === 0) group.newMemberAdded = true;
     group.add(member);
     member.awaitingJoin = respond;
@@ -449,8 +487,13 @@ export class GroupCoordinator {
     this.maybePrepareRebalance(group, `update member ${member.memberId}`);
   }
 
-  private replaceStaticMember(group: Group, p: JoinGroupParams, oldMemberId: string, newMemberId: string,
-    respond: (r: JoinResult) => void): void {
+  private replaceStaticMember(
+    group: Group,
+    p: JoinGroupParams,
+    oldMemberId: string,
+    newMemberId: string,
+    respond: (r: JoinResult) => void,
+  ): void {
     const old = group.members.get(oldMemberId)!;
     old.awaitingJoin?.(this.joinError(oldMemberId, Errors.FENCED_INSTANCE_ID.code));
     old.awaitingJoin = null;
@@ -529,10 +572,13 @@ export class GroupCoordinator {
       // now rather than waiting on members still pending (MEMBER_ID_REQUIRED).
       this.completeJoin(group);
     } else {
-      this.joinTimers.set(group.groupId, this.scheduleForGroup(group, 'rebalance timeout', group.rebalanceTimeoutMs(), () => {
-        this.joinTimers.delete(group.groupId);
-        this.completeJoin(group);
-      }));
+      this.joinTimers.set(
+        group.groupId,
+        this.scheduleForGroup(group, 'rebalance timeout', group.rebalanceTimeoutMs(), () => {
+          this.joinTimers.delete(group.groupId);
+          this.completeJoin(group);
+        }),
+      );
       this.tryCompleteJoin(group);
     }
   }
@@ -544,18 +590,21 @@ export class GroupCoordinator {
    */
   private scheduleInitialJoin(group: Group, delayMs: number, remainingMs: number): void {
     this.initialJoins.add(group.groupId);
-    this.joinTimers.set(group.groupId, this.scheduleForGroup(group, 'initial rebalance delay', delayMs, () => {
-      this.joinTimers.delete(group.groupId);
-      this.initialJoins.delete(group.groupId);
-      if (!group.is(GroupState.PreparingRebalance)) return;
-      if (group.newMemberAdded && remainingMs > 0) {
-        group.newMemberAdded = false;
-        const next = Math.min(this.config.initialRebalanceDelayMs, remainingMs);
-        this.scheduleInitialJoin(group, next, Math.max(remainingMs - next, 0));
-        return;
-      }
-      this.completeJoin(group);
-    }));
+    this.joinTimers.set(
+      group.groupId,
+      this.scheduleForGroup(group, 'initial rebalance delay', delayMs, () => {
+        this.joinTimers.delete(group.groupId);
+        this.initialJoins.delete(group.groupId);
+        if (!group.is(GroupState.PreparingRebalance)) return;
+        if (group.newMemberAdded && remainingMs > 0) {
+          group.newMemberAdded = false;
+          const next = Math.min(this.config.initialRebalanceDelayMs, remainingMs);
+          this.scheduleInitialJoin(group, next, Math.max(remainingMs - next, 0));
+          return;
+        }
+        this.completeJoin(group);
+      }),
+    );
   }
 
   private tryCompleteJoin(group: Group): void {
@@ -593,17 +642,20 @@ export class GroupCoordinator {
   private scheduleSyncExpiration(group: Group): void {
     const generation = group.generationId;
     this.cancelTimer(this.syncTimers, group.groupId);
-    this.syncTimers.set(group.groupId, this.scheduleForGroup(group, 'sync timeout', group.rebalanceTimeoutMs(), () => {
-      this.syncTimers.delete(group.groupId);
-      if (group.generationId !== generation || group.pendingSyncMembers.size === 0) return;
-      if (!group.is(GroupState.CompletingRebalance) && !group.is(GroupState.Stable)) return;
-      for (const memberId of [...group.pendingSyncMembers]) {
-        const member = group.members.get(memberId);
-        if (member) this.removeMember(group, member);
-      }
-      group.pendingSyncMembers.clear();
-      this.afterMemberRemoved(group, 'members failed to sync');
-    }));
+    this.syncTimers.set(
+      group.groupId,
+      this.scheduleForGroup(group, 'sync timeout', group.rebalanceTimeoutMs(), () => {
+        this.syncTimers.delete(group.groupId);
+        if (group.generationId !== generation || group.pendingSyncMembers.size === 0) return;
+        if (!group.is(GroupState.CompletingRebalance) && !group.is(GroupState.Stable)) return;
+        for (const memberId of [...group.pendingSyncMembers]) {
+          const member = group.members.get(memberId);
+          if (member) this.removeMember(group, member);
+        }
+        group.pendingSyncMembers.clear();
+        this.afterMemberRemoved(group, 'members failed to sync');
+      }),
+    );
   }
 
   private joinResponse(group: Group, memberId: string, skipAssignment: boolean, includeMembers = group.isLeader(memberId)): JoinResult {
@@ -616,14 +668,26 @@ export class GroupCoordinator {
       leaderId: group.leaderId ?? '',
       memberId,
       skipAssignment,
-      members: includeMembers && protocolName !== null
-        ? group.allMembers().map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, metadata: m.metadataFor(protocolName) }))
-        : [],
+      members:
+        includeMembers && protocolName !== null
+          ? group
+              .allMembers()
+              .map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, metadata: m.metadataFor(protocolName) }))
+          : [],
     };
   }
 
   private joinError(memberId: string, errorCode: number): JoinResult {
-    return { errorCode, generationId: -1, protocolType: null, protocolName: null, leaderId: '', memberId, skipAssignment: false, members: [] };
+    return {
+      errorCode,
+      generationId: -1,
+      protocolType: null,
+      protocolName: null,
+      leaderId: '',
+      memberId,
+      skipAssignment: false,
+      members: [],
+    };
   }
 
   // ---- SyncGroup -------------------------------------------------------------------------
@@ -649,8 +713,10 @@ export class GroupCoordinator {
     const member = group.members.get(p.memberId);
     if (!member) return this.syncError(Errors.UNKNOWN_MEMBER_ID.code);
     if (p.generationId !== group.generationId) return this.syncError(Errors.ILLEGAL_GENERATION.code);
-    if ((p.protocolType !== null && p.protocolType !== group.protocolType)
-      || (p.protocolName !== null && p.protocolName !== group.protocolName)) {
+    if (
+      (p.protocolType !== null && p.protocolType !== group.protocolType) ||
+      (p.protocolName !== null && p.protocolName !== group.protocolName)
+    ) {
       return this.syncError(Errors.INCONSISTENT_GROUP_PROTOCOL.code);
     }
     switch (group.state) {
@@ -745,8 +811,12 @@ export class GroupCoordinator {
     if (group.is(GroupState.Dead)) return { errorCode: Errors.COORDINATOR_NOT_AVAILABLE.code, members: [] };
     const results = leaving.map((m) => ({
       ...m,
-      errorCode: this.runForGroup(group, `LeaveGroup of member '${m.memberId}'`, () => this.removeLeavingMember(group, m),
-        Errors.UNKNOWN_SERVER_ERROR.code),
+      errorCode: this.runForGroup(
+        group,
+        `LeaveGroup of member '${m.memberId}'`,
+        () => this.removeLeavingMember(group, m),
+        Errors.UNKNOWN_SERVER_ERROR.code,
+      ),
     }));
     return { errorCode: NO_ERROR, members: results };
   }
@@ -796,26 +866,32 @@ export class GroupCoordinator {
     const key = this.memberKey(group, member.memberId);
     this.cancelTimer(this.heartbeatTimers, key);
     member.heartbeatDeadlineMs = nowMs + member.sessionTimeoutMs;
-    this.heartbeatTimers.set(key, this.scheduleForGroup(group, `session timeout of member ${member.memberId}`, member.sessionTimeoutMs, () => {
-      this.heartbeatTimers.delete(key);
-      if (group.members.get(member.memberId) !== member) return;
-      // A member waiting in a join or sync is alive: the rebalance timeout governs it.
-      if (member.awaitingJoin || member.awaitingSync) {
-        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
-        return;
-      }
-      this.removeMember(group, member);
-      this.afterMemberRemoved(group, `member ${member.memberId} session expired`);
-    }));
+    this.heartbeatTimers.set(
+      key,
+      this.scheduleForGroup(group, `session timeout of member ${member.memberId}`, member.sessionTimeoutMs, () => {
+        this.heartbeatTimers.delete(key);
+        if (group.members.get(member.memberId) !== member) return;
+        // A member waiting in a join or sync is alive: the rebalance timeout governs it.
+        if (member.awaitingJoin || member.awaitingSync) {
+          this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+          return;
+        }
+        this.removeMember(group, member);
+        this.afterMemberRemoved(group, `member ${member.memberId} session expired`);
+      }),
+    );
   }
 
   private scheduleHeartbeatExpirationForPending(group: Group, memberId: string, sessionTimeoutMs: number): void {
     const key = this.memberKey(group, memberId);
     this.cancelTimer(this.heartbeatTimers, key);
-    this.heartbeatTimers.set(key, this.scheduleForGroup(group, `session timeout of pending member ${memberId}`, sessionTimeoutMs, () => {
-      this.heartbeatTimers.delete(key);
-      if (group.pendingMembers.delete(memberId)) this.tryCompleteJoin(group);
-    }));
+    this.heartbeatTimers.set(
+      key,
+      this.scheduleForGroup(group, `session timeout of pending member ${memberId}`, sessionTimeoutMs, () => {
+        this.heartbeatTimers.delete(key);
+        if (group.pendingMembers.delete(memberId)) this.tryCompleteJoin(group);
+      }),
+    );
   }
 
   private cancelTimer(timers: Map<string, Timer>, key: string): void {
@@ -826,8 +902,13 @@ export class GroupCoordinator {
 
   // ---- offsets ---------------------------------------------------------------------------
 
-  async commitOffsets(groupId: string, memberId: string, groupInstanceId: string | null, generationId: number,
-    entries: OffsetCommitEntry[]): Promise<number[]> {
+  async commitOffsets(
+    groupId: string,
+    memberId: string,
+    groupInstanceId: string | null,
+    generationId: number,
+    entries: OffsetCommitEntry[],
+  ): Promise<number[]> {
     const all = (code: number) => entries.map(() => code);
     const error = this.validateGroupRequest(groupId);
     if (error !== NO_ERROR) return all(error);
@@ -861,8 +942,17 @@ export class GroupCoordinator {
       }
       codes.push(NO_ERROR);
       records.push({
-        type: 'offset', groupId: group.groupId, topic: e.topic, partition: e.partition,
-        value: { offset: e.offset, leaderEpoch: e.leaderEpoch, metadata: e.metadata ?? '', commitTimestampMs: now, expireTimestampMs: e.expireTimestampMs },
+        type: 'offset',
+        groupId: group.groupId,
+        topic: e.topic,
+        partition: e.partition,
+        value: {
+          offset: e.offset,
+          leaderEpoch: e.leaderEpoch,
+          metadata: e.metadata ?? '',
+          commitTimestampMs: now,
+          expireTimestampMs: e.expireTimestampMs,
+        },
       });
     }
     if (records.length === 0) return codes;
@@ -881,7 +971,14 @@ export class GroupCoordinator {
       const offsets: OffsetFetchEntry[] = [];
       for (const [key, value] of committed ?? []) {
         const [topic, partition] = key.split('\u0000') as [string, string];
-        offsets.push({ topic, partition: Number(partition), offset: value.offset, leaderEpoch: value.leaderEpoch, metadata: value.metadata, errorCode: NO_ERROR });
+        offsets.push({
+          topic,
+          partition: Number(partition),
+          offset: value.offset,
+          leaderEpoch: value.leaderEpoch,
+          metadata: value.metadata,
+          errorCode: NO_ERROR,
+        });
       }
       return { errorCode: NO_ERROR, offsets };
     }
@@ -896,8 +993,11 @@ export class GroupCoordinator {
     };
   }
 
-  async deleteOffsets(groupId: string, partitions: TopicPartition[], subscribedTopics: (group: Group) => Set<string> | null):
-    Promise<{ errorCode: number; partitions: (TopicPartition & { errorCode: number })[] }> {
+  async deleteOffsets(
+    groupId: string,
+    partitions: TopicPartition[],
+    subscribedTopics: (group: Group) => Set<string> | null,
+  ): Promise<{ errorCode: number; partitions: (TopicPartition & { errorCode: number })[] }> {
     const error = this.validateGroupRequest(groupId);
     if (error !== NO_ERROR) return { errorCode: error, partitions: [] };
     const group = this.groups.get(groupId);
@@ -947,7 +1047,7 @@ export class GroupCoordinator {
       groupId,
       state: group.state,
       protocolType: group.protocolType ?? '',
-      protocolName: stable ? group.protocolName ?? '' : '',
+      protocolName: stable ? (group.protocolName ?? '') : '',
       members: group.allMembers().map((m) => ({
         memberId: m.memberId,
         groupInstanceId: m.groupInstanceId,
@@ -1005,8 +1105,10 @@ export class GroupCoordinator {
   // ---- offset expiration (offsets.retention.minutes, KIP-211) ----------------------------
 
   private scheduleOffsetExpiration(): void {
-    this.expirationTimer = this.scheduler.schedule(this.config.offsetsRetentionCheckIntervalMs,
-      guarded(this.onError, 'offset expiration', () => this.expireOffsets().finally(() => this.scheduleOffsetExpiration())));
+    this.expirationTimer = this.scheduler.schedule(
+      this.config.offsetsRetentionCheckIntervalMs,
+      guarded(this.onError, 'offset expiration', () => this.expireOffsets().finally(() => this.scheduleOffsetExpiration())),
+    );
   }
 
   /**
@@ -1033,9 +1135,10 @@ export class GroupCoordinator {
       // Kafka's OffsetExpirationConditionImpl: an explicit expiry (OffsetCommit v1-v4) is
       // due at that instant; otherwise the retention counts from the base timestamp.
       const base = group.protocolType !== null ? group.stateTimestampMs : value.commitTimestampMs;
-      const expired = value.expireTimestampMs !== NO_TIMESTAMP
-        ? now >= value.expireTimestampMs
-        : retentionPassed(now, base, this.config.offsetsRetentionMs);
+      const expired =
+        value.expireTimestampMs !== NO_TIMESTAMP
+          ? now >= value.expireTimestampMs
+          : retentionPassed(now, base, this.config.offsetsRetentionMs);
       if (!expired) continue;
       const [topic, partition] = key.split('\u0000') as [string, string];
       records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
@@ -1087,8 +1190,10 @@ export class GroupCoordinator {
     } catch (err) {
       const code = (err as { errorCode?: number }).errorCode;
       // Kafka maps storage failures of the offsets topic to errors clients retry elsewhere.
-      if (code === Errors.NOT_LEADER_OR_FOLLOWER.code || code === Errors.UNKNOWN_TOPIC_OR_PARTITION.code) return Errors.NOT_COORDINATOR.code;
-      if (code === Errors.MESSAGE_TOO_LARGE.code || code === Errors.RECORD_LIST_TOO_LARGE.code) return Errors.INVALID_COMMIT_OFFSET_SIZE.code;
+      if (code === Errors.NOT_LEADER_OR_FOLLOWER.code || code === Errors.UNKNOWN_TOPIC_OR_PARTITION.code)
+        return Errors.NOT_COORDINATOR.code;
+      if (code === Errors.MESSAGE_TOO_LARGE.code || code === Errors.RECORD_LIST_TOO_LARGE.code)
+        return Errors.INVALID_COMMIT_OFFSET_SIZE.code;
       return Errors.COORDINATOR_NOT_AVAILABLE.code;
     }
   }

@@ -105,7 +105,10 @@ export class Group {
   readonly pendingSyncMembers = new Set<string>();
   newMemberAdded = false;
 
-  constructor(readonly groupId: string, nowMs: number) {
+  constructor(
+    readonly groupId: string,
+    nowMs: number,
+  ) {
     this.stateTimestampMs = nowMs;
   }
 

@@ -44,7 +44,9 @@ export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManag
         internalTopicsAllowed: true,
       });
       if (result!.errorCode !== 0) {
-        throw Object.assign(new Error(`append to ${OFFSETS_TOPIC}-${partition} failed: ${result!.errorMessage ?? result!.errorCode}`), { errorCode: result!.errorCode });
+        throw Object.assign(new Error(`append to ${OFFSETS_TOPIC}-${partition} failed: ${result!.errorMessage ?? result!.errorCode}`), {
+          errorCode: result!.errorCode,
+        });
       }
     },
 
@@ -60,7 +62,9 @@ export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManag
           partitions: [{ topic: OFFSETS_TOPIC, partition, fetchOffset, partitionMaxBytes: READ_CHUNK_BYTES, currentLeaderEpoch: -1 }],
         });
         if (result!.errorCode !== 0) {
-          throw Object.assign(new Error(`reading ${OFFSETS_TOPIC}-${partition} failed with error ${result!.errorCode}`), { errorCode: result!.errorCode });
+          throw Object.assign(new Error(`reading ${OFFSETS_TOPIC}-${partition} failed with error ${result!.errorCode}`), {
+            errorCode: result!.errorCode,
+          });
         }
         if (result!.records.length === 0) return;
         let next = fetchOffset;

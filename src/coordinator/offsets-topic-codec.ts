@@ -41,13 +41,17 @@ export function encodeCoordinatorRecord(record: CoordinatorRecord): KeyValue {
     const v = record.value;
     const version = v.expireTimestampMs >= 0 ? OFFSET_COMMIT_VALUE_WITH_EXPIRY_VERSION : OFFSET_COMMIT_VALUE_VERSION;
     const value = new Writer(64).int16(version);
-    encodeOffsetCommitValue(value, {
-      offset: v.offset,
-      leaderEpoch: v.leaderEpoch,
-      metadata: v.metadata,
-      commitTimestamp: BigInt(v.commitTimestampMs),
-      expireTimestamp: BigInt(v.expireTimestampMs),
-    }, version);
+    encodeOffsetCommitValue(
+      value,
+      {
+        offset: v.offset,
+        leaderEpoch: v.leaderEpoch,
+        metadata: v.metadata,
+        commitTimestamp: BigInt(v.commitTimestampMs),
+        expireTimestamp: BigInt(v.expireTimestampMs),
+      },
+      version,
+    );
     return { key: key.toBuffer(), value: value.toBuffer() };
   }
   key.int16(GROUP_METADATA_KEY_VERSION);
@@ -55,23 +59,27 @@ export function encodeCoordinatorRecord(record: CoordinatorRecord): KeyValue {
   if (record.value === null) return { key: key.toBuffer(), value: null };
   const g = record.value;
   const value = new Writer(256).int16(GROUP_METADATA_VALUE_VERSION);
-  encodeGroupMetadataValue(value, {
-    protocolType: g.protocolType,
-    generation: g.generationId,
-    protocol: g.protocolName,
-    leader: g.leaderId,
-    currentStateTimestamp: BigInt(g.currentStateTimestampMs),
-    members: g.members.map((m) => ({
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      clientId: m.clientId,
-      clientHost: m.clientHost,
-      rebalanceTimeout: m.rebalanceTimeoutMs,
-      sessionTimeout: m.sessionTimeoutMs,
-      subscription: m.subscription,
-      assignment: m.assignment,
-    })),
-  }, GROUP_METADATA_VALUE_VERSION);
+  encodeGroupMetadataValue(
+    value,
+    {
+      protocolType: g.protocolType,
+      generation: g.generationId,
+      protocol: g.protocolName,
+      leader: g.leaderId,
+      currentStateTimestamp: BigInt(g.currentStateTimestampMs),
+      members: g.members.map((m) => ({
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        rebalanceTimeout: m.rebalanceTimeoutMs,
+        sessionTimeout: m.sessionTimeoutMs,
+        subscription: m.subscription,
+        assignment: m.assignment,
+      })),
+    },
+    GROUP_METADATA_VALUE_VERSION,
+  );
   return { key: key.toBuffer(), value: value.toBuffer() };
 }
 
@@ -102,7 +110,10 @@ function decodeRecord(key: Buffer, value: Buffer | null): CoordinatorRecord | nu
     const valueReader = new Reader(value);
     const v = decodeOffsetCommitValue(valueReader, valueReader.int16());
     return {
-      type: 'offset', groupId: k.group, topic: k.topic, partition: k.partition,
+      type: 'offset',
+      groupId: k.group,
+      topic: k.topic,
+      partition: k.partition,
       value: {
         offset: v.offset,
         leaderEpoch: v.leaderEpoch,
@@ -118,7 +129,8 @@ function decodeRecord(key: Buffer, value: Buffer | null): CoordinatorRecord | nu
     const valueReader = new Reader(value);
     const g = decodeGroupMetadataValue(valueReader, valueReader.int16());
     return {
-      type: 'group', groupId: k.group,
+      type: 'group',
+      groupId: k.group,
       value: {
         protocolType: g.protocolType,
         generationId: g.generation,

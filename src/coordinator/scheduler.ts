@@ -37,7 +37,11 @@ export class ManualScheduler implements Scheduler {
   schedule(delayMs: number, task: () => void): Timer {
     const id = this.seq++;
     this.tasks.set(id, { at: this.time + Math.max(0, delayMs), task });
-    return { cancel: () => { this.tasks.delete(id); } };
+    return {
+      cancel: () => {
+        this.tasks.delete(id);
+      },
+    };
   }
 
   /** Moves time forward, running due tasks in time order (ties in scheduling order). */

@@ -148,7 +148,14 @@ export class GroupCoordinatorService {
       this.led.add(partition);
       const epoch = (this.leadEpochs.get(partition) ?? 0) + 1;
       this.leadEpochs.set(partition, epoch);
-      this.loadStatuses.set(partition, { partition, state: 'loading', reason: null, attempts: 0, skippedRecords: 0, nextAttemptAtMs: null });
+      this.loadStatuses.set(partition, {
+        partition,
+        state: 'loading',
+        reason: null,
+        attempts: 0,
+        skippedRecords: 0,
+        nextAttemptAtMs: null,
+      });
       this.coordinator.beginLoading(partition);
       this.enqueue(`loading ${OFFSETS_TOPIC}-${partition}`, () => this.load(partition, epoch));
     } else if (!isLeader && this.led.has(partition)) {
@@ -253,15 +260,24 @@ export class GroupCoordinatorService {
     status.reason = reasonOf(err);
     status.nextAttemptAtMs = this.options.scheduler.now() + delay;
     this.retryTimers.get(partition)?.cancel();
-    this.retryTimers.set(partition, this.options.scheduler.schedule(delay, guarded(this.options.onError, `retrying the load of ${where}`, () => {
-      this.retryTimers.delete(partition);
-      if (this.isCurrent(partition, epoch)) this.enqueue(`loading ${where}`, () => this.load(partition, epoch));
-    })));
+    this.retryTimers.set(
+      partition,
+      this.options.scheduler.schedule(
+        delay,
+        guarded(this.options.onError, `retrying the load of ${where}`, () => {
+          this.retryTimers.delete(partition);
+          if (this.isCurrent(partition, epoch)) this.enqueue(`loading ${where}`, () => this.load(partition, epoch));
+        }),
+      ),
+    );
   }
 
   private async appendRecords(partition: number, records: CoordinatorRecord[]): Promise<void> {
     const now = Date.now();
-    const batch = await buildRecordBatch({}, records.map((r) => ({ ...encodeCoordinatorRecord(r), timestamp: now })));
+    const batch = await buildRecordBatch(
+      {},
+      records.map((r) => ({ ...encodeCoordinatorRecord(r), timestamp: now })),
+    );
     await this.options.access.append(partition, batch);
   }
 
@@ -275,7 +291,9 @@ export class GroupCoordinatorService {
     const partition = this.coordinator.partitionFor(groupId);
     const leader = this.options.access.partitionLeader(partition, listenerName);
     if (leader === null) {
-      this.creating ??= this.options.access.createOffsetsTopic().finally(() => { this.creating = null; });
+      this.creating ??= this.options.access.createOffsetsTopic().finally(() => {
+        this.creating = null;
+      });
       await this.creating;
       return this.unavailable();
     }

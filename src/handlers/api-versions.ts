@@ -4,8 +4,11 @@
  */
 import { ApiKey } from '../../protocol/messages/index.ts';
 import {
-  makeApiVersionsResponse, makeApiVersionsResponseApiVersion,
-  type ApiVersionsRequest, type ApiVersionsResponse, type ApiVersionsResponseApiVersion,
+  makeApiVersionsResponse,
+  makeApiVersionsResponseApiVersion,
+  type ApiVersionsRequest,
+  type ApiVersionsResponse,
+  type ApiVersionsResponseApiVersion,
 } from '../../protocol/messages/api-versions.ts';
 import { Errors } from '../../protocol/errors.ts';
 import type { HandlerRegistry, RequestContext } from './registry.ts';
@@ -14,9 +17,13 @@ import type { HandlerRegistry, RequestContext } from './registry.ts';
 const SOFTWARE_FIELD = /^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$/;
 
 function apiKeys(registry: HandlerRegistry, role: 'broker' | 'controller'): ApiVersionsResponseApiVersion[] {
-  return registry.supported(role).map((api) => makeApiVersionsResponseApiVersion({
-    apiKey: api.apiKey, minVersion: api.minVersion, maxVersion: api.maxVersion,
-  }));
+  return registry.supported(role).map((api) =>
+    makeApiVersionsResponseApiVersion({
+      apiKey: api.apiKey,
+      minVersion: api.minVersion,
+      maxVersion: api.maxVersion,
+    }),
+  );
 }
 
 /** The v0-shaped answer to an ApiVersions version newer than ours: error 35 plus our ranges. */

@@ -53,20 +53,23 @@ export function registerConfigHandlers(registry: HandlerRegistry, services: Meta
       responses: results.map((r) => makeAlterConfigsResponseAlterConfigsResourceResponse(r)),
     });
   });
-  registry.register<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(ApiKey.IncrementalAlterConfigs, async (_ctx, request) => {
-    const results = await services.metadata.controller.incrementalAlterConfigs(
-      request.resources.map((r) => ({
-        resourceType: r.resourceType,
-        resourceName: r.resourceName,
-        configs: r.configs.map((c) => ({ name: c.name, configOperation: c.configOperation, value: c.value })),
-      })),
-      request.validateOnly,
-    );
-    return makeIncrementalAlterConfigsResponse({
-      throttleTimeMs: 0,
-      responses: results.map((r) => makeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(r)),
-    });
-  });
+  registry.register<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
+    ApiKey.IncrementalAlterConfigs,
+    async (_ctx, request) => {
+      const results = await services.metadata.controller.incrementalAlterConfigs(
+        request.resources.map((r) => ({
+          resourceType: r.resourceType,
+          resourceName: r.resourceName,
+          configs: r.configs.map((c) => ({ name: c.name, configOperation: c.configOperation, value: c.value })),
+        })),
+        request.validateOnly,
+      );
+      return makeIncrementalAlterConfigsResponse({
+        throttleTimeMs: 0,
+        responses: results.map((r) => makeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(r)),
+      });
+    },
+  );
 }
 
 export function handleDescribeConfigs(
@@ -104,7 +107,9 @@ function describeResource(
           isDefault: version === 0 && c.source === ConfigSource.DEFAULT_CONFIG,
           configSource: c.source,
           isSensitive: c.sensitive,
-          synonyms: c.synonyms.map((s) => makeDescribeConfigsResponseDescribeConfigsSynonym({ name: s.name, value: s.value, source: s.source })),
+          synonyms: c.synonyms.map((s) =>
+            makeDescribeConfigsResponseDescribeConfigsSynonym({ name: s.name, value: s.value, source: s.source }),
+          ),
           configType: c.configType,
           documentation: includeDocumentation ? c.documentation : null,
         }),
@@ -119,7 +124,11 @@ function describeResource(
       if (image.topic(resource.resourceName) === undefined) {
         return result(Errors.UNKNOWN_TOPIC_OR_PARTITION.code, `Topic '${resource.resourceName}' does not exist.`, []);
       }
-      return result(Errors.NONE.code, null, describeTopicConfig(image.topicConfigs(resource.resourceName), services.config, keys, includeSynonyms));
+      return result(
+        Errors.NONE.code,
+        null,
+        describeTopicConfig(image.topicConfigs(resource.resourceName), services.config, keys, includeSynonyms),
+      );
     }
     case ConfigResourceType.BROKER: {
       if (resource.resourceName === '') {
@@ -140,7 +149,11 @@ function describeResource(
     }
     case ConfigResourceType.BROKER_LOGGER:
       if (resource.resourceName !== String(services.nodeId)) {
-        return result(Errors.INVALID_REQUEST.code, `Unexpected broker id, expected ${services.nodeId}, but received ${resource.resourceName}`, []);
+        return result(
+          Errors.INVALID_REQUEST.code,
+          `Unexpected broker id, expected ${services.nodeId}, but received ${resource.resourceName}`,
+          [],
+        );
       }
       return result(Errors.NONE.code, null, []);
     default:

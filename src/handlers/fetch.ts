@@ -6,9 +6,14 @@
 import { Errors } from '../../protocol/errors.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import {
-  makeFetchResponse, makeFetchResponseAbortedTransaction, makeFetchResponseFetchableTopicResponse, makeFetchResponseLeaderIdAndEpoch,
+  makeFetchResponse,
+  makeFetchResponseAbortedTransaction,
+  makeFetchResponseFetchableTopicResponse,
+  makeFetchResponseLeaderIdAndEpoch,
   makeFetchResponsePartitionData,
-  type FetchRequest, type FetchResponse, type FetchResponsePartitionData,
+  type FetchRequest,
+  type FetchResponse,
+  type FetchResponsePartitionData,
 } from '../../protocol/messages/fetch.ts';
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import { v2ToLegacy } from '../../protocol/records/legacy.ts';
@@ -25,8 +30,8 @@ export async function handleFetch(services: DataPathServices, request: FetchRequ
   const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
   const partitions: SessionPartition[] = [];
   for (const topic of request.topics) {
-    const name = usesTopicIds ? services.topicNameOf(topic.topicId) ?? '' : topic.topic;
-    const topicId = usesTopicIds ? topic.topicId : services.topicIdOf(topic.topic) ?? ZERO_UUID;
+    const name = usesTopicIds ? (services.topicNameOf(topic.topicId) ?? '') : topic.topic;
+    const topicId = usesTopicIds ? topic.topicId : (services.topicIdOf(topic.topic) ?? ZERO_UUID);
     for (const p of topic.partitions) {
       partitions.push({
         topic: name,
@@ -39,15 +44,18 @@ export async function handleFetch(services: DataPathServices, request: FetchRequ
       });
     }
   }
-  const forgotten = request.forgottenTopicsData.flatMap((t) => t.partitions.map((partition) => ({
-    topic: usesTopicIds ? services.topicNameOf(t.topicId) ?? '' : t.topic,
-    topicId: usesTopicIds ? t.topicId : ZERO_UUID,
-    partition,
-  })));
+  const forgotten = request.forgottenTopicsData.flatMap((t) =>
+    t.partitions.map((partition) => ({
+      topic: usesTopicIds ? (services.topicNameOf(t.topicId) ?? '') : t.topic,
+      topicId: usesTopicIds ? t.topicId : ZERO_UUID,
+      partition,
+    })),
+  );
 
-  const context = version >= 7
-    ? services.fetchSessions.newContext(request.sessionId, request.sessionEpoch, partitions, forgotten, usesTopicIds)
-    : { kind: 'sessionless' as const, partitions };
+  const context =
+    version >= 7
+      ? services.fetchSessions.newContext(request.sessionId, request.sessionEpoch, partitions, forgotten, usesTopicIds)
+      : { kind: 'sessionless' as const, partitions };
   if (context.kind === 'error') return makeFetchResponse({ errorCode: context.errorCode, sessionId: 0 });
 
   // Partitions of unknown topic ids are answered without reading.
@@ -91,15 +99,19 @@ export async function handleFetch(services: DataPathServices, request: FetchRequ
   let sessionId = 0;
   if (context.kind === 'incremental') sessionId = context.session.id;
   else if (context.kind === 'full') {
-    sessionId = services.fetchSessions.createSession(replicaId >= 0, usesTopicIds, answered.map((a) => ({
-      request: a.request,
-      data: {
-        errorCode: a.data.errorCode,
-        highWatermark: Number(a.data.highWatermark),
-        logStartOffset: Number(a.data.logStartOffset),
-        recordsSize: a.data.records?.length ?? 0,
-      },
-    })));
+    sessionId = services.fetchSessions.createSession(
+      replicaId >= 0,
+      usesTopicIds,
+      answered.map((a) => ({
+        request: a.request,
+        data: {
+          errorCode: a.data.errorCode,
+          highWatermark: Number(a.data.highWatermark),
+          logStartOffset: Number(a.data.logStartOffset),
+          recordsSize: a.data.records?.length ?? 0,
+        },
+      })),
+    );
   }
 
   // Group consecutive partitions of the same topic, as Kafka's response builder does.
@@ -146,11 +158,16 @@ async function partitionData(r: FetchPartitionResult, fetchOffset: number, versi
     highWatermark: BigInt(r.highWatermark),
     lastStableOffset: BigInt(r.lastStableOffset),
     logStartOffset: BigInt(r.logStartOffset),
-    abortedTransactions: r.abortedTransactions === null
-      ? null
-      : r.abortedTransactions.map((a) => makeFetchResponseAbortedTransaction({ producerId: a.producerId, firstOffset: BigInt(a.firstOffset) })),
+    abortedTransactions:
+      r.abortedTransactions === null
+        ? null
+        : r.abortedTransactions.map((a) =>
+            makeFetchResponseAbortedTransaction({ producerId: a.producerId, firstOffset: BigInt(a.firstOffset) }),
+          ),
     // KIP-951: tell the client who leads now when it asked the wrong broker.
-    currentLeader: notLeader ? makeFetchResponseLeaderIdAndEpoch({ leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }) : makeFetchResponseLeaderIdAndEpoch(),
+    currentLeader: notLeader
+      ? makeFetchResponseLeaderIdAndEpoch({ leaderId: r.leaderId, leaderEpoch: r.leaderEpoch })
+      : makeFetchResponseLeaderIdAndEpoch(),
     preferredReadReplica: -1,
     records,
   });
@@ -158,6 +175,7 @@ async function partitionData(r: FetchPartitionResult, fetchOffset: number, versi
 
 export function registerFetchHandler(registry: HandlerRegistry, services: DataPathServices): void {
   // Controller listeners serve Fetch from Raft (quorum.ts), as Kafka's ControllerApis do.
-  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) => handleFetch(services, request, version),
-    { listeners: 'broker' });
+  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) => handleFetch(services, request, version), {
+    listeners: 'broker',
+  });
 }

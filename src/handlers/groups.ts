@@ -51,18 +51,25 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
 
   registry.register<FindCoordinatorRequest, FindCoordinatorResponse>(ApiKey.FindCoordinator, async (ctx, request, version) => {
     const keys = version >= 4 ? request.coordinatorKeys : [request.key];
-    const found = await Promise.all(keys.map(async (key) => {
-      if (request.keyType === KEY_TYPE_GROUP) return { key, ...(await groups.findCoordinator(key, ctx.session.listenerName)) };
-      const error = request.keyType === KEY_TYPE_TRANSACTION ? Errors.COORDINATOR_NOT_AVAILABLE : Errors.INVALID_REQUEST;
-      return { key, errorCode: error.code, errorMessage: error.message, nodeId: -1, host: '', port: -1 };
-    }));
+    const found = await Promise.all(
+      keys.map(async (key) => {
+        if (request.keyType === KEY_TYPE_GROUP) return { key, ...(await groups.findCoordinator(key, ctx.session.listenerName)) };
+        const error = request.keyType === KEY_TYPE_TRANSACTION ? Errors.COORDINATOR_NOT_AVAILABLE : Errors.INVALID_REQUEST;
+        return { key, errorCode: error.code, errorMessage: error.message, nodeId: -1, host: '', port: -1 };
+      }),
+    );
     if (version >= 4) {
       return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: 0, host: '', port: 0, coordinators: found };
     }
     const only = found[0]!;
     return {
-      throttleTimeMs: 0, errorCode: only.errorCode, errorMessage: only.errorMessage,
-      nodeId: only.nodeId, host: only.host, port: only.port, coordinators: [],
+      throttleTimeMs: 0,
+      errorCode: only.errorCode,
+      errorMessage: only.errorMessage,
+      nodeId: only.nodeId,
+      host: only.host,
+      port: only.port,
+      coordinators: [],
     };
   });
 
@@ -87,7 +94,7 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
       generationId: result.generationId,
       protocolType: result.protocolType,
       // Before v7 the protocol name is not nullable: Kafka sends "" instead of null.
-      protocolName: version < 7 ? result.protocolName ?? '' : result.protocolName,
+      protocolName: version < 7 ? (result.protocolName ?? '') : result.protocolName,
       leader: result.leaderId,
       skipAssignment: version >= 9 && result.skipAssignment,
       memberId: result.memberId,
@@ -114,9 +121,10 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
   }));
 
   registry.register<LeaveGroupRequest, LeaveGroupResponse>(ApiKey.LeaveGroup, (_ctx, request, version) => {
-    const leaving = version >= 3
-      ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
-      : [{ memberId: request.memberId, groupInstanceId: null }];
+    const leaving =
+      version >= 3
+        ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
+        : [{ memberId: request.memberId, groupInstanceId: null }];
     const result = coordinator.leaveGroup(request.groupId, leaving);
     if (version >= 3) return { throttleTimeMs: 0, errorCode: result.errorCode, members: result.members };
     const memberError = result.members[0]?.errorCode ?? 0;
@@ -143,9 +151,16 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
         });
       }
     }
-    const codes = entries.length > 0
-      ? await coordinator.commitOffsets(request.groupId, request.memberId, request.groupInstanceId, request.generationIdOrMemberEpoch, entries)
-      : [];
+    const codes =
+      entries.length > 0
+        ? await coordinator.commitOffsets(
+            request.groupId,
+            request.memberId,
+            request.groupInstanceId,
+            request.generationIdOrMemberEpoch,
+            entries,
+          )
+        : [];
     const byPartition = new Map(entries.map((e, i) => [`${e.topic}:${e.partition}`, codes[i]!]));
     return {
       throttleTimeMs: 0,
@@ -153,7 +168,10 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
         name: topic.name,
         partitions: topic.partitions.map((p) => {
           const key = `${topic.name}:${p.partitionIndex}`;
-          return { partitionIndex: p.partitionIndex, errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)! };
+          return {
+            partitionIndex: p.partitionIndex,
+            errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)!,
+          };
         }),
       })),
     };
@@ -161,40 +179,44 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
 
   registry.register<OffsetFetchRequest, OffsetFetchResponse>(ApiKey.OffsetFetch, (_ctx, request, version) => {
     const fetchGroup = (groupId: string, topics: { name: string; partitionIndexes: number[] }[] | null) => {
-      const partitions: TopicPartition[] | null = topics === null
-        ? null
-        : topics.flatMap((t) => t.partitionIndexes.map((partition) => ({ topic: t.name, partition })));
+      const partitions: TopicPartition[] | null =
+        topics === null ? null : topics.flatMap((t) => t.partitionIndexes.map((partition) => ({ topic: t.name, partition })));
       const result = coordinator.fetchOffsets(groupId, partitions);
-      const entries = result.errorCode === 0 ? result.offsets
-        : (partitions ?? []).map((tp) => ({ ...tp, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: result.errorCode }));
+      const entries =
+        result.errorCode === 0
+          ? result.offsets
+          : (partitions ?? []).map((tp) => ({ ...tp, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: result.errorCode }));
       const topicsOut = [...groupByTopic(entries)].map(([name, list]) => ({
         name,
-        partitions: list.map((o): OffsetFetchResponsePartitions => ({
-          partitionIndex: o.partition,
-          committedOffset: o.offset,
-          committedLeaderEpoch: o.leaderEpoch,
-          metadata: o.metadata,
-          // v0-v1 carry group errors per partition: they have no top-level error.
-          errorCode: version <= 1 && result.errorCode !== 0 ? result.errorCode : o.errorCode,
-        })),
+        partitions: list.map(
+          (o): OffsetFetchResponsePartitions => ({
+            partitionIndex: o.partition,
+            committedOffset: o.offset,
+            committedLeaderEpoch: o.leaderEpoch,
+            metadata: o.metadata,
+            // v0-v1 carry group errors per partition: they have no top-level error.
+            errorCode: version <= 1 && result.errorCode !== 0 ? result.errorCode : o.errorCode,
+          }),
+        ),
       }));
       return { errorCode: result.errorCode, topics: topicsOut };
     };
     if (version >= 8) {
       return {
-        throttleTimeMs: 0, topics: [], errorCode: 0,
+        throttleTimeMs: 0,
+        topics: [],
+        errorCode: 0,
         groups: request.groups.map((g) => ({ groupId: g.groupId, ...fetchGroup(g.groupId, g.topics) })),
       };
     }
-    const single = fetchGroup(request.groupId, version <= 1 ? request.topics ?? [] : request.topics);
+    const single = fetchGroup(request.groupId, version <= 1 ? (request.topics ?? []) : request.topics);
     return { throttleTimeMs: 0, topics: single.topics, errorCode: single.errorCode, groups: [] };
   });
 
   registry.register<ListGroupsRequest, ListGroupsResponse>(ApiKey.ListGroups, (_ctx, request, version) => {
     const types = version >= 5 ? request.typesFilter.map((t) => t.toLowerCase()) : [];
-    const listed = types.length > 0 && !types.includes(CLASSIC_GROUP_TYPE)
-      ? []
-      : coordinator.listGroups(version >= 4 ? request.statesFilter : null);
+    const listed =
+      types.length > 0 && !types.includes(CLASSIC_GROUP_TYPE) ? [] : coordinator.listGroups(version >= 4 ? request.statesFilter : null);
     return {
       throttleTimeMs: 0,
       errorCode: coordinator.anyPartitionLoading() ? Errors.COORDINATOR_LOAD_IN_PROGRESS.code : 0,
@@ -213,8 +235,12 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
         protocolType: d.protocolType,
         protocolData: d.protocolName,
         members: d.members.map((m) => ({
-          memberId: m.memberId, groupInstanceId: m.groupInstanceId, clientId: m.clientId, clientHost: m.clientHost,
-          memberMetadata: m.metadata, memberAssignment: m.assignment,
+          memberId: m.memberId,
+          groupInstanceId: m.groupInstanceId,
+          clientId: m.clientId,
+          clientHost: m.clientHost,
+          memberMetadata: m.metadata,
+          memberAssignment: m.assignment,
         })),
         authorizedOperations: request.includeAuthorizedOperations ? GROUP_AUTHORIZED_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
       };
@@ -232,10 +258,13 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
     return {
       errorCode: result.errorCode,
       throttleTimeMs: 0,
-      topics: result.errorCode !== 0 ? [] : [...groupByTopic(result.partitions)].map(([name, list]) => ({
-        name,
-        partitions: list.map((p) => ({ partitionIndex: p.partition, errorCode: p.errorCode })),
-      })),
+      topics:
+        result.errorCode !== 0
+          ? []
+          : [...groupByTopic(result.partitions)].map(([name, list]) => ({
+              name,
+              partitions: list.map((p) => ({ partitionIndex: p.partition, errorCode: p.errorCode })),
+            })),
     };
   });
 }
@@ -247,7 +276,13 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
  * coordinator represents (coordinator/timestamps.ts), so no value a client sends can
  * produce a timestamp that cannot be written and read back.
  */
-function explicitExpiry(version: number, commitTimestamp: bigint, retentionTimeMs: bigint, nowMs: number, defaultRetentionMs: number): number {
+function explicitExpiry(
+  version: number,
+  commitTimestamp: bigint,
+  retentionTimeMs: bigint,
+  nowMs: number,
+  defaultRetentionMs: number,
+): number {
   if (version === 1) return expireTimestampFromCommitTimestamp(commitTimestamp, defaultRetentionMs);
   if (version >= 2 && version <= 4) return expireTimestampFromRetention(nowMs, retentionTimeMs);
   return NO_TIMESTAMP;

@@ -2,9 +2,12 @@
 import { statfs } from 'node:fs/promises';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import {
-  makeDescribeLogDirsResponse, makeDescribeLogDirsResponseDescribeLogDirsPartition, makeDescribeLogDirsResponseDescribeLogDirsResult,
+  makeDescribeLogDirsResponse,
+  makeDescribeLogDirsResponseDescribeLogDirsPartition,
+  makeDescribeLogDirsResponseDescribeLogDirsResult,
   makeDescribeLogDirsResponseDescribeLogDirsTopic,
-  type DescribeLogDirsRequest, type DescribeLogDirsResponse,
+  type DescribeLogDirsRequest,
+  type DescribeLogDirsResponse,
 } from '../../protocol/messages/describe-log-dirs.ts';
 import { Errors } from '../../protocol/errors.ts';
 import type { DataPathServices } from '../replication/index.ts';
@@ -17,36 +20,44 @@ export async function handleDescribeLogDirs(services: DataPathServices, request:
     filter = (topic, partition) => wanted.get(topic)?.has(partition) ?? false;
   }
   const dirs = services.replicaManager.describeLogDirs(filter);
-  const results = await Promise.all(dirs.map(async (dir) => {
-    let totalBytes = -1n;
-    let usableBytes = -1n;
-    let errorCode = Errors.NONE.code;
-    try {
-      const stats = await statfs(dir.logDir, { bigint: true });
-      totalBytes = stats.blocks * stats.bsize;
-      usableBytes = stats.bavail * stats.bsize;
-    } catch {
-      errorCode = Errors.KAFKA_STORAGE_ERROR.code;
-    }
-    return makeDescribeLogDirsResponseDescribeLogDirsResult({
-      errorCode,
-      logDir: dir.logDir,
-      totalBytes,
-      usableBytes,
-      topics: dir.topics.map((t) => makeDescribeLogDirsResponseDescribeLogDirsTopic({
-        name: t.name,
-        partitions: t.partitions.map((p) => makeDescribeLogDirsResponseDescribeLogDirsPartition({
-          partitionIndex: p.partitionIndex,
-          partitionSize: BigInt(p.partitionSize),
-          offsetLag: BigInt(p.offsetLag),
-          isFutureKey: p.isFutureKey,
-        })),
-      })),
-    });
-  }));
+  const results = await Promise.all(
+    dirs.map(async (dir) => {
+      let totalBytes = -1n;
+      let usableBytes = -1n;
+      let errorCode = Errors.NONE.code;
+      try {
+        const stats = await statfs(dir.logDir, { bigint: true });
+        totalBytes = stats.blocks * stats.bsize;
+        usableBytes = stats.bavail * stats.bsize;
+      } catch {
+        errorCode = Errors.KAFKA_STORAGE_ERROR.code;
+      }
+      return makeDescribeLogDirsResponseDescribeLogDirsResult({
+        errorCode,
+        logDir: dir.logDir,
+        totalBytes,
+        usableBytes,
+        topics: dir.topics.map((t) =>
+          makeDescribeLogDirsResponseDescribeLogDirsTopic({
+            name: t.name,
+            partitions: t.partitions.map((p) =>
+              makeDescribeLogDirsResponseDescribeLogDirsPartition({
+                partitionIndex: p.partitionIndex,
+                partitionSize: BigInt(p.partitionSize),
+                offsetLag: BigInt(p.offsetLag),
+                isFutureKey: p.isFutureKey,
+              }),
+            ),
+          }),
+        ),
+      });
+    }),
+  );
   return makeDescribeLogDirsResponse({ errorCode: Errors.NONE.code, results });
 }
 
 export function registerDescribeLogDirsHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<DescribeLogDirsRequest, DescribeLogDirsResponse>(ApiKey.DescribeLogDirs, (_ctx, request) => handleDescribeLogDirs(services, request));
+  registry.register<DescribeLogDirsRequest, DescribeLogDirsResponse>(ApiKey.DescribeLogDirs, (_ctx, request) =>
+    handleDescribeLogDirs(services, request),
+  );
 }

@@ -114,7 +114,8 @@ function autoCreatable(config: BrokerConfig, name: string): CreatableTopic {
 function checkTopicsNamed(request: MetadataRequest, version: number): void {
   for (const topic of request.topics!) {
     if (topic.name === null) throw new KafkaError(Errors.INVALID_REQUEST, `Topic name can not be null for version ${version}`);
-    if (topic.topicId !== ZERO_UUID) throw new KafkaError(Errors.INVALID_REQUEST, `Topic IDs are not supported in requests for version ${version}`);
+    if (topic.topicId !== ZERO_UUID)
+      throw new KafkaError(Errors.INVALID_REQUEST, `Topic IDs are not supported in requests for version ${version}`);
   }
 }
 
@@ -144,7 +145,10 @@ export async function handleMetadata(
     }
     const createErrors = new Map<string, number>();
     if (toCreate.size > 0) {
-      const results = await metadata.controller.createTopics([...toCreate].map((name) => autoCreatable(config, name)), false);
+      const results = await metadata.controller.createTopics(
+        [...toCreate].map((name) => autoCreatable(config, name)),
+        false,
+      );
       for (const r of results) {
         // A topic another request created meanwhile is simply there now.
         if (r.errorCode !== Errors.NONE.code && r.errorCode !== Errors.TOPIC_ALREADY_EXISTS.code) createErrors.set(r.name, r.errorCode);
@@ -155,7 +159,9 @@ export async function handleMetadata(
       if (t.name === null || t.name === '') {
         if (t.topicId !== ZERO_UUID) {
           const byId = image.topicById(t.topicId);
-          return byId !== undefined ? topicMetadata(image, byId, includeTopicOps) : errorTopic(null, t.topicId, Errors.UNKNOWN_TOPIC_ID.code);
+          return byId !== undefined
+            ? topicMetadata(image, byId, includeTopicOps)
+            : errorTopic(null, t.topicId, Errors.UNKNOWN_TOPIC_ID.code);
         }
         return errorTopic(t.name, ZERO_UUID, Errors.INVALID_TOPIC_EXCEPTION.code);
       }
@@ -165,7 +171,11 @@ export async function handleMetadata(
       if (!toCreate.has(t.name)) return errorTopic(t.name, ZERO_UUID, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
       const createError = createErrors.get(t.name);
       // Kafka answers a topic whose creation is under way (or failed for now) with LEADER_NOT_AVAILABLE.
-      return errorTopic(t.name, ZERO_UUID, createError === Errors.INVALID_TOPIC_EXCEPTION.code ? createError : Errors.LEADER_NOT_AVAILABLE.code);
+      return errorTopic(
+        t.name,
+        ZERO_UUID,
+        createError === Errors.INVALID_TOPIC_EXCEPTION.code ? createError : Errors.LEADER_NOT_AVAILABLE.code,
+      );
     });
   }
   return makeMetadataResponse({
@@ -174,6 +184,7 @@ export async function handleMetadata(
     clusterId: metadata.clusterId,
     controllerId: reportedControllerId(image, metadata.activeControllerId()),
     topics,
-    clusterAuthorizedOperations: version >= 8 && version <= 10 && request.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+    clusterAuthorizedOperations:
+      version >= 8 && version <= 10 && request.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
   });
 }

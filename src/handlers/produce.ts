@@ -7,16 +7,22 @@ import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch } from '../../protocol/records/batch.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import {
-  makeProduceResponse, makeProduceResponsePartitionProduceResponse, makeProduceResponseTopicProduceResponse,
+  makeProduceResponse,
+  makeProduceResponsePartitionProduceResponse,
+  makeProduceResponseTopicProduceResponse,
   makeProduceResponseBatchIndexAndErrorMessage,
-  type ProduceRequest, type ProduceResponse,
+  type ProduceRequest,
+  type ProduceResponse,
 } from '../../protocol/messages/produce.ts';
 import type { DataPathServices } from '../replication/index.ts';
 import type { ProducePartitionInput } from '../replication/replica-manager.ts';
 import type { HandlerRegistry } from './registry.ts';
 
 export async function handleProduce(
-  services: DataPathServices, request: ProduceRequest, version: number, clientId: string | null = null,
+  services: DataPathServices,
+  request: ProduceRequest,
+  version: number,
+  clientId: string | null = null,
   closeConnection: (reason: string) => void = () => {},
 ): Promise<ProduceResponse | null> {
   // KafkaApis.handleProduceRequest: transactional records need a transactional id the
@@ -44,33 +50,46 @@ export async function handleProduce(
     return null;
   }
   let i = 0;
-  const responses = request.topicData.map((topic) => makeProduceResponseTopicProduceResponse({
-    name: topic.name,
-    partitionResponses: topic.partitionData.map(() => {
-      const r = results[i++]!;
-      return makeProduceResponsePartitionProduceResponse({
-        index: r.partition,
-        errorCode: r.errorCode,
-        baseOffset: BigInt(r.baseOffset),
-        logAppendTimeMs: BigInt(r.logAppendTimeMs),
-        logStartOffset: BigInt(r.logStartOffset),
-        recordErrors: r.recordErrors.map((e) => makeProduceResponseBatchIndexAndErrorMessage({
-          batchIndex: e.batchIndex, batchIndexErrorMessage: e.message,
-        })),
-        errorMessage: r.errorMessage,
-      });
+  const responses = request.topicData.map((topic) =>
+    makeProduceResponseTopicProduceResponse({
+      name: topic.name,
+      partitionResponses: topic.partitionData.map(() => {
+        const r = results[i++]!;
+        return makeProduceResponsePartitionProduceResponse({
+          index: r.partition,
+          errorCode: r.errorCode,
+          baseOffset: BigInt(r.baseOffset),
+          logAppendTimeMs: BigInt(r.logAppendTimeMs),
+          logStartOffset: BigInt(r.logStartOffset),
+          recordErrors: r.recordErrors.map((e) =>
+            makeProduceResponseBatchIndexAndErrorMessage({
+              batchIndex: e.batchIndex,
+              batchIndexErrorMessage: e.message,
+            }),
+          ),
+          errorMessage: r.errorMessage,
+        });
+      }),
     }),
-  }));
+  );
   return makeProduceResponse({ responses });
 }
 
 export function registerProduceHandler(registry: HandlerRegistry, services: DataPathServices): void {
   registry.register<ProduceRequest, ProduceResponse>(ApiKey.Produce, (ctx, request, version) =>
-    handleProduce(services, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason)));
+    handleProduce(services, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason)),
+  );
 }
 
 /** ProduceRequest.hasTransactionalRecords: the first batch of any partition is transactional. */
 function hasTransactionalRecords(request: ProduceRequest): boolean {
-  return request.topicData.some((topic) => topic.partitionData.some(({ records }) => records !== null
-    && records.length >= RECORD_BATCH_OVERHEAD && records.readInt8(MAGIC) === 2 && new RecordBatch(records, 0).isTransactional));
+  return request.topicData.some((topic) =>
+    topic.partitionData.some(
+      ({ records }) =>
+        records !== null &&
+        records.length >= RECORD_BATCH_OVERHEAD &&
+        records.readInt8(MAGIC) === 2 &&
+        new RecordBatch(records, 0).isTransactional,
+    ),
+  );
 }

@@ -3,11 +3,18 @@
  * TransactionCoordinator does for a null transactional id) and DescribeProducers.
  */
 import { ApiKey } from '../../protocol/messages/index.ts';
-import { makeInitProducerIdResponse, type InitProducerIdRequest, type InitProducerIdResponse } from '../../protocol/messages/init-producer-id.ts';
 import {
-  makeDescribeProducersResponse, makeDescribeProducersResponsePartitionResponse, makeDescribeProducersResponseProducerState,
+  makeInitProducerIdResponse,
+  type InitProducerIdRequest,
+  type InitProducerIdResponse,
+} from '../../protocol/messages/init-producer-id.ts';
+import {
+  makeDescribeProducersResponse,
+  makeDescribeProducersResponsePartitionResponse,
+  makeDescribeProducersResponseProducerState,
   makeDescribeProducersResponseTopicResponse,
-  type DescribeProducersRequest, type DescribeProducersResponse,
+  type DescribeProducersRequest,
+  type DescribeProducersResponse,
 } from '../../protocol/messages/describe-producers.ts';
 import { Errors } from '../../protocol/errors.ts';
 import type { DataPathServices } from '../replication/index.ts';
@@ -38,31 +45,46 @@ export async function handleInitProducerId(services: DataPathServices, request: 
   }
 }
 
-export async function handleDescribeProducers(services: DataPathServices, request: DescribeProducersRequest): Promise<DescribeProducersResponse> {
+export async function handleDescribeProducers(
+  services: DataPathServices,
+  request: DescribeProducersRequest,
+): Promise<DescribeProducersResponse> {
   const rm = services.replicaManager;
   return makeDescribeProducersResponse({
-    topics: await Promise.all(request.topics.map(async (topic) => makeDescribeProducersResponseTopicResponse({
-      name: topic.name,
-      partitions: await Promise.all(topic.partitionIndexes.map(async (partitionIndex) => {
-        const r = await rm.describeProducers(topic.name, partitionIndex);
-        return makeDescribeProducersResponsePartitionResponse({
-          partitionIndex,
-          errorCode: r.errorCode,
-          activeProducers: r.producers.map((p) => makeDescribeProducersResponseProducerState({
-            producerId: p.producerId,
-            producerEpoch: p.producerEpoch,
-            lastSequence: p.lastSequence,
-            lastTimestamp: BigInt(p.lastTimestamp),
-            coordinatorEpoch: p.coordinatorEpoch,
-            currentTxnStartOffset: BigInt(p.currentTxnStartOffset),
-          })),
-        });
-      })),
-    }))),
+    topics: await Promise.all(
+      request.topics.map(async (topic) =>
+        makeDescribeProducersResponseTopicResponse({
+          name: topic.name,
+          partitions: await Promise.all(
+            topic.partitionIndexes.map(async (partitionIndex) => {
+              const r = await rm.describeProducers(topic.name, partitionIndex);
+              return makeDescribeProducersResponsePartitionResponse({
+                partitionIndex,
+                errorCode: r.errorCode,
+                activeProducers: r.producers.map((p) =>
+                  makeDescribeProducersResponseProducerState({
+                    producerId: p.producerId,
+                    producerEpoch: p.producerEpoch,
+                    lastSequence: p.lastSequence,
+                    lastTimestamp: BigInt(p.lastTimestamp),
+                    coordinatorEpoch: p.coordinatorEpoch,
+                    currentTxnStartOffset: BigInt(p.currentTxnStartOffset),
+                  }),
+                ),
+              });
+            }),
+          ),
+        }),
+      ),
+    ),
   });
 }
 
 export function registerProducerIdHandlers(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<InitProducerIdRequest, InitProducerIdResponse>(ApiKey.InitProducerId, (_ctx, request) => handleInitProducerId(services, request));
-  registry.register<DescribeProducersRequest, DescribeProducersResponse>(ApiKey.DescribeProducers, (_ctx, request) => handleDescribeProducers(services, request));
+  registry.register<InitProducerIdRequest, InitProducerIdResponse>(ApiKey.InitProducerId, (_ctx, request) =>
+    handleInitProducerId(services, request),
+  );
+  registry.register<DescribeProducersRequest, DescribeProducersResponse>(ApiKey.DescribeProducers, (_ctx, request) =>
+    handleDescribeProducers(services, request),
+  );
 }

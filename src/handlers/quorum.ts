@@ -77,17 +77,32 @@ function misdirected(metadata: MetadataManager, clusterId: string | null, topicN
 export function registerQuorumHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
   const { metadata } = services;
   registry.register<VoteRequest, VoteResponse>(ApiKey.Vote, (_ctx, request) => handleVote(metadata, request), { listeners: 'controller' });
-  registry.register<BeginQuorumEpochRequest, BeginQuorumEpochResponse>(ApiKey.BeginQuorumEpoch, (_ctx, request) =>
-    handleBeginQuorumEpoch(metadata, request), { listeners: 'controller' });
-  registry.register<EndQuorumEpochRequest, EndQuorumEpochResponse>(ApiKey.EndQuorumEpoch, (_ctx, request) =>
-    handleEndQuorumEpoch(metadata, request), { listeners: 'controller' });
+  registry.register<BeginQuorumEpochRequest, BeginQuorumEpochResponse>(
+    ApiKey.BeginQuorumEpoch,
+    (_ctx, request) => handleBeginQuorumEpoch(metadata, request),
+    { listeners: 'controller' },
+  );
+  registry.register<EndQuorumEpochRequest, EndQuorumEpochResponse>(
+    ApiKey.EndQuorumEpoch,
+    (_ctx, request) => handleEndQuorumEpoch(metadata, request),
+    { listeners: 'controller' },
+  );
   // On controller listeners Fetch is Raft's (KIP-595); broker listeners keep the data path's.
-  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) =>
-    handleMetadataFetch(metadata, request, version), { listeners: 'controller' });
-  registry.register<FetchSnapshotRequest, FetchSnapshotResponse>(ApiKey.FetchSnapshot, (_ctx, request) =>
-    handleFetchSnapshot(metadata, request), { listeners: 'controller' });
-  registry.register<DescribeQuorumRequest, DescribeQuorumResponse>(ApiKey.DescribeQuorum, (_ctx, request) =>
-    handleDescribeQuorum(metadata, request), { listeners: 'both' });
+  registry.register<FetchRequest, FetchResponse>(
+    ApiKey.Fetch,
+    (_ctx, request, version) => handleMetadataFetch(metadata, request, version),
+    { listeners: 'controller' },
+  );
+  registry.register<FetchSnapshotRequest, FetchSnapshotResponse>(
+    ApiKey.FetchSnapshot,
+    (_ctx, request) => handleFetchSnapshot(metadata, request),
+    { listeners: 'controller' },
+  );
+  registry.register<DescribeQuorumRequest, DescribeQuorumResponse>(
+    ApiKey.DescribeQuorum,
+    (_ctx, request) => handleDescribeQuorum(metadata, request),
+    { listeners: 'both' },
+  );
 }
 
 export function handleVote(metadata: MetadataManager, request: VoteRequest): VoteResponse {
@@ -260,11 +275,13 @@ export async function handleMetadataFetch(metadata: MetadataManager, request: Fe
   const data = await fetchMetadataPartition(metadata, request.clusterId, replicaId, partition, request.maxWaitMs);
   return makeFetchResponse({
     errorCode: Errors.NONE.code,
-    responses: [makeFetchResponseFetchableTopicResponse({
-      topic: METADATA_TOPIC,
-      topicId: METADATA_TOPIC_ID,
-      partitions: [data],
-    })],
+    responses: [
+      makeFetchResponseFetchableTopicResponse({
+        topic: METADATA_TOPIC,
+        topicId: METADATA_TOPIC_ID,
+        partitions: [data],
+      }),
+    ],
   });
 }
 
@@ -281,7 +298,11 @@ export async function fetchMetadataPartition(
   maxWaitMs: number,
 ): Promise<FetchResponsePartitionData> {
   if (clusterId !== null && clusterId !== metadata.clusterId) {
-    return makeFetchResponsePartitionData({ partitionIndex: partition.partition, errorCode: Errors.INCONSISTENT_CLUSTER_ID.code, records: Buffer.alloc(0) });
+    return makeFetchResponsePartitionData({
+      partitionIndex: partition.partition,
+      errorCode: Errors.INCONSISTENT_CLUSTER_ID.code,
+      records: Buffer.alloc(0),
+    });
   }
   const r = await metadata.raft.handleFetch({
     api: 'fetch',

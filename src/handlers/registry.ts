@@ -128,7 +128,9 @@ export class HandlerRegistry {
     const minVersion = Math.max(codec.minVersion, options.minVersion ?? codec.minVersion);
     const maxVersion = Math.min(codec.maxVersion, options.maxVersion ?? codec.maxVersion);
     if (minVersion > maxVersion) {
-      throw new Error(`api key ${apiKey}: versions ${options.minVersion}..${options.maxVersion} outside the codec's ${codec.minVersion}..${codec.maxVersion}`);
+      throw new Error(
+        `api key ${apiKey}: versions ${options.minVersion}..${options.maxVersion} outside the codec's ${codec.minVersion}..${codec.maxVersion}`,
+      );
     }
     const listeners = options.listeners ?? codec.listeners;
     const roles = (['broker', 'controller'] as const).filter((role) => servedOn(listeners, role));

@@ -110,9 +110,7 @@ export async function handleDeleteTopics(
       ),
     });
   }
-  const results = await services.metadata.controller.deleteTopics(
-    wanted.map((t) => ({ name: t.name, topicId: t.topicId })),
-  );
+  const results = await services.metadata.controller.deleteTopics(wanted.map((t) => ({ name: t.name, topicId: t.topicId })));
   return makeDeleteTopicsResponse({
     throttleTimeMs: 0,
     responses: results.map((r, i) =>

@@ -124,7 +124,7 @@ export const MAX_TOPIC_NAME_LENGTH = 249;
 
 /** Kafka's Topic.validate: the reason the name is illegal, or null. */
 export function topicNameError(name: string): string | null {
-  if (name.length === 0) return 'Topic name is illegal, it can\'t be empty';
+  if (name.length === 0) return "Topic name is illegal, it can't be empty";
   if (name === '.' || name === '..') return 'Topic name cannot be "." or ".."';
   if (name.length > MAX_TOPIC_NAME_LENGTH) {
     return `Topic name is illegal, it can't be longer than ${MAX_TOPIC_NAME_LENGTH} characters, topic name: ${name}`;
@@ -261,8 +261,16 @@ export class QuorumController {
     const live = image.liveBrokers().map((b) => b.id);
     let assignments: number[][];
     if (topic.assignments.length > 0) {
-      check(topic.numPartitions === -1, Errors.INVALID_REQUEST, 'A manual partition assignment was specified, but numPartitions was not set to -1.');
-      check(topic.replicationFactor === -1, Errors.INVALID_REQUEST, 'A manual partition assignment was specified, but replicationFactor was not set to -1.');
+      check(
+        topic.numPartitions === -1,
+        Errors.INVALID_REQUEST,
+        'A manual partition assignment was specified, but numPartitions was not set to -1.',
+      );
+      check(
+        topic.replicationFactor === -1,
+        Errors.INVALID_REQUEST,
+        'A manual partition assignment was specified, but replicationFactor was not set to -1.',
+      );
       const sorted = [...topic.assignments].sort((a, b) => a.partitionIndex - b.partitionIndex);
       sorted.forEach((a, i) =>
         check(a.partitionIndex === i, Errors.INVALID_REPLICA_ASSIGNMENT, 'partitions should be a consecutive 0-based integer sequence'),
@@ -273,7 +281,11 @@ export class QuorumController {
       const numPartitions = topic.numPartitions === -1 ? this.config.defaultNumPartitions() : topic.numPartitions;
       const replicationFactor = topic.replicationFactor === -1 ? this.config.defaultReplicationFactor() : topic.replicationFactor;
       check(numPartitions > 0, Errors.INVALID_PARTITIONS, 'Number of partitions was set to an invalid non-positive value.');
-      check(replicationFactor > 0, Errors.INVALID_REPLICATION_FACTOR, 'Replication factor must be larger than 0, or -1 to use the default value.');
+      check(
+        replicationFactor > 0,
+        Errors.INVALID_REPLICATION_FACTOR,
+        'Replication factor must be larger than 0, or -1 to use the default value.',
+      );
       check(
         replicationFactor <= live.length,
         Errors.INVALID_REPLICATION_FACTOR,
@@ -294,10 +306,22 @@ export class QuorumController {
 
   private checkAssignment(image: MetadataImage, replicas: number[], expectedLength: number): void {
     check(replicas.length > 0, Errors.INVALID_REPLICA_ASSIGNMENT, 'The manual partition assignment includes an empty replica list.');
-    check(new Set(replicas).size === replicas.length, Errors.INVALID_REPLICA_ASSIGNMENT, `The manual partition assignment includes duplicate replicas: ${replicas.join(', ')}`);
-    check(replicas.length === expectedLength, Errors.INVALID_REPLICA_ASSIGNMENT, 'The manual partition assignment includes partitions with different replication factors.');
+    check(
+      new Set(replicas).size === replicas.length,
+      Errors.INVALID_REPLICA_ASSIGNMENT,
+      `The manual partition assignment includes duplicate replicas: ${replicas.join(', ')}`,
+    );
+    check(
+      replicas.length === expectedLength,
+      Errors.INVALID_REPLICA_ASSIGNMENT,
+      'The manual partition assignment includes partitions with different replication factors.',
+    );
     for (const id of replicas) {
-      check(image.brokers.has(id), Errors.INVALID_REPLICA_ASSIGNMENT, `The manual partition assignment includes broker ${id}, but no such broker is registered.`);
+      check(
+        image.brokers.has(id),
+        Errors.INVALID_REPLICA_ASSIGNMENT,
+        `The manual partition assignment includes broker ${id}, but no such broker is registered.`,
+      );
     }
   }
 
@@ -380,7 +404,8 @@ export class QuorumController {
           plannedRecords += planned.length;
           if (!validateOnly) records.push(...planned);
         } catch (err) {
-          if (err instanceof RecordLimitError) return topics.map((t) => ({ ...fail(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE), name: t.name }));
+          if (err instanceof RecordLimitError)
+            return topics.map((t) => ({ ...fail(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE), name: t.name }));
           if (!(err instanceof ControllerError)) throw err;
           Object.assign(result, err.result);
         }
@@ -518,7 +543,11 @@ export class QuorumController {
     if (resource.resourceType === ConfigResourceType.TOPIC) {
       const nameError = topicNameError(resource.resourceName);
       check(nameError === null, Errors.INVALID_TOPIC_EXCEPTION, nameError ?? '');
-      check(image.topic(resource.resourceName) !== undefined, Errors.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${resource.resourceName}' does not exist.`);
+      check(
+        image.topic(resource.resourceName) !== undefined,
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        `Topic '${resource.resourceName}' does not exist.`,
+      );
     } else if (resource.resourceType === ConfigResourceType.BROKER) {
       const name = resource.resourceName;
       check(name === '' || /^\d+$/.test(name), Errors.INVALID_REQUEST, `Invalid broker name ${name}`);
@@ -608,7 +637,9 @@ export class QuorumController {
   bootstrapIfEmpty(): Promise<void> {
     return this.serialize(async () => {
       if (!this.sink.isActive() || this.sink.image().features.has(METADATA_VERSION_FEATURE)) return;
-      await this.sink.write([{ type: 'FeatureLevelRecord', data: { name: METADATA_VERSION_FEATURE, featureLevel: METADATA_VERSION_LEVEL } }]);
+      await this.sink.write([
+        { type: 'FeatureLevelRecord', data: { name: METADATA_VERSION_FEATURE, featureLevel: METADATA_VERSION_LEVEL } },
+      ]);
     });
   }
 

@@ -11,22 +11,44 @@ export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
 
 /** AclOperation codes (ALL=2 .. DESCRIBE_TOKENS=14), as bits of authorized-operations fields. */
 const AclOperation = {
-  READ: 3, WRITE: 4, CREATE: 5, DELETE: 6, ALTER: 7, DESCRIBE: 8, CLUSTER_ACTION: 9,
-  DESCRIBE_CONFIGS: 10, ALTER_CONFIGS: 11, IDEMPOTENT_WRITE: 12, CREATE_TOKENS: 13, DESCRIBE_TOKENS: 14,
+  READ: 3,
+  WRITE: 4,
+  CREATE: 5,
+  DELETE: 6,
+  ALTER: 7,
+  DESCRIBE: 8,
+  CLUSTER_ACTION: 9,
+  DESCRIBE_CONFIGS: 10,
+  ALTER_CONFIGS: 11,
+  IDEMPOTENT_WRITE: 12,
+  CREATE_TOKENS: 13,
+  DESCRIBE_TOKENS: 14,
 } as const;
 
 const bits = (...ops: number[]): number => ops.reduce((acc, op) => acc | (1 << op), 0);
 
 /** Everything a topic supports: with no authorizer configured every principal may do it all. */
 export const TOPIC_OPERATIONS = bits(
-  AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE, AclOperation.ALTER,
-  AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+  AclOperation.READ,
+  AclOperation.WRITE,
+  AclOperation.CREATE,
+  AclOperation.DELETE,
+  AclOperation.ALTER,
+  AclOperation.DESCRIBE,
+  AclOperation.DESCRIBE_CONFIGS,
+  AclOperation.ALTER_CONFIGS,
 );
 
 export const CLUSTER_OPERATIONS = bits(
-  AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
-  AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
-  AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS,
+  AclOperation.CREATE,
+  AclOperation.ALTER,
+  AclOperation.DESCRIBE,
+  AclOperation.CLUSTER_ACTION,
+  AclOperation.DESCRIBE_CONFIGS,
+  AclOperation.ALTER_CONFIGS,
+  AclOperation.IDEMPOTENT_WRITE,
+  AclOperation.CREATE_TOKENS,
+  AclOperation.DESCRIBE_TOKENS,
 );
 
 export interface BrokerAddress {

@@ -114,7 +114,11 @@ export function encodeSnapshot(image: MetadataImage, nowMs: number): Buffer {
     return encodeRaftBatch({ baseOffset, epoch: image.epoch, appendTimeMs: nowMs, control: true, records: [w.toBuffer()] }, type);
   };
   const parts: Buffer[] = [
-    control(ControlRecordType.SNAPSHOT_HEADER, (w) => encodeSnapshotHeaderRecord(w, makeSnapshotHeaderRecord({ version: 0, lastContainedLogTimestamp: BigInt(nowMs) }), 0), 0),
+    control(
+      ControlRecordType.SNAPSHOT_HEADER,
+      (w) => encodeSnapshotHeaderRecord(w, makeSnapshotHeaderRecord({ version: 0, lastContainedLogTimestamp: BigInt(nowMs) }), 0),
+      0,
+    ),
   ];
   const values = imageToRecords(image).map(encodeMetadataRecord);
   let offset = 1;
@@ -123,7 +127,9 @@ export function encodeSnapshot(image: MetadataImage, nowMs: number): Buffer {
     parts.push(encodeRaftBatch({ baseOffset: offset, epoch: image.epoch, appendTimeMs: nowMs, control: false, records }));
     offset += records.length;
   }
-  parts.push(control(ControlRecordType.SNAPSHOT_FOOTER, (w) => encodeSnapshotFooterRecord(w, makeSnapshotFooterRecord({ version: 0 }), 0), offset));
+  parts.push(
+    control(ControlRecordType.SNAPSHOT_FOOTER, (w) => encodeSnapshotFooterRecord(w, makeSnapshotFooterRecord({ version: 0 }), 0), offset),
+  );
   return Buffer.concat(parts);
 }
 
@@ -156,7 +162,10 @@ export function diffImages(before: MetadataImage, after: MetadataImage): Metadat
     }
   }
   const configNames = (image: MetadataImage, type: number) =>
-    image.allConfigs().filter((c) => c.resourceType === type).map((c) => c.resourceName);
+    image
+      .allConfigs()
+      .filter((c) => c.resourceType === type)
+      .map((c) => c.resourceName);
   const union = (type: number) => [...new Set([...configNames(before, type), ...configNames(after, type)])];
   return {
     topicsCreated,

@@ -79,11 +79,13 @@ export class MetadataManager {
     const voters = options.config.quorumVoters.map((v) => v.nodeId);
     this.voters = voters.length > 0 ? voters : [this.nodeId];
     this.clock = options.clock ?? systemClock;
-    this.ownTransport = options.transport === undefined ? new KafkaRaftTransport(
-      options.config.quorumVoters,
-      () => this.cluster,
-      { clientId: `raft-client-${this.nodeId}`, requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms') },
-    ) : null;
+    this.ownTransport =
+      options.transport === undefined
+        ? new KafkaRaftTransport(options.config.quorumVoters, () => this.cluster, {
+            clientId: `raft-client-${this.nodeId}`,
+            requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms'),
+          })
+        : null;
     this.transport = options.transport ?? this.ownTransport!;
     this.loader = new MetadataLoader({
       maxBytesBetweenSnapshots: this.config.getLong('metadata.log.max.record.bytes.between.snapshots'),
@@ -160,9 +162,16 @@ export class MetadataManager {
     this.raftClient.start();
     const intervalMs = this.config.getLong('metadata.log.max.snapshot.interval.ms');
     if (intervalMs > 0) {
-      this.snapshotTimer = setInterval(guarded((err, what) => this.logger.error({ err }, `${what} failed`), 'periodic metadata snapshot', () => {
-        if (this.loader.unsnapshottedBytes > 0) this.snapshot(this.loader.image);
-      }), intervalMs);
+      this.snapshotTimer = setInterval(
+        guarded(
+          (err, what) => this.logger.error({ err }, `${what} failed`),
+          'periodic metadata snapshot',
+          () => {
+            if (this.loader.unsnapshottedBytes > 0) this.snapshot(this.loader.image);
+          },
+        ),
+        intervalMs,
+      );
       this.snapshotTimer.unref();
     }
     if (this.raftClient.isLeader()) {
@@ -180,7 +189,10 @@ export class MetadataManager {
    * Registers this broker with its advertised endpoints and unfences it (KRaft's
    * BrokerRegistration + first heartbeat, done in-process on a combined node).
    */
-  async registerBroker(endpoints: { name: string; host: string; port: number; securityProtocol: string }[], rack: string | null = null): Promise<void> {
+  async registerBroker(
+    endpoints: { name: string; host: string; port: number; securityProtocol: string }[],
+    rack: string | null = null,
+  ): Promise<void> {
     const listeners: BrokerEndpoint[] = endpoints.map((l) => ({
       name: l.name,
       host: l.host,

@@ -2,9 +2,7 @@
 // controller use it: a discriminated union of the record shapes the codec generates, keyed
 // by Kafka's metadata record type ids (the "apiKey" of each record schema).
 
-import type {
-  RegisterBrokerRecord, RegisterBrokerRecordBrokerEndpoint,
-} from '../../protocol/messages/metadata/register-broker-record.ts';
+import type { RegisterBrokerRecord, RegisterBrokerRecordBrokerEndpoint } from '../../protocol/messages/metadata/register-broker-record.ts';
 import type { UnregisterBrokerRecord } from '../../protocol/messages/metadata/unregister-broker-record.ts';
 import type { TopicRecord } from '../../protocol/messages/metadata/topic-record.ts';
 import type { PartitionRecord } from '../../protocol/messages/metadata/partition-record.ts';
@@ -42,8 +40,16 @@ export const ConfigResourceType = {
 } as const;
 
 export type {
-  RegisterBrokerRecord, UnregisterBrokerRecord, TopicRecord, PartitionRecord, ConfigRecord,
-  FenceBrokerRecord, UnfenceBrokerRecord, RemoveTopicRecord, FeatureLevelRecord, ProducerIdsRecord,
+  RegisterBrokerRecord,
+  UnregisterBrokerRecord,
+  TopicRecord,
+  PartitionRecord,
+  ConfigRecord,
+  FenceBrokerRecord,
+  UnfenceBrokerRecord,
+  RemoveTopicRecord,
+  FeatureLevelRecord,
+  ProducerIdsRecord,
 };
 export type BrokerEndpoint = RegisterBrokerRecordBrokerEndpoint;
 /** Null / -2 fields mean "unchanged" (Kafka's PartitionChangeRecord defaults). */
@@ -70,7 +76,9 @@ export type MetadataRecord =
 
 export type MetadataRecordName = MetadataRecord['type'];
 
-export function partitionRecord(fields: Pick<PartitionRecord, 'partitionId' | 'topicId' | 'replicas' | 'isr' | 'leader'> & Partial<PartitionRecord>): PartitionRecord {
+export function partitionRecord(
+  fields: Pick<PartitionRecord, 'partitionId' | 'topicId' | 'replicas' | 'isr' | 'leader'> & Partial<PartitionRecord>,
+): PartitionRecord {
   return {
     removingReplicas: [],
     addingReplicas: [],
@@ -84,7 +92,9 @@ export function partitionRecord(fields: Pick<PartitionRecord, 'partitionId' | 't
   };
 }
 
-export function partitionChangeRecord(fields: Pick<PartitionChangeRecord, 'partitionId' | 'topicId'> & Partial<PartitionChangeRecord>): PartitionChangeRecord {
+export function partitionChangeRecord(
+  fields: Pick<PartitionChangeRecord, 'partitionId' | 'topicId'> & Partial<PartitionChangeRecord>,
+): PartitionChangeRecord {
   return {
     isr: null,
     leader: -2,

@@ -38,9 +38,8 @@ export class DelayedProduce extends DelayedOperation {
       status.errorCode = Errors.NOT_LEADER_OR_FOLLOWER.code;
     } else if (partition.highWatermark >= status.requiredOffset) {
       // Partition.checkEnoughReplicasReachOffset: replicated, but the ISR may have shrunk meanwhile.
-      status.errorCode = partition.isr.length < partition.settings.minInsyncReplicas
-        ? Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code
-        : Errors.NONE.code;
+      status.errorCode =
+        partition.isr.length < partition.settings.minInsyncReplicas ? Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code : Errors.NONE.code;
     } else if (final) {
       status.errorCode = Errors.REQUEST_TIMED_OUT.code;
     } else {

@@ -43,7 +43,12 @@ export class FetchSession {
   /** Insertion order is the order partitions are fetched in. */
   readonly partitions = new Map<string, CachedPartition>();
 
-  constructor(readonly id: number, readonly privileged: boolean, readonly usesTopicIds: boolean, nowMs: number) {
+  constructor(
+    readonly id: number,
+    readonly privileged: boolean,
+    readonly usesTopicIds: boolean,
+    nowMs: number,
+  ) {
     this.lastUsedMs = nowMs;
   }
 

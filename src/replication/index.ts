@@ -29,7 +29,10 @@ export interface DataPathServices {
    * until it exists (the request is then answered COORDINATOR_NOT_AVAILABLE).
    */
   readonly transactionalInitProducerId?: (request: {
-    transactionalId: string; transactionTimeoutMs: number; producerId: bigint; producerEpoch: number;
+    transactionalId: string;
+    transactionTimeoutMs: number;
+    producerId: bigint;
+    producerEpoch: number;
   }) => Promise<{ errorCode: number; producerId: bigint; producerEpoch: number }>;
 }
 

@@ -117,7 +117,9 @@ function long(config: TopicConfigLookup, name: string): number {
 }
 
 export function logSettings(config: TopicConfigLookup): LogSettings {
-  const policies = value(config, 'cleanup.policy').split(',').map((s) => s.trim());
+  const policies = value(config, 'cleanup.policy')
+    .split(',')
+    .map((s) => s.trim());
   return {
     maxMessageBytes: long(config, 'max.message.bytes'),
     logAppendTime: value(config, 'message.timestamp.type') === 'LogAppendTime',
@@ -132,5 +134,5 @@ export function logSettings(config: TopicConfigLookup): LogSettings {
 export function configFromRecord(values: Readonly<Record<string, string>> | ReadonlyMap<string, string>): TopicConfigLookup {
   if (values instanceof Map) return (name) => values.get(name);
   const record = values as Readonly<Record<string, string>>;
-  return (name) => (Object.prototype.hasOwnProperty.call(record, name) ? record[name] : undefined);
+  return (name) => (Object.hasOwn(record, name) ? record[name] : undefined);
 }

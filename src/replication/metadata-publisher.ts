@@ -30,7 +30,10 @@ export class ReplicaMetadataPublisher {
   /** Stray logs deleted when the start-up image was applied. */
   strayLogsRemoved = 0;
 
-  constructor(private readonly replicaManager: ReplicaManager, private readonly options: ReplicaMetadataPublisherOptions) {}
+  constructor(
+    private readonly replicaManager: ReplicaManager,
+    private readonly options: ReplicaMetadataPublisherOptions,
+  ) {}
 
   /** Hosts every partition of `image` that lists this broker as a replica. */
   applyImage(image: MetadataImage): Promise<void> {
@@ -47,8 +50,10 @@ export class ReplicaMetadataPublisher {
       // Logs on disk that the image does not give this broker (their topic was deleted while
       // it was down, or before the deletion reached the disk): Kafka's stray logs.
       const brokerId = this.replicaManager.brokerId;
-      const strays = await this.options.removeStrayLogs?.((topic, partition) =>
-        image.partition(topic, partition)?.replicas.includes(brokerId) === true) ?? 0;
+      const strays =
+        (await this.options.removeStrayLogs?.(
+          (topic, partition) => image.partition(topic, partition)?.replicas.includes(brokerId) === true,
+        )) ?? 0;
       this.strayLogsRemoved += strays;
     });
   }
@@ -78,7 +83,8 @@ export class ReplicaMetadataPublisher {
   private async applyDelta(delta: MetadataDelta, image: MetadataImage): Promise<void> {
     const removals: (() => Promise<void>)[] = [];
     for (const topic of delta.topicsDeleted) {
-      for (const partitionId of topic.partitions.keys()) removals.push(() => this.replicaManager.removePartition(topic.name, partitionId, true));
+      for (const partitionId of topic.partitions.keys())
+        removals.push(() => this.replicaManager.removePartition(topic.name, partitionId, true));
     }
     await this.runBounded(removals);
     const configs = new Map<string, TopicConfigLookup>();
@@ -87,8 +93,11 @@ export class ReplicaMetadataPublisher {
       if (config === undefined) configs.set(topic, (config = this.options.topicConfig(image, topic)));
       return config;
     };
-    await this.runBounded(delta.partitionsChanged.map((change) =>
-      () => this.applyPartition(change.topicName, change.topicId, change.partition, configOf(change.topicName))));
+    await this.runBounded(
+      delta.partitionsChanged.map(
+        (change) => () => this.applyPartition(change.topicName, change.topicId, change.partition, configOf(change.topicName)),
+      ),
+    );
     for (const topic of delta.topicConfigsChanged) {
       if (image.topic(topic) !== undefined) this.replicaManager.updateTopicConfig(topic, this.options.topicConfig(image, topic));
     }
@@ -121,15 +130,18 @@ export class ReplicaMetadataPublisher {
       await this.replicaManager.removePartition(topic, partition.partitionId, true);
       return;
     }
-    await this.replicaManager.applyPartitionState({
-      topic,
-      topicId,
-      partition: partition.partitionId,
-      leaderId: partition.leader,
-      leaderEpoch: partition.leaderEpoch,
-      partitionEpoch: partition.partitionEpoch,
-      replicas: partition.replicas,
-      isr: partition.isr,
-    }, config);
+    await this.replicaManager.applyPartitionState(
+      {
+        topic,
+        topicId,
+        partition: partition.partitionId,
+        leaderId: partition.leader,
+        leaderEpoch: partition.leaderEpoch,
+        partitionEpoch: partition.partitionEpoch,
+        replicas: partition.replicas,
+        isr: partition.isr,
+      },
+      config,
+    );
   }
 }

@@ -67,7 +67,10 @@ export abstract class DelayedOperation {
 export class DelayedOperationPurgatory<T extends DelayedOperation> {
   private readonly watchers = new Map<string, Set<T>>();
 
-  constructor(readonly name: string, private readonly clock: Clock = systemClock) {}
+  constructor(
+    readonly name: string,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /**
    * Completes `op` now if it can; otherwise parks it under `keys` until one of them is

@@ -8,15 +8,18 @@ import { Errors } from '../../protocol/errors.ts';
 import { RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
 import { convertLegacyToV2 } from '../../protocol/records/legacy.ts';
 import {
-  CorruptRecordError, LogClosedError, OffsetOutOfRangeError, ProducerStateError, RecordTooLargeError, StorageError,
+  CorruptRecordError,
+  LogClosedError,
+  OffsetOutOfRangeError,
+  ProducerStateError,
+  RecordTooLargeError,
+  StorageError,
 } from '../../storage/errors.ts';
 import { DelayedFetch, DelayedProduce, type FetchPartitionWatch, type ProducePartitionStatus } from './delayed.ts';
 import type { LogProvider, ProducerDescription, TopicConfigLookup } from './log.ts';
 import { Partition, partitionKey, type PartitionState } from './partition.ts';
 import { DelayedOperationPurgatory, systemClock, type Clock } from './purgatory.ts';
-import {
-  RecordValidationError, validateProducedRecords, type ValidatedRecords,
-} from './validation.ts';
+import { RecordValidationError, validateProducedRecords, type ValidatedRecords } from './validation.ts';
 
 export const ISOLATION_READ_UNCOMMITTED = 0;
 export const ISOLATION_READ_COMMITTED = 1;
@@ -117,7 +120,10 @@ export interface DeleteRecordsResult {
 
 export interface LogDirDescription {
   readonly logDir: string;
-  readonly topics: { name: string; partitions: { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[] }[];
+  readonly topics: {
+    name: string;
+    partitions: { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[];
+  }[];
 }
 
 interface PendingAppend {
@@ -248,16 +254,18 @@ export class ReplicaManager {
    * `timeoutMs` with REQUEST_TIMED_OUT for those that did not get there.
    */
   async appendRecords(params: ProduceParams): Promise<ProducePartitionResult[]> {
-    const results = params.entries.map((entry): ProducePartitionResult => ({
-      topic: entry.topic,
-      partition: entry.partition,
-      errorCode: Errors.NONE.code,
-      errorMessage: null,
-      baseOffset: -1,
-      logAppendTimeMs: -1,
-      logStartOffset: -1,
-      recordErrors: [],
-    }));
+    const results = params.entries.map(
+      (entry): ProducePartitionResult => ({
+        topic: entry.topic,
+        partition: entry.partition,
+        errorCode: Errors.NONE.code,
+        errorMessage: null,
+        baseOffset: -1,
+        logAppendTimeMs: -1,
+        logStartOffset: -1,
+        recordErrors: [],
+      }),
+    );
     if (params.acks !== 0 && params.acks !== 1 && params.acks !== -1) {
       for (const result of results) result.errorCode = Errors.INVALID_REQUIRED_ACKS.code;
       return results;
@@ -291,7 +299,10 @@ export class ReplicaManager {
   }
 
   private async appendToPartition(
-    entry: ProducePartitionInput, result: ProducePartitionResult, params: ProduceParams, nowMs: number,
+    entry: ProducePartitionInput,
+    result: ProducePartitionResult,
+    params: ProduceParams,
+    nowMs: number,
   ): Promise<{ partition: Partition; requiredOffset: number; waitForHighWatermark: boolean } | undefined> {
     if (INTERNAL_TOPICS.has(entry.topic) && params.internalTopicsAllowed !== true) {
       result.errorCode = Errors.INVALID_TOPIC_EXCEPTION.code;
@@ -369,7 +380,8 @@ export class ReplicaManager {
     const pending = queue.pending.splice(0);
     if (pending.length === 0) return;
     if (!this.isCurrent(partition) || !partition.isLeader) {
-      for (const p of pending) p.resolve({ ok: false, errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code, message: `Not the leader of ${partition.key}` });
+      for (const p of pending)
+        p.resolve({ ok: false, errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code, message: `Not the leader of ${partition.key}` });
       return;
     }
     const nowMs = this.clock.now();
@@ -389,7 +401,8 @@ export class ReplicaManager {
       // A broken invariant fails the requests not yet answered (answered ones ignore a second
       // answer) and leaves the queue usable for the next appends.
       this.options.onAppendError?.(partition.key, err);
-      for (const p of pending) p.resolve({ ok: false, errorCode: Errors.UNKNOWN_SERVER_ERROR.code, message: `Append to ${partition.key} failed` });
+      for (const p of pending)
+        p.resolve({ ok: false, errorCode: Errors.UNKNOWN_SERVER_ERROR.code, message: `Append to ${partition.key} failed` });
     }
   }
 
@@ -462,7 +475,10 @@ export class ReplicaManager {
     }
     await new Promise<void>((resolve) => {
       const op = new DelayedFetch(params.maxWaitMs, watches, params.minBytes, first.bytes, fromFollower, this.isCurrent, resolve);
-      this.fetchPurgatory.tryCompleteElseWatch(op, watches.map((w) => w.partition.key));
+      this.fetchPurgatory.tryCompleteElseWatch(
+        op,
+        watches.map((w) => w.partition.key),
+      );
     });
     return (await this.readFromLog(params)).results;
   }
@@ -486,7 +502,12 @@ export class ReplicaManager {
     return { results, bytes, hasError };
   }
 
-  private async readPartition(params: FetchParams, input: FetchPartitionInput, maxBytes: number, minOneBatch: boolean): Promise<FetchPartitionResult> {
+  private async readPartition(
+    params: FetchParams,
+    input: FetchPartitionInput,
+    maxBytes: number,
+    minOneBatch: boolean,
+  ): Promise<FetchPartitionResult> {
     const fail = (errorCode: number, partition: Partition | null): FetchPartitionResult => ({
       topic: input.topic,
       partition: input.partition,
@@ -514,12 +535,15 @@ export class ReplicaManager {
     }
     const maxOffset = fromFollower
       ? log.logEndOffset
-      : params.isolationLevel === ISOLATION_READ_COMMITTED ? partition.lastStableOffset : partition.highWatermark;
+      : params.isolationLevel === ISOLATION_READ_COMMITTED
+        ? partition.lastStableOffset
+        : partition.highWatermark;
     let records: Buffer = EMPTY;
     if (input.fetchOffset < maxOffset) {
       try {
         const read = await log.read(input.fetchOffset, maxBytes, maxOffset, minOneBatch);
-        records = read.chunks.length === 1 ? read.chunks[0]! : read.chunks.length === 0 ? EMPTY : Buffer.concat(read.chunks, read.sizeInBytes);
+        records =
+          read.chunks.length === 1 ? read.chunks[0]! : read.chunks.length === 0 ? EMPTY : Buffer.concat(read.chunks, read.sizeInBytes);
       } catch (err) {
         return fail(storageErrorToKafka(err).errorCode, partition);
       }
@@ -541,7 +565,12 @@ export class ReplicaManager {
   // ---- offsets ----
 
   async listOffset(
-    topic: string, partitionIndex: number, timestamp: number, isolationLevel: number, currentLeaderEpoch: number, replicaId: number,
+    topic: string,
+    partitionIndex: number,
+    timestamp: number,
+    isolationLevel: number,
+    currentLeaderEpoch: number,
+    replicaId: number,
   ): Promise<ListOffsetsResult> {
     const none = (errorCode: number): ListOffsetsResult => ({ errorCode, timestamp: -1, offset: -1, leaderEpoch: -1 });
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
@@ -552,7 +581,9 @@ export class ReplicaManager {
     const fromConsumer = replicaId < 0;
     const lastFetchableOffset = !fromConsumer
       ? log.logEndOffset
-      : isolationLevel === ISOLATION_READ_COMMITTED ? partition.lastStableOffset : partition.highWatermark;
+      : isolationLevel === ISOLATION_READ_COMMITTED
+        ? partition.lastStableOffset
+        : partition.highWatermark;
     try {
       switch (timestamp) {
         case LATEST_TIMESTAMP:
@@ -607,8 +638,15 @@ export class ReplicaManager {
   }
 
   /** OffsetForLeaderEpoch: the end offset of `leaderEpoch` (or the largest epoch below it). */
-  offsetForLeaderEpoch(topic: string, partitionIndex: number, leaderEpoch: number, currentLeaderEpoch: number): {
-    errorCode: number; leaderEpoch: number; endOffset: number;
+  offsetForLeaderEpoch(
+    topic: string,
+    partitionIndex: number,
+    leaderEpoch: number,
+    currentLeaderEpoch: number,
+  ): {
+    errorCode: number;
+    leaderEpoch: number;
+    endOffset: number;
   } {
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
     if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, leaderEpoch: -1, endOffset: -1 };
@@ -618,7 +656,10 @@ export class ReplicaManager {
     return { errorCode: Errors.NONE.code, leaderEpoch: found.leaderEpoch, endOffset: found.endOffset };
   }
 
-  async describeProducers(topic: string, partitionIndex: number): Promise<{ errorCode: number; producers: readonly ProducerDescription[] }> {
+  async describeProducers(
+    topic: string,
+    partitionIndex: number,
+  ): Promise<{ errorCode: number; producers: readonly ProducerDescription[] }> {
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
     if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, producers: [] };
     return { errorCode: Errors.NONE.code, producers: await partition.log.activeProducers() };
@@ -626,7 +667,10 @@ export class ReplicaManager {
 
   /** Every hosted partition grouped by log directory (DescribeLogDirs). */
   describeLogDirs(filter: ((topic: string, partition: number) => boolean) | null): LogDirDescription[] {
-    const byDir = new Map<string, Map<string, { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[]>>();
+    const byDir = new Map<
+      string,
+      Map<string, { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[]>
+    >();
     for (const dir of this.options.logs.logDirs()) byDir.set(dir, new Map());
     for (const partition of this.partitions.values()) {
       if (filter !== null && !filter(partition.topic, partition.partition)) continue;
@@ -646,7 +690,10 @@ export class ReplicaManager {
     }
     return [...byDir].map(([logDir, topics]) => ({
       logDir,
-      topics: [...topics].map(([name, partitions]) => ({ name, partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex) })),
+      topics: [...topics].map(([name, partitions]) => ({
+        name,
+        partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex),
+      })),
     }));
   }
 

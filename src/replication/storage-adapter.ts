@@ -9,7 +9,14 @@ import type { LogManager } from '../../storage/log-manager.ts';
 import type { PartitionLog } from '../../storage/log.ts';
 import { TOPIC_CONFIG_DEFS } from '../config/topic-defs.ts';
 import type {
-  EpochEndOffset, LeaderAppendInfo, LogProvider, LogReadResult, ProducerDescription, ReplicaLog, TimestampAndOffset, TopicConfigLookup,
+  EpochEndOffset,
+  LeaderAppendInfo,
+  LogProvider,
+  LogReadResult,
+  ProducerDescription,
+  ReplicaLog,
+  TimestampAndOffset,
+  TopicConfigLookup,
 } from './log.ts';
 import { partitionKey } from './partition.ts';
 
@@ -38,12 +45,23 @@ function computeLogConfig(config: TopicConfigLookup): LogConfig {
 
 export class PartitionLogReplica implements ReplicaLog {
   /** `applyConfig` defaults to the log alone; the LogManager also (un)registers compaction. */
-  constructor(readonly log: PartitionLog, private readonly applyConfig: (config: LogConfig) => void = (c) => log.updateConfig(c)) {}
+  constructor(
+    readonly log: PartitionLog,
+    private readonly applyConfig: (config: LogConfig) => void = (c) => log.updateConfig(c),
+  ) {}
 
-  get logStartOffset(): number { return this.log.logStartOffset; }
-  get logEndOffset(): number { return this.log.logEndOffset; }
-  get sizeInBytes(): number { return this.log.size; }
-  get checkpointedHighWatermark(): number { return this.log.highWatermark; }
+  get logStartOffset(): number {
+    return this.log.logStartOffset;
+  }
+  get logEndOffset(): number {
+    return this.log.logEndOffset;
+  }
+  get sizeInBytes(): number {
+    return this.log.size;
+  }
+  get checkpointedHighWatermark(): number {
+    return this.log.highWatermark;
+  }
 
   async appendAsLeader(batches: Buffer, leaderEpoch: number): Promise<LeaderAppendInfo> {
     const info = await this.log.append(batches, { leaderEpoch, assignOffsets: true, origin: 'client' });

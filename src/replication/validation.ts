@@ -7,7 +7,14 @@
  */
 import { CompressionError, decompressChunks } from '../../protocol/compression/index.ts';
 import {
-  CompressionType, CRC, MAX_TIMESTAMP, RecordBatch, RECORD_BATCH_OVERHEAD, LOG_OVERHEAD, MAGIC, TimestampType,
+  CompressionType,
+  CRC,
+  MAX_TIMESTAMP,
+  RecordBatch,
+  RECORD_BATCH_OVERHEAD,
+  LOG_OVERHEAD,
+  MAGIC,
+  TimestampType,
 } from '../../protocol/records/batch.ts';
 import { Errors } from '../../protocol/errors.ts';
 import { RecordFault, RecordScanner } from '../../protocol/records/scan.ts';
@@ -116,7 +123,10 @@ export async function validateProducedRecords(records: Buffer | null, ctx: Valid
   if (first === null) throw new RecordValidationError(Errors.INVALID_RECORD.code, 'Produce request carried no record batch');
   // ProduceRequest.validateRecords: v3+ carries exactly one batch.
   if (ctx.produceVersion >= 3 && batchCount !== 1) {
-    throw new RecordValidationError(Errors.INVALID_RECORD.code, 'Produce requests with version 3 and above must contain exactly one record batch');
+    throw new RecordValidationError(
+      Errors.INVALID_RECORD.code,
+      'Produce requests with version 3 and above must contain exactly one record batch',
+    );
   }
   if (batchCount > 1 && first.hasProducerId) {
     throw new RecordValidationError(Errors.INVALID_RECORD.code, 'Idempotent produce must carry exactly one record batch');
@@ -148,7 +158,8 @@ function checkFraming(buf: Buffer, position: number, ctx: ValidationContext): Re
       `The record batch size in the append to the partition is ${size} bytes which exceeds the maximum configured value of ${ctx.settings.maxMessageBytes}.`,
     );
   }
-  if (ctx.verifyCrc && !batch.isCrcValid()) throw corrupt(`Record batch is corrupt (stored crc = ${batch.crc}, computed crc = ${batch.computeCrc()})`);
+  if (ctx.verifyCrc && !batch.isCrcValid())
+    throw corrupt(`Record batch is corrupt (stored crc = ${batch.crc}, computed crc = ${batch.computeCrc()})`);
   return batch;
 }
 
@@ -177,7 +188,10 @@ function checkBatch(batch: RecordBatch, ctx: ValidationContext): void {
   if (compression > MAX_COMPRESSION_ID) throw corrupt(`Unknown compression type id ${compression}`);
   // ProduceRequest.validateRecords: zstd needs Produce v7+ (KIP-110).
   if (compression === CompressionType.Zstd && ctx.produceVersion < 7) {
-    throw new RecordValidationError(Errors.UNSUPPORTED_COMPRESSION_TYPE.code, 'Produce requests with zstd compression need version 7 or above');
+    throw new RecordValidationError(
+      Errors.UNSUPPORTED_COMPRESSION_TYPE.code,
+      'Produce requests with zstd compression need version 7 or above',
+    );
   }
 }
 
@@ -188,8 +202,7 @@ async function checkRecords(batch: RecordBatch, ctx: ValidationContext): Promise
   if (scanner.faultIndexes.length > 0) throw recordErrors(batch, scanner, ctx);
   // LogValidator sets maxTimestamp from the records (setMaxTimestamp); it is covered by the
   // CRC, so the CRC is checked first and re-sealed after.
-  if (!ctx.settings.logAppendTime && batch.timestampType === TimestampType.CreateTime
-    && scanner.maxTimestamp !== batch.maxTimestamp) {
+  if (!ctx.settings.logAppendTime && batch.timestampType === TimestampType.CreateTime && scanner.maxTimestamp !== batch.maxTimestamp) {
     if (!ctx.verifyCrc) checkCrc(batch);
     batch.buf.writeBigInt64BE(BigInt(scanner.maxTimestamp), batch.offset + MAX_TIMESTAMP);
     batch.buf.writeUInt32BE(batch.computeCrc(), batch.offset + CRC);
@@ -218,7 +231,9 @@ async function scanRecords(batch: RecordBatch, ctx: ValidationContext): Promise<
     } catch (err) {
       if (!(err instanceof CompressionError)) throw err;
       if (err.kind === 'too-large') {
-        throw invalid(`The records of the batch inflate beyond the ${maxTotalBytes} bytes a batch of ${count} records may take${where(ctx)}`);
+        throw invalid(
+          `The records of the batch inflate beyond the ${maxTotalBytes} bytes a batch of ${count} records may take${where(ctx)}`,
+        );
       }
       throw corrupt(`Record batch could not be decompressed (${err.message})${where(ctx)}`);
     }
@@ -235,9 +250,15 @@ function recordErrors(batch: RecordBatch, scanner: RecordScanner, ctx: Validatio
     const value = scanner.faultValues[i]!;
     switch (scanner.faultKinds[i]!) {
       case RecordFault.NullKey:
-        return { batchIndex, message: `Compacted topic cannot accept message without key in topic partition ${ctx.topicPartition ?? ''}`.trimEnd() };
+        return {
+          batchIndex,
+          message: `Compacted topic cannot accept message without key in topic partition ${ctx.topicPartition ?? ''}`.trimEnd(),
+        };
       case RecordFault.OffsetDelta:
-        return { batchIndex, message: `Record ${batchIndex} has offset delta ${value}: the records of a batch must have offset deltas 0 to ${batch.recordCount - 1} in order${where(ctx)}` };
+        return {
+          batchIndex,
+          message: `Record ${batchIndex} has offset delta ${value}: the records of a batch must have offset deltas 0 to ${batch.recordCount - 1} in order${where(ctx)}`,
+        };
       case RecordFault.Timestamp:
         anyTimestamp = true;
         return {
@@ -247,9 +268,16 @@ function recordErrors(batch: RecordBatch, scanner: RecordScanner, ctx: Validatio
     }
   });
   if (anyTimestamp) {
-    return new RecordValidationError(Errors.INVALID_TIMESTAMP.code, 'One or more records have been rejected due to invalid timestamp', errors);
+    return new RecordValidationError(
+      Errors.INVALID_TIMESTAMP.code,
+      'One or more records have been rejected due to invalid timestamp',
+      errors,
+    );
   }
-  const shown = errors.slice(0, 3).map((e) => `RecordError(batchIndex=${e.batchIndex}, message='${e.message}')`).join(', ');
+  const shown = errors
+    .slice(0, 3)
+    .map((e) => `RecordError(batchIndex=${e.batchIndex}, message='${e.message}')`)
+    .join(', ');
   return new RecordValidationError(
     Errors.INVALID_RECORD.code,
     `One or more records have been rejected due to ${errors.length} record errors in total, and only showing the first three errors at most: [${shown}]`,

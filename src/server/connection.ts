@@ -10,7 +10,11 @@ import { runGuarded } from '../runtime/guard.ts';
 
 /** Thrown by a FrameProcessor for a protocol violation: log one line, then close. */
 export class ConnectionClosingError extends Error {
-  constructor(readonly reason: string, readonly apiKey: number | null = null, readonly apiVersion: number | null = null) {
+  constructor(
+    readonly reason: string,
+    readonly apiKey: number | null = null,
+    readonly apiVersion: number | null = null,
+  ) {
     super(reason);
     this.name = 'ConnectionClosingError';
   }
@@ -26,7 +30,11 @@ export class CloseRequestedError extends ConnectionClosingError {
 
 /** A handler or the response encoder threw: a bug, logged at error level, then close. */
 export class RequestFailedError extends Error {
-  constructor(readonly apiKey: number, readonly apiVersion: number, override readonly cause: unknown) {
+  constructor(
+    readonly apiKey: number,
+    readonly apiVersion: number,
+    override readonly cause: unknown,
+  ) {
     super(`api key ${apiKey} v${apiVersion} failed: ${(cause as Error)?.message ?? String(cause)}`);
     this.name = 'RequestFailedError';
   }
@@ -102,9 +110,11 @@ export class Connection {
     while (this.pending.length >= SIZE_BYTES) {
       const size = this.pending.peekInt32();
       if (size < 0 || size > this.limits.maxRequestBytes) {
-        this.protocolClose(new ConnectionClosingError(
-          size < 0 ? `invalid frame size ${size}` : `frame size ${size} exceeds socket.request.max.bytes ${this.limits.maxRequestBytes}`,
-        ));
+        this.protocolClose(
+          new ConnectionClosingError(
+            size < 0 ? `invalid frame size ${size}` : `frame size ${size} exceeds socket.request.max.bytes ${this.limits.maxRequestBytes}`,
+          ),
+        );
         return;
       }
       if (this.pending.length < SIZE_BYTES + size) break;
@@ -113,12 +123,15 @@ export class Connection {
       this.queuedBytes += frame.length;
     }
     this.updateReading();
-    runGuarded((err) => {
-      this.logger.error({ client: this.session.clientAddress, err }, 'closing connection: request processing failed');
-      this.socket.destroy();
-    }, 'request processing', () => this.drainQueue());
+    runGuarded(
+      (err) => {
+        this.logger.error({ client: this.session.clientAddress, err }, 'closing connection: request processing failed');
+        this.socket.destroy();
+      },
+      'request processing',
+      () => this.drainQueue(),
+    );
   }
-
 
   private async drainQueue(): Promise<void> {
     if (this.processing) return;
@@ -176,8 +189,8 @@ export class Connection {
     if (this.closed) return;
     // A partial frame does not count: it is bounded by maxRequestBytes, and pausing while a
     // frame larger than the bound arrives would never let it complete.
-    const over = this.queue.length >= this.limits.maxQueuedRequests
-      || this.queuedBytes + this.socket.writableLength > this.limits.maxBufferedBytes;
+    const over =
+      this.queue.length >= this.limits.maxQueuedRequests || this.queuedBytes + this.socket.writableLength > this.limits.maxBufferedBytes;
     if (over && !this.paused) {
       this.paused = true;
       this.socket.pause();
@@ -196,14 +209,20 @@ export class Connection {
 
   private protocolClose(err: unknown): void {
     if (err instanceof CloseRequestedError) {
-      this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: boundedReason(err.reason) },
-        'closing connection');
+      this.logger.info(
+        { client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: boundedReason(err.reason) },
+        'closing connection',
+      );
     } else if (err instanceof ConnectionClosingError) {
-      this.logger.info({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: boundedReason(err.reason) },
-        'closing connection: protocol violation');
+      this.logger.info(
+        { client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: boundedReason(err.reason) },
+        'closing connection: protocol violation',
+      );
     } else if (err instanceof RequestFailedError) {
-      this.logger.error({ client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, err: err.cause },
-        'closing connection: request handling failed');
+      this.logger.error(
+        { client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, err: err.cause },
+        'closing connection: request handling failed',
+      );
     } else {
       this.logger.error({ client: this.session.clientAddress, err }, 'closing connection: request handling failed');
     }

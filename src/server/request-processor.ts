@@ -26,7 +26,10 @@ import { CloseRequestedError, ConnectionClosingError, RequestFailedError, type F
 const FIXED_HEADER_BYTES = 8;
 
 export class RequestProcessor implements FrameProcessor {
-  constructor(private readonly registry: HandlerRegistry, private readonly services: () => BrokerServices) {}
+  constructor(
+    private readonly registry: HandlerRegistry,
+    private readonly services: () => BrokerServices,
+  ) {}
 
   async process(session: Session, frame: Buffer): Promise<Buffer[] | null> {
     if (frame.length < FIXED_HEADER_BYTES) throw new ConnectionClosingError(`truncated request header (${frame.length} bytes)`);
@@ -57,7 +60,9 @@ export class RequestProcessor implements FrameProcessor {
         correlationId,
         clientId: header.clientId ?? null,
         broker: this.services(),
-        closeConnection: (reason) => { closeReason = reason; },
+        closeConnection: (reason) => {
+          closeReason = reason;
+        },
       };
     } catch (err) {
       if (err instanceof DecodeError || err instanceof RangeError) {
@@ -76,7 +81,14 @@ export class RequestProcessor implements FrameProcessor {
     }
   }
 
-  private errorResponse(session: Session, correlationId: number, apiKey: number, apiVersion: number, request: unknown, err: unknown): Buffer[] {
+  private errorResponse(
+    session: Session,
+    correlationId: number,
+    apiKey: number,
+    apiVersion: number,
+    request: unknown,
+    err: unknown,
+  ): Buffer[] {
     const refused = err instanceof KafkaError;
     const error = refused ? err.error : Errors.UNKNOWN_SERVER_ERROR;
     const logger = this.services().logger;

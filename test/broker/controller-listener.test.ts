@@ -6,7 +6,14 @@ import { Errors } from '../../protocol/errors.ts';
 import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import type { ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
-import { makeFetchRequest, makeFetchRequestFetchPartition, makeFetchRequestFetchTopic, makeFetchRequestReplicaState, type FetchRequest, type FetchResponse } from '../../protocol/messages/fetch.ts';
+import {
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  makeFetchRequestReplicaState,
+  type FetchRequest,
+  type FetchResponse,
+} from '../../protocol/messages/fetch.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { batchesIn } from '../../protocol/records/batch.ts';
 import { startBroker, type EmbeddedBroker } from '../../src/index.ts';
@@ -43,10 +50,20 @@ function metadataFetch(version: number, topic: Partial<{ topic: string; topicId:
     maxWaitMs: 0,
     minBytes: 0,
     maxBytes: 1 << 20,
-    topics: [makeFetchRequestFetchTopic({
-      ...topic,
-      partitions: [makeFetchRequestFetchPartition({ partition: 0, currentLeaderEpoch, fetchOffset: 0n, lastFetchedEpoch: 0, partitionMaxBytes: 1 << 20 })],
-    })],
+    topics: [
+      makeFetchRequestFetchTopic({
+        ...topic,
+        partitions: [
+          makeFetchRequestFetchPartition({
+            partition: 0,
+            currentLeaderEpoch,
+            fetchOffset: 0n,
+            lastFetchedEpoch: 0,
+            partitionMaxBytes: 1 << 20,
+          }),
+        ],
+      }),
+    ],
   });
 }
 
@@ -61,7 +78,7 @@ describe('controller listener of a combined broker+controller', function () {
     controllerPort = await freePort();
     broker = await startBroker({
       overrides: {
-        'listeners': `PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:${controllerPort}`,
+        listeners: `PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:${controllerPort}`,
         'controller.listener.names': 'CONTROLLER',
         'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
         'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
@@ -76,10 +93,21 @@ describe('controller listener of a combined broker+controller', function () {
   });
 
   it('answers ApiVersions on the controller listener with the controller APIs', async () => {
-    const res = await call<ApiVersionsResponse>(controllerPort, ApiKey.ApiVersions, 3, { clientSoftwareName: 'raft', clientSoftwareVersion: '1' });
+    const res = await call<ApiVersionsResponse>(controllerPort, ApiKey.ApiVersions, 3, {
+      clientSoftwareName: 'raft',
+      clientSoftwareVersion: '1',
+    });
     assert.equal(res.errorCode, Errors.NONE.code);
     const keys = new Set(res.apiKeys.map((k) => k.apiKey));
-    for (const key of [ApiKey.ApiVersions, ApiKey.Fetch, ApiKey.Vote, ApiKey.BeginQuorumEpoch, ApiKey.EndQuorumEpoch, ApiKey.FetchSnapshot, ApiKey.DescribeQuorum]) {
+    for (const key of [
+      ApiKey.ApiVersions,
+      ApiKey.Fetch,
+      ApiKey.Vote,
+      ApiKey.BeginQuorumEpoch,
+      ApiKey.EndQuorumEpoch,
+      ApiKey.FetchSnapshot,
+      ApiKey.DescribeQuorum,
+    ]) {
       assert.ok(keys.has(key), `api key ${key} advertised on the controller listener`);
     }
     // Broker-only APIs are not served there.
@@ -122,7 +150,12 @@ describe('controller listener of a combined broker+controller', function () {
 
   it('serves the metadata log to a Fetch by topic id (v13+) on the controller listener', async () => {
     for (const version of [13, 16]) {
-      const res = await call<FetchResponse>(controllerPort, ApiKey.Fetch, version, metadataFetch(version, { topicId: METADATA_TOPIC_ID }, leaderEpoch));
+      const res = await call<FetchResponse>(
+        controllerPort,
+        ApiKey.Fetch,
+        version,
+        metadataFetch(version, { topicId: METADATA_TOPIC_ID }, leaderEpoch),
+      );
       assert.equal(res.errorCode, Errors.NONE.code);
       assert.equal(res.responses[0]!.topicId, METADATA_TOPIC_ID);
       const p = res.responses[0]!.partitions[0]!;

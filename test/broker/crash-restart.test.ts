@@ -20,7 +20,12 @@ describe('crash and restart of the real broker', function () {
     broker = await spawnBroker();
     const acknowledged = new Map<string, number>();
     for (let round = 0; round < 3; round++) {
-      const kafka = new Kafka({ clientId: `crash-${round}`, brokers: [broker.bootstrap], logLevel: logLevel.NOTHING, retry: { retries: 2 } });
+      const kafka = new Kafka({
+        clientId: `crash-${round}`,
+        brokers: [broker.bootstrap],
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 2 },
+      });
       const admin: Admin = kafka.admin();
       await admin.connect();
       const keep = `keep-${round}`;

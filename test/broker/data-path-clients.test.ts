@@ -10,8 +10,22 @@ import kafkajs, { type Admin, type Kafka as KafkaClient, type Producer } from 'k
 import { Producer as PlatformaticProducer, stringSerializers } from '@platformatic/kafka';
 import { Errors } from '../../protocol/errors.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
-import { decodeFetchResponse, encodeFetchRequest, makeFetchRequest, makeFetchRequestFetchPartition, makeFetchRequestFetchTopic, type FetchResponse } from '../../protocol/messages/fetch.ts';
-import { decodeProduceResponse, encodeProduceRequest, makeProduceRequest, makeProduceRequestPartitionProduceData, makeProduceRequestTopicProduceData, type ProduceResponse } from '../../protocol/messages/produce.ts';
+import {
+  decodeFetchResponse,
+  encodeFetchRequest,
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  type FetchResponse,
+} from '../../protocol/messages/fetch.ts';
+import {
+  decodeProduceResponse,
+  encodeProduceRequest,
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
+  type ProduceResponse,
+} from '../../protocol/messages/produce.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { batchesIn, CompressionType } from '../../protocol/records/batch.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
@@ -25,7 +39,13 @@ const { CompressionCodecs, CompressionTypes, Kafka, logLevel } = kafkajs;
 /** kafkajs' decoder of Fetch v11 response bodies (what its consumer runs on every fetch). */
 const kafkajsDecodeFetchV11 = createRequire(import.meta.url)('kafkajs/src/protocol/requests/fetch/v11/response.js').decode as (
   body: Buffer,
-) => Promise<{ errorCode: number; responses: { topicName: string; partitions: { errorCode: number; highWatermark: string; messages: { offset: string; value: Buffer | null }[] }[] }[] }>;
+) => Promise<{
+  errorCode: number;
+  responses: {
+    topicName: string;
+    partitions: { errorCode: number; highWatermark: string; messages: { offset: string; value: Buffer | null }[] }[];
+  }[];
+}>;
 
 // kafkajs ships gzip only; its codec plugin interface takes the project's codecs.
 for (const [type, ours] of [
@@ -54,10 +74,21 @@ async function rawRequest(port: number, apiKey: number, version: number, body: B
 
 function rawFetchBody(port: number, topic: string, partition: number, fetchOffset: number, maxWaitMs = 0): Promise<Buffer> {
   const w = new Writer();
-  encodeFetchRequest(w, makeFetchRequest({
-    maxWaitMs, minBytes: 1, maxBytes: 50 << 20,
-    topics: [makeFetchRequestFetchTopic({ topic, partitions: [makeFetchRequestFetchPartition({ partition, fetchOffset: BigInt(fetchOffset), partitionMaxBytes: 50 << 20 })] })],
-  }), 11);
+  encodeFetchRequest(
+    w,
+    makeFetchRequest({
+      maxWaitMs,
+      minBytes: 1,
+      maxBytes: 50 << 20,
+      topics: [
+        makeFetchRequestFetchTopic({
+          topic,
+          partitions: [makeFetchRequestFetchPartition({ partition, fetchOffset: BigInt(fetchOffset), partitionMaxBytes: 50 << 20 })],
+        }),
+      ],
+    }),
+    11,
+  );
   return rawRequest(port, ApiKey.Fetch, 11, w.toBuffer());
 }
 
@@ -166,8 +197,15 @@ describe('data path with real clients', function () {
     await producer.send({ topic, acks: 1, messages: [{ value: 'last' }] });
     sent.push('last');
     const stored = await readAll(broker.port, topic, 0);
-    assert.deepEqual(stored.map((r) => r.value!.toString()), sent);
-    assert.deepEqual(stored.map((r) => r.offset), sent.map((_, i) => i), 'offsets are contiguous');
+    assert.deepEqual(
+      stored.map((r) => r.value!.toString()),
+      sent,
+    );
+    assert.deepEqual(
+      stored.map((r) => r.offset),
+      sent.map((_, i) => i),
+      'offsets are contiguous',
+    );
     const batches = [...batchesIn((await rawFetch(broker.port, topic, 0, 0)).responses[0]!.partitions[0]!.records!)];
     assert.deepEqual([...new Set(batches.map((b) => b.compression))], [0, 1, 2, 3, 4], 'stored as sent, not recompressed');
     assert.deepEqual(await kafkajsReadAll(broker.port, topic, 0), sent);
@@ -181,7 +219,12 @@ describe('data path with real clients', function () {
     const results = await producer.send({
       topic,
       acks: -1,
-      messages: keys.map((key, i) => ({ key, value: `v-${key}`, timestamp: String(timestamp + i), headers: { trace: `t-${i}`, bin: Buffer.from([i]) } })),
+      messages: keys.map((key, i) => ({
+        key,
+        value: `v-${key}`,
+        timestamp: String(timestamp + i),
+        headers: { trace: `t-${i}`, bin: Buffer.from([i]) },
+      })),
     });
     assert.ok(results.every((r) => r.errorCode === 0));
     for (let partition = 0; partition < 4; partition++) {
@@ -190,7 +233,13 @@ describe('data path with real clients', function () {
         const i = keys.indexOf(key);
         assert.equal((murmur2(record.key!) & 0x7fffffff) % 4, partition, `key ${key}`);
         assert.equal(record.timestamp, timestamp + i);
-        assert.deepEqual(record.headers.map((h) => [h.key, h.value]), [['trace', Buffer.from(`t-${i}`)], ['bin', Buffer.from([i])]]);
+        assert.deepEqual(
+          record.headers.map((h) => [h.key, h.value]),
+          [
+            ['trace', Buffer.from(`t-${i}`)],
+            ['bin', Buffer.from([i])],
+          ],
+        );
       }
     }
   });
@@ -219,7 +268,10 @@ describe('data path with real clients', function () {
     assert.ok(record!.value!.equals(value));
 
     const tooBig = Buffer.alloc(2 * 1024 * 1024, 1);
-    const error = await producer.send({ topic, acks: 1, messages: [{ value: tooBig }] }).then(() => null, (e: unknown) => e);
+    const error = await producer.send({ topic, acks: 1, messages: [{ value: tooBig }] }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.ok(error !== null, 'the produce fails');
     const chain = JSON.stringify(error, Object.getOwnPropertyNames(error)) + String((error as { cause?: unknown }).cause);
     assert.match(chain, /MESSAGE_TOO_LARGE|larger than the server will accept/);
@@ -238,7 +290,10 @@ describe('data path with real clients', function () {
     const below = await rawFetch(broker.port, topic, 0, 2);
     assert.equal(below.responses[0]!.partitions[0]!.errorCode, Errors.OFFSET_OUT_OF_RANGE.code);
     assert.equal(below.responses[0]!.partitions[0]!.logStartOffset, 6n);
-    assert.deepEqual((await readAll(broker.port, topic, 0, 6)).map((r) => r.value!.toString()), ['r6', 'r7', 'r8', 'r9']);
+    assert.deepEqual(
+      (await readAll(broker.port, topic, 0, 6)).map((r) => r.value!.toString()),
+      ['r6', 'r7', 'r8', 'r9'],
+    );
   });
 
   it('an idempotent kafkajs producer writes each record once', async () => {
@@ -257,13 +312,25 @@ describe('data path with real clients', function () {
   it('a raw retried idempotent batch is answered with its original offset', async () => {
     const topic = 'raw-dup';
     await createTopic(topic);
-    const batch = await buildRecordBatch({ producerId: 999_999n, producerEpoch: 0, baseSequence: 0 }, [{ value: Buffer.from('once'), timestamp: Date.now() }]);
+    const batch = await buildRecordBatch({ producerId: 999_999n, producerEpoch: 0, baseSequence: 0 }, [
+      { value: Buffer.from('once'), timestamp: Date.now() },
+    ]);
     const send = async (): Promise<ProduceResponse> => {
       const w = new Writer();
-      encodeProduceRequest(w, makeProduceRequest({
-        acks: -1, timeoutMs: 5000,
-        topicData: [makeProduceRequestTopicProduceData({ name: topic, partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records: Buffer.from(batch) })] })],
-      }), 7);
+      encodeProduceRequest(
+        w,
+        makeProduceRequest({
+          acks: -1,
+          timeoutMs: 5000,
+          topicData: [
+            makeProduceRequestTopicProduceData({
+              name: topic,
+              partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records: Buffer.from(batch) })],
+            }),
+          ],
+        }),
+        7,
+      );
       return decodeProduceResponse(new Reader(await rawRequest(broker.port, ApiKey.Produce, 7, w.toBuffer())), 7);
     };
     await producer.send({ topic, messages: [{ value: 'first' }] });
@@ -303,7 +370,10 @@ describe('data path with real clients', function () {
     } finally {
       await client.close();
     }
-    assert.deepEqual((await readAll(broker.port, topic, 0)).map((r) => r.value!.toString()), sent);
+    assert.deepEqual(
+      (await readAll(broker.port, topic, 0)).map((r) => r.value!.toString()),
+      sent,
+    );
   });
 });
 
@@ -331,7 +401,9 @@ describe('data path across restarts', function () {
         const code = await broker.stop(signal);
         if (signal === 'SIGTERM') assert.equal(code, 0);
         broker = await broker.restart();
-        const stored = [...await readAll(broker.port, 'durable', 0), ...await readAll(broker.port, 'durable', 1)].map((r) => r.value!.toString());
+        const stored = [...(await readAll(broker.port, 'durable', 0)), ...(await readAll(broker.port, 'durable', 1))].map((r) =>
+          r.value!.toString(),
+        );
         assert.deepEqual(stored.sort(), [...acknowledged].sort());
         // And the partitions take new writes at the next offsets.
         const again = new Kafka({ clientId: 'restart-2', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING }).producer();

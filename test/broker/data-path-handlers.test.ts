@@ -8,13 +8,37 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Errors } from '../../protocol/errors.ts';
 import { apis, ApiKey } from '../../protocol/messages/index.ts';
-import { makeFetchRequest, makeFetchRequestFetchPartition, makeFetchRequestFetchTopic, makeFetchRequestForgottenTopic, type FetchResponse } from '../../protocol/messages/fetch.ts';
-import { makeProduceRequest, makeProduceRequestPartitionProduceData, makeProduceRequestTopicProduceData, type ProduceResponse } from '../../protocol/messages/produce.ts';
-import { makeListOffsetsRequest, makeListOffsetsRequestListOffsetsPartition, makeListOffsetsRequestListOffsetsTopic, type ListOffsetsResponse } from '../../protocol/messages/list-offsets.ts';
+import {
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  makeFetchRequestForgottenTopic,
+  type FetchResponse,
+} from '../../protocol/messages/fetch.ts';
+import {
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
+  type ProduceResponse,
+} from '../../protocol/messages/produce.ts';
+import {
+  makeListOffsetsRequest,
+  makeListOffsetsRequestListOffsetsPartition,
+  makeListOffsetsRequestListOffsetsTopic,
+  type ListOffsetsResponse,
+} from '../../protocol/messages/list-offsets.ts';
 import { makeInitProducerIdRequest } from '../../protocol/messages/init-producer-id.ts';
-import { makeDeleteRecordsRequest, makeDeleteRecordsRequestDeleteRecordsPartition, makeDeleteRecordsRequestDeleteRecordsTopic } from '../../protocol/messages/delete-records.ts';
+import {
+  makeDeleteRecordsRequest,
+  makeDeleteRecordsRequestDeleteRecordsPartition,
+  makeDeleteRecordsRequestDeleteRecordsTopic,
+} from '../../protocol/messages/delete-records.ts';
 import { makeDescribeLogDirsRequest } from '../../protocol/messages/describe-log-dirs.ts';
-import { makeOffsetForLeaderEpochRequest, makeOffsetForLeaderEpochRequestOffsetForLeaderPartition, makeOffsetForLeaderEpochRequestOffsetForLeaderTopic } from '../../protocol/messages/offset-for-leader-epoch.ts';
+import {
+  makeOffsetForLeaderEpochRequest,
+  makeOffsetForLeaderEpochRequestOffsetForLeaderPartition,
+  makeOffsetForLeaderEpochRequestOffsetForLeaderTopic,
+} from '../../protocol/messages/offset-for-leader-epoch.ts';
 import { makeDescribeProducersRequest, makeDescribeProducersRequestTopicRequest } from '../../protocol/messages/describe-producers.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { batchesIn, CompressionType } from '../../protocol/records/batch.ts';
@@ -57,9 +81,19 @@ describe('data-path handlers', function () {
     logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
     const replicaManager = new ReplicaManager({ brokerId: 1, logs: new LogManagerProvider(logs) });
     for (const partition of [0, 1]) {
-      await replicaManager.applyPartitionState({
-        topic: TOPIC, topicId: TOPIC_ID, partition, leaderId: 1, leaderEpoch: 0, partitionEpoch: 0, replicas: [1], isr: [1],
-      }, configFromRecord({}));
+      await replicaManager.applyPartitionState(
+        {
+          topic: TOPIC,
+          topicId: TOPIC_ID,
+          partition,
+          leaderId: 1,
+          leaderEpoch: 0,
+          partitionEpoch: 0,
+          replicas: [1],
+          isr: [1],
+        },
+        configFromRecord({}),
+      );
     }
     blocks = 0;
     services = {
@@ -79,20 +113,35 @@ describe('data-path handlers', function () {
   });
 
   async function produce(records: Buffer, version = 9, acks = 1, partition = 0): Promise<ProduceResponse | null> {
-    const response = await handleProduce(services, makeProduceRequest({
-      acks, timeoutMs: 5000,
-      topicData: [makeProduceRequestTopicProduceData({ name: TOPIC, partitionData: [makeProduceRequestPartitionProduceData({ index: partition, records })] })],
-    }), version);
+    const response = await handleProduce(
+      services,
+      makeProduceRequest({
+        acks,
+        timeoutMs: 5000,
+        topicData: [
+          makeProduceRequestTopicProduceData({
+            name: TOPIC,
+            partitionData: [makeProduceRequestPartitionProduceData({ index: partition, records })],
+          }),
+        ],
+      }),
+      version,
+    );
     return response === null ? null : wire(ApiKey.Produce, response, version);
   }
 
   function fetchRequest(version: number, fetchOffset = 0, more: Parameters<typeof makeFetchRequest>[0] = {}) {
     return makeFetchRequest({
-      maxWaitMs: 0, minBytes: 1, maxBytes: 1 << 20,
-      topics: [makeFetchRequestFetchTopic({
-        topic: TOPIC, topicId: TOPIC_ID,
-        partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: BigInt(fetchOffset), partitionMaxBytes: 1 << 20 })],
-      })],
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      topics: [
+        makeFetchRequestFetchTopic({
+          topic: TOPIC,
+          topicId: TOPIC_ID,
+          partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: BigInt(fetchOffset), partitionMaxBytes: 1 << 20 })],
+        }),
+      ],
       ...more,
     });
   }
@@ -101,10 +150,11 @@ describe('data-path handlers', function () {
     return wire(ApiKey.Fetch, await handleFetch(services, request, version), version);
   }
 
-  const sample = (n = 3, compression = CompressionType.None) => buildRecordBatch(
-    { compression },
-    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`v${i}`), timestamp: Date.now() + i })),
-  );
+  const sample = (n = 3, compression = CompressionType.None) =>
+    buildRecordBatch(
+      { compression },
+      Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`v${i}`), timestamp: Date.now() + i })),
+    );
 
   it('Produce answers each partition with its base offset at every version from v3', async () => {
     for (let version = 3; version <= 11; version++) {
@@ -117,20 +167,34 @@ describe('data-path handlers', function () {
 
   it('Produce v0-v2 message sets are stored as v2 batches', async () => {
     const v0 = await buildLegacyMessageSet({ magic: 0 }, [{ value: Buffer.from('a') }, { value: Buffer.from('b') }]);
-    const v1 = await buildLegacyMessageSet({ magic: 1, compression: CompressionType.Gzip }, [{ value: Buffer.from('c'), timestamp: Date.now() }]);
+    const v1 = await buildLegacyMessageSet({ magic: 1, compression: CompressionType.Gzip }, [
+      { value: Buffer.from('c'), timestamp: Date.now() },
+    ]);
     const r0 = await produce(v0, 0);
     const r2 = await produce(v1, 2);
     assert.equal(r0!.responses[0]!.partitionResponses[0]!.baseOffset, 0n);
     assert.equal(r2!.responses[0]!.partitionResponses[0]!.baseOffset, 2n);
     const p = (await fetch(4)).responses[0]!.partitions[0]!;
     const batches = [...batchesIn(p.records!, true)];
-    assert.deepEqual(batches.map((b) => [b.magic, b.baseOffset, b.recordCount]), [[2, 0, 2], [2, 2, 1]]);
+    assert.deepEqual(
+      batches.map((b) => [b.magic, b.baseOffset, b.recordCount]),
+      [
+        [2, 0, 2],
+        [2, 2, 1],
+      ],
+    );
   });
 
   it('Produce to an internal topic is INVALID_TOPIC_EXCEPTION for ordinary clients', async () => {
     const request = makeProduceRequest({
-      acks: 1, timeoutMs: 1000,
-      topicData: [makeProduceRequestTopicProduceData({ name: '__consumer_offsets', partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records: await sample(1) })] })],
+      acks: 1,
+      timeoutMs: 1000,
+      topicData: [
+        makeProduceRequestTopicProduceData({
+          name: '__consumer_offsets',
+          partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records: await sample(1) })],
+        }),
+      ],
     });
     const r = (await handleProduce(services, request, 9, 'app'))!;
     assert.equal(r.responses[0]!.partitionResponses[0]!.errorCode, Errors.INVALID_TOPIC_EXCEPTION.code);
@@ -153,9 +217,15 @@ describe('data-path handlers', function () {
   });
 
   it('a retried idempotent batch is answered with its original base offset and not appended twice', async () => {
-    const init = wire(ApiKey.InitProducerId, await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: null, producerId: -1n, producerEpoch: -1 })), 4);
+    const init = wire(
+      ApiKey.InitProducerId,
+      await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: null, producerId: -1n, producerEpoch: -1 })),
+      4,
+    );
     assert.equal(init.errorCode, Errors.NONE.code);
-    const batch = await buildRecordBatch({ producerId: init.producerId, producerEpoch: init.producerEpoch, baseSequence: 0 }, [{ value: Buffer.from('once'), timestamp: Date.now() }]);
+    const batch = await buildRecordBatch({ producerId: init.producerId, producerEpoch: init.producerEpoch, baseSequence: 0 }, [
+      { value: Buffer.from('once'), timestamp: Date.now() },
+    ]);
     await produce(await sample(2));
     const first = await produce(Buffer.from(batch));
     const retry = await produce(Buffer.from(batch));
@@ -163,11 +233,17 @@ describe('data-path handlers', function () {
     assert.equal(retry!.responses[0]!.partitionResponses[0]!.baseOffset, 2n);
     assert.equal(retry!.responses[0]!.partitionResponses[0]!.errorCode, Errors.NONE.code);
     assert.equal(services.replicaManager.getPartition(TOPIC, 0)!.logEndOffset, 3);
-    const producers = await handleDescribeProducers(services, makeDescribeProducersRequest({
-      topics: [makeDescribeProducersRequestTopicRequest({ name: TOPIC, partitionIndexes: [0] })],
-    }));
+    const producers = await handleDescribeProducers(
+      services,
+      makeDescribeProducersRequest({
+        topics: [makeDescribeProducersRequestTopicRequest({ name: TOPIC, partitionIndexes: [0] })],
+      }),
+    );
     const state = producers.topics[0]!.partitions[0]!.activeProducers;
-    assert.deepEqual(state.map((s) => [s.producerId, s.producerEpoch, s.lastSequence]), [[init.producerId, 0, 0]]);
+    assert.deepEqual(
+      state.map((s) => [s.producerId, s.producerEpoch, s.lastSequence]),
+      [[init.producerId, 0, 0]],
+    );
   });
 
   it('Fetch returns stored batches with every offset field, at v4 through v17 (topic ids from v13)', async () => {
@@ -184,7 +260,10 @@ describe('data-path handlers', function () {
       if (version >= 5) assert.equal(p.logStartOffset, 0n);
       if (version >= 11) assert.equal(p.preferredReadReplica, -1);
       const batches = [...batchesIn(p.records!, true)];
-      assert.deepEqual(batches.map((b) => [b.baseOffset, b.recordCount, b.compression]), [[0, 3, CompressionType.Gzip]]);
+      assert.deepEqual(
+        batches.map((b) => [b.baseOffset, b.recordCount, b.compression]),
+        [[0, 3, CompressionType.Gzip]],
+      );
     }
   });
 
@@ -197,12 +276,23 @@ describe('data-path handlers', function () {
 
   it('Fetch v0-v3 down-converts to magic 0 and 1', async () => {
     await produce(await sample(2));
-    for (const [version, magic] of [[0, 0], [1, 0], [2, 1], [3, 1]] as const) {
+    for (const [version, magic] of [
+      [0, 0],
+      [1, 0],
+      [2, 1],
+      [3, 1],
+    ] as const) {
       const p = (await fetch(version)).responses[0]!.partitions[0]!;
       assert.equal(p.errorCode, Errors.NONE.code);
       assert.equal(magicAt(p.records!), magic, `v${version}`);
       const messages = await legacyRecords(p.records!);
-      assert.deepEqual(messages.map((m) => [m.offset, m.value?.toString()]), [[0, 'v0'], [1, 'v1']]);
+      assert.deepEqual(
+        messages.map((m) => [m.offset, m.value?.toString()]),
+        [
+          [0, 'v0'],
+          [1, 'v1'],
+        ],
+      );
     }
   });
 
@@ -239,12 +329,24 @@ describe('data-path handlers', function () {
     const unknown = await fetch(12, makeFetchRequest({ sessionId: sessionId + 1, sessionEpoch: 1 }));
     assert.equal(unknown.errorCode, Errors.FETCH_SESSION_ID_NOT_FOUND.code);
 
-    const forget = await fetch(12, makeFetchRequest({
-      sessionId, sessionEpoch: 4,
-      topics: [makeFetchRequestFetchTopic({ topic: TOPIC, partitions: [makeFetchRequestFetchPartition({ partition: 1, fetchOffset: 0n, partitionMaxBytes: 1024 })] })],
-      forgottenTopicsData: [makeFetchRequestForgottenTopic({ topic: TOPIC, partitions: [0] })],
-    }));
-    assert.deepEqual(forget.responses[0]!.partitions.map((x) => x.partitionIndex), [1]);
+    const forget = await fetch(
+      12,
+      makeFetchRequest({
+        sessionId,
+        sessionEpoch: 4,
+        topics: [
+          makeFetchRequestFetchTopic({
+            topic: TOPIC,
+            partitions: [makeFetchRequestFetchPartition({ partition: 1, fetchOffset: 0n, partitionMaxBytes: 1024 })],
+          }),
+        ],
+        forgottenTopicsData: [makeFetchRequestForgottenTopic({ topic: TOPIC, partitions: [0] })],
+      }),
+    );
+    assert.deepEqual(
+      forget.responses[0]!.partitions.map((x) => x.partitionIndex),
+      [1],
+    );
     assert.deepEqual([...services.fetchSessions.get(sessionId)!.partitions.keys()], [`${TOPIC}:1`]);
   });
 
@@ -258,10 +360,16 @@ describe('data-path handlers', function () {
 
   it('ListOffsets answers v0 with old-style offsets and later versions with offset and epoch', async () => {
     await produce(await sample(4));
-    const request = (timestamp: bigint) => makeListOffsetsRequest({
-      replicaId: -1,
-      topics: [makeListOffsetsRequestListOffsetsTopic({ name: TOPIC, partitions: [makeListOffsetsRequestListOffsetsPartition({ partitionIndex: 0, timestamp, maxNumOffsets: 1 })] })],
-    });
+    const request = (timestamp: bigint) =>
+      makeListOffsetsRequest({
+        replicaId: -1,
+        topics: [
+          makeListOffsetsRequestListOffsetsTopic({
+            name: TOPIC,
+            partitions: [makeListOffsetsRequestListOffsetsPartition({ partitionIndex: 0, timestamp, maxNumOffsets: 1 })],
+          }),
+        ],
+      });
     const v0 = wire<ListOffsetsResponse>(ApiKey.ListOffsets, await handleListOffsets(services, request(-1n), 0), 0);
     assert.deepEqual(v0.topics[0]!.partitions[0]!.oldStyleOffsets, [4n]);
     for (let version = 1; version <= 10; version++) {
@@ -276,39 +384,76 @@ describe('data-path handlers', function () {
 
   it('DeleteRecords, DescribeLogDirs and OffsetForLeaderEpoch answer per partition', async () => {
     await produce(await sample(5));
-    const del = await handleDeleteRecords(services, makeDeleteRecordsRequest({
-      timeoutMs: 1000,
-      topics: [makeDeleteRecordsRequestDeleteRecordsTopic({ name: TOPIC, partitions: [
-        makeDeleteRecordsRequestDeleteRecordsPartition({ partitionIndex: 0, offset: 3n }),
-        makeDeleteRecordsRequestDeleteRecordsPartition({ partitionIndex: 1, offset: 1n }),
-      ] })],
-    }));
-    assert.deepEqual(del.topics[0]!.partitions.map((p) => [p.lowWatermark, p.errorCode]), [[3n, 0], [-1n, Errors.OFFSET_OUT_OF_RANGE.code]]);
+    const del = await handleDeleteRecords(
+      services,
+      makeDeleteRecordsRequest({
+        timeoutMs: 1000,
+        topics: [
+          makeDeleteRecordsRequestDeleteRecordsTopic({
+            name: TOPIC,
+            partitions: [
+              makeDeleteRecordsRequestDeleteRecordsPartition({ partitionIndex: 0, offset: 3n }),
+              makeDeleteRecordsRequestDeleteRecordsPartition({ partitionIndex: 1, offset: 1n }),
+            ],
+          }),
+        ],
+      }),
+    );
+    assert.deepEqual(
+      del.topics[0]!.partitions.map((p) => [p.lowWatermark, p.errorCode]),
+      [
+        [3n, 0],
+        [-1n, Errors.OFFSET_OUT_OF_RANGE.code],
+      ],
+    );
 
     const dirs = wire(ApiKey.DescribeLogDirs, await handleDescribeLogDirs(services, makeDescribeLogDirsRequest({ topics: null })), 4);
     assert.equal(dirs.results[0]!.logDir, dir);
     assert.ok(dirs.results[0]!.totalBytes > 0n);
-    assert.deepEqual(dirs.results[0]!.topics[0]!.partitions.map((p) => p.partitionIndex), [0, 1]);
+    assert.deepEqual(
+      dirs.results[0]!.topics[0]!.partitions.map((p) => p.partitionIndex),
+      [0, 1],
+    );
 
-    const epochs = handleOffsetForLeaderEpoch(services, makeOffsetForLeaderEpochRequest({
-      topics: [makeOffsetForLeaderEpochRequestOffsetForLeaderTopic({ topic: TOPIC, partitions: [makeOffsetForLeaderEpochRequestOffsetForLeaderPartition({ partition: 0, leaderEpoch: 0, currentLeaderEpoch: 0 })] })],
-    }));
+    const epochs = handleOffsetForLeaderEpoch(
+      services,
+      makeOffsetForLeaderEpochRequest({
+        topics: [
+          makeOffsetForLeaderEpochRequestOffsetForLeaderTopic({
+            topic: TOPIC,
+            partitions: [makeOffsetForLeaderEpochRequestOffsetForLeaderPartition({ partition: 0, leaderEpoch: 0, currentLeaderEpoch: 0 })],
+          }),
+        ],
+      }),
+    );
     assert.deepEqual(epochs.topics[0]!.partitions[0]!.endOffset, 5n);
   });
 
   it('InitProducerId hands out fresh ids at epoch 0 from controller blocks; transactional ids wait for the coordinator', async () => {
     const ids: bigint[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: null, producerId: -1n, producerEpoch: -1 }));
+      const r = await handleInitProducerId(
+        services,
+        makeInitProducerIdRequest({ transactionalId: null, producerId: -1n, producerEpoch: -1 }),
+      );
       assert.equal(r.producerEpoch, 0);
       ids.push(r.producerId);
     }
     assert.deepEqual(ids, [0n, 1n, 2n]);
-    const again = await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: null, producerId: 0n, producerEpoch: 0 }));
+    const again = await handleInitProducerId(
+      services,
+      makeInitProducerIdRequest({ transactionalId: null, producerId: 0n, producerEpoch: 0 }),
+    );
     assert.equal(again.producerId, 3n, 'a non-transactional producer gets a new id, as Kafka does');
-    const mismatched = await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: null, producerId: 5n, producerEpoch: -1 }));
+    const mismatched = await handleInitProducerId(
+      services,
+      makeInitProducerIdRequest({ transactionalId: null, producerId: 5n, producerEpoch: -1 }),
+    );
     assert.equal(mismatched.errorCode, Errors.INVALID_REQUEST.code);
-    const txn = await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: 'tx', producerId: -1n, producerEpoch: -1 }));
+    const txn = await handleInitProducerId(
+      services,
+      makeInitProducerIdRequest({ transactionalId: 'tx', producerId: -1n, producerEpoch: -1 }),
+    );
     assert.equal(txn.errorCode, Errors.COORDINATOR_NOT_AVAILABLE.code);
   });
 });

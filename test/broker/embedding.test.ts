@@ -51,7 +51,10 @@ describe('embedding (startBroker)', () => {
       const admin = kafka.admin();
       await admin.connect();
       const offsets = await admin.fetchTopicOffsets('embedded');
-      assert.deepEqual(offsets.map((o) => [o.partition, o.high]), [[0, '1']]);
+      assert.deepEqual(
+        offsets.map((o) => [o.partition, o.high]),
+        [[0, '1']],
+      );
       await admin.disconnect();
     } finally {
       await producer.disconnect();

@@ -11,11 +11,17 @@ import { makeCreateTopicsRequest, type CreateTopicsResponse } from '../../protoc
 import { makeFindCoordinatorRequest, type FindCoordinatorResponse } from '../../protocol/messages/find-coordinator.ts';
 import { makeJoinGroupRequest, type JoinGroupResponse } from '../../protocol/messages/join-group.ts';
 import {
-  makeOffsetCommitRequest, makeOffsetCommitRequestPartition, makeOffsetCommitRequestTopic, type OffsetCommitResponse,
+  makeOffsetCommitRequest,
+  makeOffsetCommitRequestPartition,
+  makeOffsetCommitRequestTopic,
+  type OffsetCommitResponse,
 } from '../../protocol/messages/offset-commit.ts';
 import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
 import {
-  makeProduceRequest, makeProduceRequestPartitionProduceData, makeProduceRequestTopicProduceData, type ProduceResponse,
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
+  type ProduceResponse,
 } from '../../protocol/messages/produce.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
@@ -45,7 +51,11 @@ describe('group coordinator hardening against the broker (raw requests)', functi
   /** FindCoordinator until the group's partition is served (created and led). */
   async function findCoordinator(conn: KafkaConnection, groupId: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      const found = await conn.send<FindCoordinatorResponse>(ApiKey.FindCoordinator, makeFindCoordinatorRequest({ key: groupId, keyType: 0 }), 3);
+      const found = await conn.send<FindCoordinatorResponse>(
+        ApiKey.FindCoordinator,
+        makeFindCoordinatorRequest({ key: groupId, keyType: 0 }),
+        3,
+      );
       if (found.errorCode === 0) return;
       assert.ok(attempt < 100, `coordinator of ${groupId} found (last error ${found.errorCode})`);
       await sleep(100);
@@ -55,9 +65,14 @@ describe('group coordinator hardening against the broker (raw requests)', functi
   /** OffsetFetch v5 until the partition has loaded; fails on a COORDINATOR_LOAD_IN_PROGRESS loop. */
   async function fetchOffset(conn: KafkaConnection, groupId: string, partition: number): Promise<bigint> {
     for (let attempt = 0; ; attempt++) {
-      const response = await conn.send<OffsetFetchResponse>(ApiKey.OffsetFetch, makeOffsetFetchRequest({
-        groupId, topics: [{ name: TOPIC, partitionIndexes: [partition] }],
-      }), 5);
+      const response = await conn.send<OffsetFetchResponse>(
+        ApiKey.OffsetFetch,
+        makeOffsetFetchRequest({
+          groupId,
+          topics: [{ name: TOPIC, partitionIndexes: [partition] }],
+        }),
+        5,
+      );
       if (response.errorCode === 0) return response.topics[0]!.partitions[0]!.committedOffset;
       assert.equal(response.errorCode, Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
       assert.ok(attempt < 100, `offsets of ${groupId} loaded`);
@@ -65,20 +80,44 @@ describe('group coordinator hardening against the broker (raw requests)', functi
     }
   }
 
-  async function commit(conn: KafkaConnection, groupId: string, partition: number, offset: bigint, retentionTimeMs: bigint, version = 2): Promise<number> {
-    const response = await conn.send<OffsetCommitResponse>(ApiKey.OffsetCommit, makeOffsetCommitRequest({
-      groupId, generationIdOrMemberEpoch: -1, memberId: '', retentionTimeMs,
-      topics: [makeOffsetCommitRequestTopic({ name: TOPIC, partitions: [makeOffsetCommitRequestPartition({ partitionIndex: partition, committedOffset: offset })] })],
-    }), version);
+  async function commit(
+    conn: KafkaConnection,
+    groupId: string,
+    partition: number,
+    offset: bigint,
+    retentionTimeMs: bigint,
+    version = 2,
+  ): Promise<number> {
+    const response = await conn.send<OffsetCommitResponse>(
+      ApiKey.OffsetCommit,
+      makeOffsetCommitRequest({
+        groupId,
+        generationIdOrMemberEpoch: -1,
+        memberId: '',
+        retentionTimeMs,
+        topics: [
+          makeOffsetCommitRequestTopic({
+            name: TOPIC,
+            partitions: [makeOffsetCommitRequestPartition({ partitionIndex: partition, committedOffset: offset })],
+          }),
+        ],
+      }),
+      version,
+    );
     return response.topics[0]!.partitions[0]!.errorCode;
   }
 
   async function assertAlive(): Promise<void> {
     assert.equal(broker.child.exitCode, null, `broker exited\nstderr:\n${broker.stderr()}`);
     const conn = await connect();
-    const versions = await conn.send<ApiVersionsResponse>(ApiKey.ApiVersions, makeApiVersionsRequest({
-      clientSoftwareName: 'hardening', clientSoftwareVersion: '1',
-    }), 3);
+    const versions = await conn.send<ApiVersionsResponse>(
+      ApiKey.ApiVersions,
+      makeApiVersionsRequest({
+        clientSoftwareName: 'hardening',
+        clientSoftwareVersion: '1',
+      }),
+      3,
+    );
     assert.equal(versions.errorCode, 0);
   }
 
@@ -87,9 +126,13 @@ describe('group coordinator hardening against the broker (raw requests)', functi
     // The default group.initial.rebalance.delay.ms (3000) is kept: its timer is what died.
     broker = await spawnBroker({ overrides: { 'offsets.topic.num.partitions': 1 } });
     const conn = await connect();
-    const created = await conn.send<CreateTopicsResponse>(ApiKey.CreateTopics, makeCreateTopicsRequest({
-      topics: [{ name: TOPIC, numPartitions: 3, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 10_000,
-    }));
+    const created = await conn.send<CreateTopicsResponse>(
+      ApiKey.CreateTopics,
+      makeCreateTopicsRequest({
+        topics: [{ name: TOPIC, numPartitions: 3, replicationFactor: 1, assignments: [], configs: [] }],
+        timeoutMs: 10_000,
+      }),
+    );
     assert.equal(created.topics[0]!.errorCode, 0);
     await findCoordinator(conn, 'any-group');
   });
@@ -101,10 +144,20 @@ describe('group coordinator hardening against the broker (raw requests)', functi
 
   it('completes the join of a new group whose member names its protocol twice (JoinGroup v3 and v5) and stays up', async () => {
     const started = Date.now();
-    const protocols = [{ name: 'range', metadata: SUBSCRIPTION }, { name: 'range', metadata: SUBSCRIPTION }];
-    const request = (groupId: string, memberId: string) => makeJoinGroupRequest({
-      groupId, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 10_000, memberId, groupInstanceId: null, protocolType: 'consumer', protocols,
-    });
+    const protocols = [
+      { name: 'range', metadata: SUBSCRIPTION },
+      { name: 'range', metadata: SUBSCRIPTION },
+    ];
+    const request = (groupId: string, memberId: string) =>
+      makeJoinGroupRequest({
+        groupId,
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 10_000,
+        memberId,
+        groupInstanceId: null,
+        protocolType: 'consumer',
+        protocols,
+      });
     const v3 = (async () => (await connect()).send<JoinGroupResponse>(ApiKey.JoinGroup, request('dup-v3', ''), 3))();
     const v5 = (async () => {
       const conn = await connect();
@@ -157,10 +210,20 @@ describe('group coordinator hardening against the broker (raw requests)', functi
       { key: Buffer.from([0, 2, 0x7f, 0xff]), value: Buffer.from([0, 3]), timestamp: Date.now() },
     ]);
     const admin = await connect('__admin_client');
-    const produced = await admin.send<ProduceResponse>(ApiKey.Produce, makeProduceRequest({
-      acks: -1, timeoutMs: 5000,
-      topicData: [makeProduceRequestTopicProduceData({ name: '__consumer_offsets', partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })] })],
-    }), 9);
+    const produced = await admin.send<ProduceResponse>(
+      ApiKey.Produce,
+      makeProduceRequest({
+        acks: -1,
+        timeoutMs: 5000,
+        topicData: [
+          makeProduceRequestTopicProduceData({
+            name: '__consumer_offsets',
+            partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })],
+          }),
+        ],
+      }),
+      9,
+    );
     assert.equal(produced.responses[0]!.partitionResponses[0]!.errorCode, Errors.NONE.code);
     assert.equal(await commit(conn, 'neighbour-after', 1, 12n, -1n, 8), Errors.NONE.code);
 

@@ -51,7 +51,9 @@ function startMember(client: 'confluent' | 'kafka-python', bootstrap: string, gr
   const args = [HELPER, client, bootstrap, group, topic, ...(strategy === undefined ? [] : [strategy])];
   const child = spawn(PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const member: Member = {
     child,
@@ -67,7 +69,14 @@ function startMember(client: 'confluent' | 'kafka-python', bootstrap: string, gr
     },
   };
   createInterface({ input: child.stdout! }).on('line', (line) => {
-    const event = JSON.parse(line) as { event: string; partitions?: number[]; assignment?: number[]; partition?: number; offset?: number; error?: string };
+    const event = JSON.parse(line) as {
+      event: string;
+      partitions?: number[];
+      assignment?: number[];
+      partition?: number;
+      offset?: number;
+      error?: string;
+    };
     if (event.event === 'assigned') member.assignment = event.assignment!;
     else if (event.event === 'revoked') {
       member.assignment = event.assignment!;
@@ -83,8 +92,10 @@ function startMember(client: 'confluent' | 'kafka-python', bootstrap: string, gr
 function divided(members: Member[], sizes: number[]): boolean {
   const all = members.flatMap((m) => m.assignment).sort((a, b) => a - b);
   const expected = Array.from({ length: PARTITIONS }, (_, i) => i);
-  return JSON.stringify(all) === JSON.stringify(expected)
-    && JSON.stringify(members.map((m) => m.assignment.length).sort()) === JSON.stringify([...sizes].sort());
+  return (
+    JSON.stringify(all) === JSON.stringify(expected) &&
+    JSON.stringify(members.map((m) => m.assignment.length).sort()) === JSON.stringify([...sizes].sort())
+  );
 }
 
 function union(members: Member[]): Set<string> {
@@ -134,15 +145,22 @@ describe('consumer groups through librdkafka and kafka-python', function () {
     await producer.send({
       topic,
       acks: -1,
-      messages: Array.from({ length: PARTITIONS }, (_, p) => Array.from({ length: to - from }, (_, i) => ({ partition: p, value: `${p}-${from + i}` }))).flat(),
+      messages: Array.from({ length: PARTITIONS }, (_, p) =>
+        Array.from({ length: to - from }, (_, i) => ({ partition: p, value: `${p}-${from + i}` })),
+      ).flat(),
     });
     await producer.disconnect();
   }
 
   async function committed(group: string, topic: string): Promise<bigint[]> {
-    const res = await conn.send<OffsetFetchResponse>(ApiKey.OffsetFetch, makeOffsetFetchRequest({
-      groupId: group, topics: [{ name: topic, partitionIndexes: Array.from({ length: PARTITIONS }, (_, i) => i) }],
-    }), 5);
+    const res = await conn.send<OffsetFetchResponse>(
+      ApiKey.OffsetFetch,
+      makeOffsetFetchRequest({
+        groupId: group,
+        topics: [{ name: topic, partitionIndexes: Array.from({ length: PARTITIONS }, (_, i) => i) }],
+      }),
+      5,
+    );
     return res.topics[0]!.partitions.map((p) => p.committedOffset);
   }
 
@@ -178,10 +196,14 @@ describe('consumer groups through librdkafka and kafka-python', function () {
     const revokedNow = [a, b].map((m, i) => m.revocations.slice(revocationsBefore[i]));
     assert.ok(revokedNow.flat().length > 0, 'the newcomer took partitions from the others');
     revokedNow.forEach((events, i) => {
-      for (const revoked of events) assert.ok(revoked.length < heldBefore[i]!, `member ${i} revoked ${JSON.stringify(revoked)} of ${heldBefore[i]}`);
+      for (const revoked of events)
+        assert.ok(revoked.length < heldBefore[i]!, `member ${i} revoked ${JSON.stringify(revoked)} of ${heldBefore[i]}`);
     });
     const given = new Set(revokedNow.flat(2));
-    assert.ok(c.assignment.every((p) => given.has(p)), `newcomer ${JSON.stringify(c.assignment)} from ${JSON.stringify([...given])}`);
+    assert.ok(
+      c.assignment.every((p) => given.has(p)),
+      `newcomer ${JSON.stringify(c.assignment)} from ${JSON.stringify([...given])}`,
+    );
 
     await produce(topic, 10, 20);
     await eventually('every record across the group', () => union([a, b, c]).size === PARTITIONS * 20);

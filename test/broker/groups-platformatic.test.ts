@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import {
-  Admin, Consumer, Producer, stringDeserializers, stringSerializers, type Message, type MessagesStream,
-} from '@platformatic/kafka';
+import { Admin, Consumer, Producer, stringDeserializers, stringSerializers, type Message, type MessagesStream } from '@platformatic/kafka';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 import { eventually } from '../helpers/wait.ts';
 
@@ -39,7 +37,12 @@ async function startMember(bootstrap: string, clientId: string): Promise<Member>
   const member: Member = { consumer, stream, consumed: new Set(), commits: [], errors: [] };
   stream.on('data', (message: Message<string, string, string, string>) => {
     member.consumed.add(`${message.partition}:${message.offset}`);
-    member.commits.push(Promise.resolve(message.commit()).then(() => true, () => false));
+    member.commits.push(
+      Promise.resolve(message.commit()).then(
+        () => true,
+        () => false,
+      ),
+    );
   });
   stream.on('error', (err: Error) => member.errors.push(err));
   return member;
@@ -59,7 +62,8 @@ function assigned(member: Member): number[] {
 async function produce(producer: Producer<string, string, string, string>, perPartition: number, tag: string): Promise<Set<string>> {
   const messages = [];
   for (let partition = 0; partition < PARTITIONS; partition++) {
-    for (let i = 0; i < perPartition; i++) messages.push({ topic: TOPIC, partition, key: `${tag}-${partition}-${i}`, value: `${tag}-${i}` });
+    for (let i = 0; i < perPartition; i++)
+      messages.push({ topic: TOPIC, partition, key: `${tag}-${partition}-${i}`, value: `${tag}-${i}` });
   }
   await producer.send({ messages, acks: -1 });
   return new Set(messages.map((m) => m.key));
@@ -96,8 +100,10 @@ describe('consumer groups through @platformatic/kafka', function () {
     const b = await startMember(broker.bootstrap, 'pt-b');
     members.push(b);
 
-    await eventually('the two members to split the partitions 2/2', () =>
-      assigned(a).length === 2 && assigned(b).length === 2 && a.consumer.generationId === b.consumer.generationId);
+    await eventually(
+      'the two members to split the partitions 2/2',
+      () => assigned(a).length === 2 && assigned(b).length === 2 && a.consumer.generationId === b.consumer.generationId,
+    );
     assert.deepEqual([...assigned(a), ...assigned(b)].sort(), [0, 1, 2, 3]);
 
     const all = (): Set<string> => new Set([...a.consumed, ...b.consumed]);
@@ -123,7 +129,10 @@ describe('consumer groups through @platformatic/kafka', function () {
     await eventually('the records produced while the group was away', () => c.consumed.size === second.size);
     // Resumes from the committed offsets: nothing from before offset 10 is read again.
     assert.deepEqual([...c.consumed].sort(), [0, 1, 2, 3].flatMap((p) => [10, 11, 12, 13, 14].map((o) => `${p}:${o}`)).sort());
-    assert.deepEqual(await Promise.all(c.commits), c.commits.map(() => true));
+    assert.deepEqual(
+      await Promise.all(c.commits),
+      c.commits.map(() => true),
+    );
     assert.deepEqual(c.errors, []);
     const committed = await c.consumer.listCommittedOffsets({ topics: [{ topic: TOPIC, partitions: [0, 1, 2, 3] }] });
     assert.deepEqual(committed.get(TOPIC), [15n, 15n, 15n, 15n]);

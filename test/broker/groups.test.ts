@@ -24,7 +24,9 @@ function inProcessMember(kafka: Kafka, groupId: string): GroupMember & { consume
     assignment: [] as number[],
     consumed: new Set<string>(),
     async start() {
-      consumer.on(consumer.events.GROUP_JOIN, (e) => { member.assignment = e.payload.memberAssignment[TOPIC] ?? []; });
+      consumer.on(consumer.events.GROUP_JOIN, (e) => {
+        member.assignment = e.payload.memberAssignment[TOPIC] ?? [];
+      });
       await consumer.connect();
       await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
       await consumer.run({
@@ -40,12 +42,16 @@ function inProcessMember(kafka: Kafka, groupId: string): GroupMember & { consume
 }
 
 function childMember(bootstrap: string): GroupMember & { child: ChildProcess } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/group-consumer.ts', bootstrap, GROUP, TOPIC], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/group-consumer.ts', bootstrap, GROUP, TOPIC], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const member = {
     child,
     assignment: [] as number[],
     consumed: new Set<string>(),
-    stop: async () => { child.kill('SIGKILL'); },
+    stop: async () => {
+      child.kill('SIGKILL');
+    },
   };
   createInterface({ input: child.stdout! }).on('line', (line) => {
     const event = JSON.parse(line) as { event: string; partitions?: number[]; partition?: number; offset?: string };
@@ -104,8 +110,10 @@ describe('consumer groups with kafkajs against the broker', function () {
     await a.start();
     await b.start();
     const members: GroupMember[] = [a, b, c];
-    await eventually('3 members with 2 partitions each', () => members.every((m) => m.assignment.length === 2)
-      && new Set(members.flatMap((m) => m.assignment)).size === PARTITIONS);
+    await eventually(
+      '3 members with 2 partitions each',
+      () => members.every((m) => m.assignment.length === 2) && new Set(members.flatMap((m) => m.assignment)).size === PARTITIONS,
+    );
     await eventually('every record consumed', () => consumed.size >= produced);
 
     const admin = kafka.admin();
@@ -125,7 +133,8 @@ describe('consumer groups with kafkajs against the broker', function () {
     }
     await b.stop();
     const committed = await admin.fetchOffsets({ groupId: GROUP, topics: [TOPIC] });
-    for (const p of committed[0]!.partitions) assert.equal(Number(p.offset), expected.get(p.partition), `partition ${p.partition} committed at its end`);
+    for (const p of committed[0]!.partitions)
+      assert.equal(Number(p.offset), expected.get(p.partition), `partition ${p.partition} committed at its end`);
     await admin.disconnect();
 
     assert.equal(await broker.stop(), 0);

@@ -8,7 +8,9 @@ import { Errors } from '../../protocol/errors.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import type { ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
 import {
-  makeProduceRequest, makeProduceRequestPartitionProduceData, makeProduceRequestTopicProduceData,
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
 } from '../../protocol/messages/produce.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { KafkaConnection, encodeRequestFrame } from '../../src/client/connection.ts';
@@ -19,7 +21,9 @@ describe('logging under a stalled log reader (real broker process)', function ()
   this.timeout(60_000);
   let broker: BrokerProcess;
 
-  before(async () => { broker = await spawnBroker(); });
+  before(async () => {
+    broker = await spawnBroker();
+  });
   after(async () => {
     broker?.child.stderr?.resume();
     await broker?.cleanup();
@@ -33,13 +37,26 @@ describe('logging under a stalled log reader (real broker process)', function ()
     // reason names every failed partition, and a burst of garbage connections.
     for (let round = 0; round < 5; round++) {
       const producer = await RawClient.connect(broker.port, broker.host);
-      producer.write(Buffer.concat(encodeRequestFrame(ApiKey.Produce, 4, 1, 'log-backpressure', makeProduceRequest({
-        acks: 0, timeoutMs: 1000,
-        topicData: [makeProduceRequestTopicProduceData({
-          name: longName,
-          partitionData: Array.from({ length: 8 }, (_, index) => makeProduceRequestPartitionProduceData({ index, records })),
-        })],
-      }))));
+      producer.write(
+        Buffer.concat(
+          encodeRequestFrame(
+            ApiKey.Produce,
+            4,
+            1,
+            'log-backpressure',
+            makeProduceRequest({
+              acks: 0,
+              timeoutMs: 1000,
+              topicData: [
+                makeProduceRequestTopicProduceData({
+                  name: longName,
+                  partitionData: Array.from({ length: 8 }, (_, index) => makeProduceRequestPartitionProduceData({ index, records })),
+                }),
+              ],
+            }),
+          ),
+        ),
+      );
       const garbage = await Promise.all(Array.from({ length: 50 }, () => RawClient.connect(broker.port, broker.host)));
       for (const g of garbage) g.write(Buffer.from([0, 0, 0, 8, 0x7f, 0x7f, 0, 0, 0, 0, 0, 1]));
       await Promise.all([...garbage, producer].map((c) => c.whenClosed()));

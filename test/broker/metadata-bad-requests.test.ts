@@ -27,12 +27,17 @@ describe('Metadata requests refused at their version (real broker process)', fun
 
   for (const version of [10, 11]) {
     it(`answers Metadata v${version} with a null topic name with INVALID_REQUEST and keeps serving`, async () => {
-      const request = makeMetadataRequest({ topics: [makeMetadataRequestTopic({ name: null }), makeMetadataRequestTopic({ name: 'named' })] });
+      const request = makeMetadataRequest({
+        topics: [makeMetadataRequestTopic({ name: null }), makeMetadataRequestTopic({ name: 'named' })],
+      });
       const response = await conn.send<MetadataResponse>(ApiKey.Metadata, request, version);
-      assert.deepEqual(response.topics.map((t) => [t.name, t.errorCode]), [
-        ['', Errors.INVALID_REQUEST.code],
-        ['named', Errors.INVALID_REQUEST.code],
-      ]);
+      assert.deepEqual(
+        response.topics.map((t) => [t.name, t.errorCode]),
+        [
+          ['', Errors.INVALID_REQUEST.code],
+          ['named', Errors.INVALID_REQUEST.code],
+        ],
+      );
       const versions = await conn.send<ApiVersionsResponse>(ApiKey.ApiVersions, {}, 0);
       assert.equal(versions.errorCode, Errors.NONE.code);
       assert.equal(broker.child.exitCode, null, 'the broker process is alive');
@@ -42,13 +47,19 @@ describe('Metadata requests refused at their version (real broker process)', fun
   it('answers Metadata v11 naming a topic by id with INVALID_REQUEST', async () => {
     const request = makeMetadataRequest({ topics: [makeMetadataRequestTopic({ name: 'by-id', topicId: 'AAAAAAAAAAAAAAAAAAAAAQ' })] });
     const response = await conn.send<MetadataResponse>(ApiKey.Metadata, request, 11);
-    assert.deepEqual(response.topics.map((t) => t.errorCode), [Errors.INVALID_REQUEST.code]);
+    assert.deepEqual(
+      response.topics.map((t) => t.errorCode),
+      [Errors.INVALID_REQUEST.code],
+    );
     assert.doesNotMatch(broker.stderr() + broker.stdout(), /EncodeError|request handling failed/);
   });
 
   it('still serves Metadata v12 by topic id with a null name', async () => {
     const request = makeMetadataRequest({ topics: [makeMetadataRequestTopic({ name: null, topicId: 'AAAAAAAAAAAAAAAAAAAAAQ' })] });
     const response = await conn.send<MetadataResponse>(ApiKey.Metadata, request, 12);
-    assert.deepEqual(response.topics.map((t) => [t.name, t.errorCode]), [[null, Errors.UNKNOWN_TOPIC_ID.code]]);
+    assert.deepEqual(
+      response.topics.map((t) => [t.name, t.errorCode]),
+      [[null, Errors.UNKNOWN_TOPIC_ID.code]],
+    );
   });
 });

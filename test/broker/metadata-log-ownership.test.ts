@@ -28,7 +28,7 @@ describe('the metadata log in the data log dir', function () {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('is not loaded by the broker\'s LogManager, survives data-dir retention, and is intact after a restart', async () => {
+  it("is not loaded by the broker's LogManager, survives data-dir retention, and is intact after a restart", async () => {
     // Every data log is past retention at once: a retention pass deletes whatever it owns.
     const overrides = { 'log.retention.ms': 1, 'log.retention.check.interval.ms': 3_600_000 };
     let broker = await startBroker({ dataDir, overrides });
@@ -41,7 +41,7 @@ describe('the metadata log in the data log dir', function () {
     const logManager = broker.broker['logManager'] as LogManager;
     assert.equal(logManager.getLog(METADATA_TOPIC, 0), undefined);
     assert.ok(logManager.allLogs().every((l) => l.topic !== METADATA_TOPIC));
-    assert.ok(logManager.getLog('data', 0) !== undefined, 'data partitions are the LogManager\'s');
+    assert.ok(logManager.getLog('data', 0) !== undefined, "data partitions are the LogManager's");
 
     const metadataDir = join(dataDir, METADATA_DIR);
     const segments = await segmentFiles(metadataDir);

@@ -7,7 +7,10 @@ import { ApiKey } from '../../protocol/messages/index.ts';
 import type { ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
 import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../protocol/messages/metadata.ts';
 import {
-  makeProduceRequest, makeProduceRequestPartitionProduceData, makeProduceRequestTopicProduceData, type ProduceResponse,
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
+  type ProduceResponse,
 } from '../../protocol/messages/produce.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { startBroker, type EmbeddedBroker } from '../../src/index.ts';
@@ -21,7 +24,12 @@ async function produceRequest(acks: number, topic: string, partition: number): P
   return makeProduceRequest({
     acks,
     timeoutMs: 5000,
-    topicData: [makeProduceRequestTopicProduceData({ name: topic, partitionData: [makeProduceRequestPartitionProduceData({ index: partition, records })] })],
+    topicData: [
+      makeProduceRequestTopicProduceData({
+        name: topic,
+        partitionData: [makeProduceRequestPartitionProduceData({ index: partition, records })],
+      }),
+    ],
   });
 }
 
@@ -33,9 +41,15 @@ describe('Produce with acks=0 (raw socket, real broker)', function () {
     broker = await startBroker();
     const client = await RawClient.connect(broker.port);
     try {
-      const metadata = await call<MetadataResponse>(client, ApiKey.Metadata, 9, makeMetadataRequest({
-        topics: [makeMetadataRequestTopic({ name: TOPIC })], allowAutoTopicCreation: true,
-      }));
+      const metadata = await call<MetadataResponse>(
+        client,
+        ApiKey.Metadata,
+        9,
+        makeMetadataRequest({
+          topics: [makeMetadataRequestTopic({ name: TOPIC })],
+          allowAutoTopicCreation: true,
+        }),
+      );
       assert.equal(metadata.topics[0]!.errorCode, Errors.NONE.code);
       // The auto-created partition takes its leader from the next metadata change.
       for (;;) {
@@ -68,7 +82,10 @@ describe('Produce with acks=0 (raw socket, real broker)', function () {
     }
   });
 
-  for (const [what, topic, partition] of [['an unknown topic', 'no-such-topic', 0], ['an unknown partition', TOPIC, 7]] as const) {
+  for (const [what, topic, partition] of [
+    ['an unknown topic', 'no-such-topic', 0],
+    ['an unknown partition', TOPIC, 7],
+  ] as const) {
     it(`closes the connection after an acks=0 produce to ${what}, dropping the requests behind it`, async () => {
       const client = await RawClient.connect(broker.port);
       const bystander = await RawClient.connect(broker.port);

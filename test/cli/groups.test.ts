@@ -16,7 +16,16 @@ const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 function capture(): Output & { stdout: () => string; stderr: () => string } {
   let out = '';
   let err = '';
-  return { out: (t) => { out += t; }, err: (t) => { err += t; }, stdout: () => out, stderr: () => err };
+  return {
+    out: (t) => {
+      out += t;
+    },
+    err: (t) => {
+      err += t;
+    },
+    stdout: () => out,
+    stderr: () => err,
+  };
 }
 
 async function groups(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -29,7 +38,10 @@ async function groups(...argv: string[]): Promise<{ code: number; stdout: string
 function partitionRow(stdout: string, topic: string, partition: number): string[] {
   const lines = stdout.split('\n');
   const start = lines.findIndex((l) => l.startsWith('GROUP') && l.includes('LAG-TIME'));
-  const row = lines.slice(start + 1).map((l) => l.split(/\s+/)).find((c) => c[1] === topic && c[2] === String(partition));
+  const row = lines
+    .slice(start + 1)
+    .map((l) => l.split(/\s+/))
+    .find((c) => c[1] === topic && c[2] === String(partition));
   assert.ok(row, `no row for ${topic}-${partition} in\n${stdout}`);
   return row;
 }
@@ -46,12 +58,21 @@ describe('sluice groups: helpers', () => {
     for (const version of [0, 1, 3, 7]) {
       const w = new Writer();
       w.int16(version);
-      encodeConsumerProtocolAssignment(w, {
-        assignedPartitions: [{ topic: 'b', partitions: [1, 0] }, { topic: 'a', partitions: [2] }],
-        userData: null,
-      }, Math.min(version, 3));
+      encodeConsumerProtocolAssignment(
+        w,
+        {
+          assignedPartitions: [
+            { topic: 'b', partitions: [1, 0] },
+            { topic: 'a', partitions: [2] },
+          ],
+          userData: null,
+        },
+        Math.min(version, 3),
+      );
       assert.deepEqual(decodeAssignment(w.toBuffer()), [
-        { topic: 'a', partition: 2 }, { topic: 'b', partition: 0 }, { topic: 'b', partition: 1 },
+        { topic: 'a', partition: 2 },
+        { topic: 'b', partition: 0 },
+        { topic: 'b', partition: 1 },
       ]);
     }
     assert.deepEqual(decodeAssignment(Buffer.alloc(0)), []);
@@ -104,11 +125,12 @@ function lagScenario(target: () => string): void {
     const producer = kafka.producer();
     await producer.connect();
     const now = Date.now();
-    const send = (partition: number, n: number, timestamp: number): Promise<unknown> => producer.send({
-      topic,
-      acks: -1,
-      messages: Array.from({ length: n }, (_, i) => ({ partition, value: `v${i}`, timestamp: String(timestamp + i) })),
-    });
+    const send = (partition: number, n: number, timestamp: number): Promise<unknown> =>
+      producer.send({
+        topic,
+        acks: -1,
+        messages: Array.from({ length: n }, (_, i) => ({ partition, value: `v${i}`, timestamp: String(timestamp + i) })),
+      });
     await send(0, 4, now);
     await send(1, 2, now);
 
@@ -164,7 +186,7 @@ function lagScenario(target: () => string): void {
     assert.match(r.stdout, /\nlag-group\s+Stable\s+consumer\s+1\n/);
   });
 
-  it('describe of an unknown group exits 1 as Kafka\'s tool words it', async () => {
+  it("describe of an unknown group exits 1 as Kafka's tool words it", async () => {
     const r = await groups('describe', 'no-such-group', '--bootstrap-server', target());
     assert.equal(r.code, 1);
     assert.match(r.stderr, /Consumer group 'no-such-group' does not exist\./);
@@ -205,9 +227,14 @@ function kafkaInstalled(): boolean {
 
 function referenceScript(action: 'start' | 'stop', stateDir: string): Promise<string> {
   return new Promise((resolveRun, reject) => {
-    execFile('bash', [join(REPO, 'scripts/kafka-reference.sh'), action], {
-      env: { ...process.env, KAFKA_REFERENCE_STATE: stateDir },
-    }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolveRun(stdout.trim())));
+    execFile(
+      'bash',
+      [join(REPO, 'scripts/kafka-reference.sh'), action],
+      {
+        env: { ...process.env, KAFKA_REFERENCE_STATE: stateDir },
+      },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolveRun(stdout.trim())),
+    );
   });
 }
 
@@ -219,8 +246,11 @@ describe('sluice groups against the Apache Kafka reference broker', function () 
   before(async function () {
     // Runs where scripts/install-test-clients.sh has cached Kafka; CI always has it.
     if (!kafkaInstalled()) {
-      if (process.env.CI === 'true') throw new Error('the Apache Kafka reference broker is not installed (scripts/install-test-clients.sh)');
-      console.log('*** SKIP: sluice groups against Kafka: the reference broker is not installed (bash scripts/install-test-clients.sh) ***');
+      if (process.env.CI === 'true')
+        throw new Error('the Apache Kafka reference broker is not installed (scripts/install-test-clients.sh)');
+      console.log(
+        '*** SKIP: sluice groups against Kafka: the reference broker is not installed (bash scripts/install-test-clients.sh) ***',
+      );
       this.skip();
     }
     this.timeout(180_000);

@@ -8,7 +8,11 @@ import { Kafka, logLevel } from 'kafkajs';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { encodeRequestHeader } from '../../protocol/headers.ts';
 import {
-  decodeFetchResponse, encodeFetchRequest, makeFetchRequest, makeFetchRequestFetchPartition, makeFetchRequestFetchTopic,
+  decodeFetchResponse,
+  encodeFetchRequest,
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
 } from '../../protocol/messages/fetch.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { decodeApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
@@ -37,8 +41,12 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
     const child = spawn(cmd.command, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
@@ -66,12 +74,24 @@ describe('sluice dev (the CLI process)', () => {
       let admin = kafka(broker).admin();
       await admin.connect();
       const cluster = await admin.describeCluster();
-      assert.deepEqual(cluster.brokers.map((b) => [b.nodeId, b.host, b.port]), [[1, '127.0.0.1', broker.port]]);
+      assert.deepEqual(
+        cluster.brokers.map((b) => [b.nodeId, b.host, b.port]),
+        [[1, '127.0.0.1', broker.port]],
+      );
       assert.equal(cluster.controller, 1);
-      await admin.createTopics({ topics: [{ topic: 'cli-topic', numPartitions: 2, configEntries: [{ name: 'retention.ms', value: '3600000' }] }] });
+      await admin.createTopics({
+        topics: [{ topic: 'cli-topic', numPartitions: 2, configEntries: [{ name: 'retention.ms', value: '3600000' }] }],
+      });
       const producer = kafka(broker).producer();
       await producer.connect();
-      await producer.send({ topic: 'cli-topic', acks: -1, messages: [{ partition: 1, value: 'a' }, { partition: 1, value: 'b' }] });
+      await producer.send({
+        topic: 'cli-topic',
+        acks: -1,
+        messages: [
+          { partition: 1, value: 'a' },
+          { partition: 1, value: 'b' },
+        ],
+      });
       await producer.disconnect();
       await admin.disconnect();
 
@@ -81,8 +101,13 @@ describe('sluice dev (the CLI process)', () => {
       admin = kafka(broker).admin();
       await admin.connect();
       const offsets = await admin.fetchTopicOffsets('cli-topic');
-      assert.deepEqual(offsets.map((o) => [o.partition, o.high]).sort(), [[0, '0'], [1, '2']]);
-      const [described] = (await admin.describeConfigs({ resources: [{ type: 2, name: 'cli-topic', configNames: ['retention.ms'] }], includeSynonyms: false })).resources;
+      assert.deepEqual(offsets.map((o) => [o.partition, o.high]).sort(), [
+        [0, '0'],
+        [1, '2'],
+      ]);
+      const [described] = (
+        await admin.describeConfigs({ resources: [{ type: 2, name: 'cli-topic', configNames: ['retention.ms'] }], includeSynonyms: false })
+      ).resources;
       assert.equal(described!.configEntries[0]!.configValue, '3600000');
       await admin.disconnect();
     });
@@ -103,13 +128,23 @@ describe('sluice dev (the CLI process)', () => {
     const client = await RawClient.connect(broker.port);
     const w = new Writer();
     encodeRequestHeader(w, { requestApiKey: ApiKey.Fetch, requestApiVersion: 11, correlationId: 9, clientId: 'test' });
-    encodeFetchRequest(w, makeFetchRequest({
-      replicaId: -1, maxWaitMs: 600_000, minBytes: 1, maxBytes: 1024 * 1024, sessionEpoch: -1,
-      topics: [makeFetchRequestFetchTopic({
-        topic: 'idle-topic',
-        partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1024 * 1024 })],
-      })],
-    }), 11);
+    encodeFetchRequest(
+      w,
+      makeFetchRequest({
+        replicaId: -1,
+        maxWaitMs: 600_000,
+        minBytes: 1,
+        maxBytes: 1024 * 1024,
+        sessionEpoch: -1,
+        topics: [
+          makeFetchRequestFetchTopic({
+            topic: 'idle-topic',
+            partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1024 * 1024 })],
+          }),
+        ],
+      }),
+      11,
+    );
     client.send(w.toBuffer());
     // The fetch is parked (nothing to return for ten minutes) when the signal arrives.
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -130,9 +165,16 @@ describe('sluice dev (the CLI process)', () => {
     broker = await spawnBroker({ env: { SLUICE_LOG_LEVEL: 'debug' } });
     await apiVersionsV3(broker.port);
     await broker.stop();
-    const lines = broker.stderr().split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { level: number; msg: string });
+    const lines = broker
+      .stderr()
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as { level: number; msg: string });
     assert.ok(lines.some((l) => l.msg === 'listening'));
-    assert.ok(lines.some((l) => l.level === 20 && l.msg === 'connection accepted'), 'debug lines are written');
+    assert.ok(
+      lines.some((l) => l.level === 20 && l.msg === 'connection accepted'),
+      'debug lines are written',
+    );
   });
 });
 
@@ -140,15 +182,18 @@ describe('sluice start and usage errors', () => {
   it('starts from a server.properties file, with --override winning over it', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-start-'));
     const props = join(dir, 'server.properties');
-    await writeFile(props, [
-      '# a Kafka-style file',
-      'node.id=3',
-      'process.roles=broker,controller',
-      'listeners=PLAINTEXT://127.0.0.1:0',
-      'controller.quorum.voters=3@127.0.0.1:0',
-      `log.dirs=${join(dir, 'logs')}`,
-      'num.partitions=2',
-    ].join('\n'));
+    await writeFile(
+      props,
+      [
+        '# a Kafka-style file',
+        'node.id=3',
+        'process.roles=broker,controller',
+        'listeners=PLAINTEXT://127.0.0.1:0',
+        'controller.quorum.voters=3@127.0.0.1:0',
+        `log.dirs=${join(dir, 'logs')}`,
+        'num.partitions=2',
+      ].join('\n'),
+    );
     const cmd = sluiceCommand(['start', '--config', props, '--override', 'node.id=3', '--override', 'num.partitions=4']);
     const child = spawn(cmd.command, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -168,7 +213,9 @@ describe('sluice start and usage errors', () => {
 
   it('runs the broker with its Node flags from the sluice command and from npm start', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-bin-'));
-    const child = spawn(join(REPO, 'bin/sluice.js'), ['dev', '--port', '0', '--data-dir', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(REPO, 'bin/sluice.js'), ['dev', '--port', '0', '--data-dir', join(dir, 'data')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         let out = '';
@@ -191,8 +238,16 @@ describe('sluice start and usage errors', () => {
     for (const flag of BROKER_NODE_FLAGS) assert.ok(startArgv.includes(flag), `${flag} in npm start`);
   });
 
-  it('rejects a bad config value with Kafka\'s wording and exit code 2', async () => {
-    const { code, stderr } = await run(['dev', '--port', '0', '--data-dir', join(tmpdir(), 'sluice-never'), '--override', 'num.partitions=many']);
+  it("rejects a bad config value with Kafka's wording and exit code 2", async () => {
+    const { code, stderr } = await run([
+      'dev',
+      '--port',
+      '0',
+      '--data-dir',
+      join(tmpdir(), 'sluice-never'),
+      '--override',
+      'num.partitions=many',
+    ]);
     assert.equal(code, 2);
     assert.match(stderr, /Invalid value many for configuration num\.partitions/);
   });

@@ -4,7 +4,10 @@ import { decodeRequestHeader, encodeResponseHeader, type RequestHeader } from '.
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { makeApiVersionsResponse, makeApiVersionsResponseApiVersion } from '../../protocol/messages/api-versions.ts';
 import {
-  makeMetadataResponse, makeMetadataResponseBroker, makeMetadataResponseTopic, makeMetadataResponsePartition,
+  makeMetadataResponse,
+  makeMetadataResponseBroker,
+  makeMetadataResponseTopic,
+  makeMetadataResponsePartition,
   type MetadataResponse,
 } from '../../protocol/messages/metadata.ts';
 import { Errors } from '../../protocol/errors.ts';
@@ -42,18 +45,24 @@ async function fakeBroker(handler: Handler): Promise<{ server: Server; port: num
   return { server, port: (server.address() as { port: number }).port, seen };
 }
 
-const OUR_RANGES = [ApiKey.ApiVersions, ApiKey.Metadata].map((apiKey) => makeApiVersionsResponseApiVersion({
-  apiKey, minVersion: 0, maxVersion: apiKey === ApiKey.Metadata ? 9 : 3,
-}));
+const OUR_RANGES = [ApiKey.ApiVersions, ApiKey.Metadata].map((apiKey) =>
+  makeApiVersionsResponseApiVersion({
+    apiKey,
+    minVersion: 0,
+    maxVersion: apiKey === ApiKey.Metadata ? 9 : 3,
+  }),
+);
 
 function metadataFor(port: number, topic: string): MetadataResponse {
   return makeMetadataResponse({
     brokers: [makeMetadataResponseBroker({ nodeId: 7, host: '127.0.0.1', port })],
     controllerId: 7,
-    topics: [makeMetadataResponseTopic({
-      name: topic,
-      partitions: [makeMetadataResponsePartition({ partitionIndex: 0, leaderId: 7, replicaNodes: [7], isrNodes: [7] })],
-    })],
+    topics: [
+      makeMetadataResponseTopic({
+        name: topic,
+        partitions: [makeMetadataResponsePartition({ partitionIndex: 0, leaderId: 7, replicaNodes: [7], isrNodes: [7] })],
+      }),
+    ],
   });
 }
 
@@ -72,24 +81,33 @@ describe('client: KafkaConnection', () => {
     assert.equal(broker.seen[0]!.requestApiVersion, 3);
     assert.equal(conn.version(ApiKey.Metadata), 9);
     assert.equal(conn.version(ApiKey.Metadata, 4), 4);
-    assert.throws(() => conn.version(ApiKey.Produce), (e: unknown) => e instanceof KafkaError && e.code === Errors.UNSUPPORTED_VERSION.code);
+    assert.throws(
+      () => conn.version(ApiKey.Produce),
+      (e: unknown) => e instanceof KafkaError && e.code === Errors.UNSUPPORTED_VERSION.code,
+    );
     conn.close();
   });
 
-  it('retries ApiVersions at the broker\'s version after UNSUPPORTED_VERSION (KIP-511)', async () => {
+  it("retries ApiVersions at the broker's version after UNSUPPORTED_VERSION (KIP-511)", async () => {
     const broker = await fakeBroker((h, _r, reply) => {
       if (h.requestApiVersion > 1) {
-        reply(0, makeApiVersionsResponse({
-          errorCode: Errors.UNSUPPORTED_VERSION.code,
-          apiKeys: [makeApiVersionsResponseApiVersion({ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 1 })],
-        }));
+        reply(
+          0,
+          makeApiVersionsResponse({
+            errorCode: Errors.UNSUPPORTED_VERSION.code,
+            apiKeys: [makeApiVersionsResponseApiVersion({ apiKey: ApiKey.ApiVersions, minVersion: 0, maxVersion: 1 })],
+          }),
+        );
       } else {
         reply(h.requestApiVersion, makeApiVersionsResponse({ apiKeys: OUR_RANGES }));
       }
     });
     servers.push(broker.server);
     const conn = await KafkaConnection.connect('127.0.0.1', broker.port);
-    assert.deepEqual(broker.seen.map((h) => h.requestApiVersion), [3, 1]);
+    assert.deepEqual(
+      broker.seen.map((h) => h.requestApiVersion),
+      [3, 1],
+    );
     assert.equal(conn.version(ApiKey.Metadata), 9);
     conn.close();
   });
@@ -114,10 +132,20 @@ describe('client: KafkaConnection', () => {
     });
     servers.push(broker.server);
     const conn = await KafkaConnection.connect('127.0.0.1', broker.port);
-    const responses = Array.from({ length: 10 }, () => conn.send<MetadataResponse>(ApiKey.Metadata, { topics: null, allowAutoTopicCreation: false, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false }));
+    const responses = Array.from({ length: 10 }, () =>
+      conn.send<MetadataResponse>(ApiKey.Metadata, {
+        topics: null,
+        allowAutoTopicCreation: false,
+        includeClusterAuthorizedOperations: false,
+        includeTopicAuthorizedOperations: false,
+      }),
+    );
     assert.equal(conn.inFlight, 10);
     const names = (await Promise.all(responses)).map((r) => r.topics[0]!.name);
-    assert.deepEqual(names, Array.from({ length: 10 }, (_, i) => `t${i}`));
+    assert.deepEqual(
+      names,
+      Array.from({ length: 10 }, (_, i) => `t${i}`),
+    );
     const ids = broker.seen.slice(1).map((h) => h.correlationId);
     assert.equal(new Set(ids).size, 10);
     conn.close();
@@ -129,7 +157,12 @@ describe('client: KafkaConnection', () => {
     });
     servers.push(broker.server);
     const conn = await KafkaConnection.connect('127.0.0.1', broker.port, { requestTimeoutMs: 200 });
-    const pending = conn.send(ApiKey.Metadata, { topics: null, allowAutoTopicCreation: false, includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false });
+    const pending = conn.send(ApiKey.Metadata, {
+      topics: null,
+      allowAutoTopicCreation: false,
+      includeClusterAuthorizedOperations: false,
+      includeTopicAuthorizedOperations: false,
+    });
     await assert.rejects(pending, (e: unknown) => e instanceof ConnectionError && /no response to Metadata/.test(e.message));
     assert.ok(conn.closed);
     await assert.rejects(conn.send(ApiKey.Metadata, {}), ConnectionError);

@@ -68,7 +68,10 @@ const flush = () => new Promise((resolve) => setImmediate(resolve));
  * Joins as a new member (MEMBER_ID_REQUIRED first); the join itself stays pending until
  * the rebalance completes, so it is returned wrapped rather than awaited.
  */
-async function joinWithMemberId(coordinator: GroupCoordinator, extra: Partial<JoinGroupParams> = {}): Promise<{ join: Promise<JoinResult> }> {
+async function joinWithMemberId(
+  coordinator: GroupCoordinator,
+  extra: Partial<JoinGroupParams> = {},
+): Promise<{ join: Promise<JoinResult> }> {
   const first = await coordinator.joinGroup(joinParams('', extra));
   assert.equal(first.errorCode, Errors.MEMBER_ID_REQUIRED.code);
   assert.ok(first.memberId.startsWith('client-'));
@@ -82,11 +85,18 @@ async function stableGroup(n: number, ctx = setup()) {
   settleInitialDelay(ctx);
   const results = await Promise.all(joins);
   const leader = results.find((r) => r.leaderId === r.memberId)!;
-  const syncs = results.map((r) => ctx.coordinator.syncGroup({
-    groupId: GROUP, generationId: r.generationId, memberId: r.memberId, groupInstanceId: null,
-    protocolType: 'consumer', protocolName: 'range',
-    assignments: r.memberId === leader.memberId ? results.map((m) => ({ memberId: m.memberId, assignment: Buffer.from(`a-${m.memberId}`) })) : [],
-  }));
+  const syncs = results.map((r) =>
+    ctx.coordinator.syncGroup({
+      groupId: GROUP,
+      generationId: r.generationId,
+      memberId: r.memberId,
+      groupInstanceId: null,
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments:
+        r.memberId === leader.memberId ? results.map((m) => ({ memberId: m.memberId, assignment: Buffer.from(`a-${m.memberId}`) })) : [],
+    }),
+  );
   const synced = await Promise.all(syncs);
   return { ...ctx, results, synced, leader };
 }
@@ -109,7 +119,9 @@ describe('group coordinator (classic protocol)', () => {
     const { coordinator, scheduler, config } = setup();
     const joins = [(await joinWithMemberId(coordinator)).join, (await joinWithMemberId(coordinator)).join];
     let settled = false;
-    void Promise.all(joins).then(() => { settled = true; });
+    void Promise.all(joins).then(() => {
+      settled = true;
+    });
     scheduler.advance(config.initialRebalanceDelayMs - 1);
     joins.push((await joinWithMemberId(coordinator)).join);
     scheduler.advance(1);
@@ -135,9 +147,24 @@ describe('group coordinator (classic protocol)', () => {
     const [a, b] = await Promise.all(joins);
     const leader = a!.leaderId === a!.memberId ? a! : b!;
     const follower = leader === a ? b! : a!;
-    const followerSync = ctx.coordinator.syncGroup({ groupId: GROUP, generationId: 1, memberId: follower.memberId, groupInstanceId: null, protocolType: null, protocolName: null, assignments: [] });
-    const leaderSync = await ctx.coordinator.syncGroup({ groupId: GROUP, generationId: 1, memberId: leader.memberId, groupInstanceId: null, protocolType: 'consumer', protocolName: 'range',
-      assignments: [{ memberId: leader.memberId, assignment: Buffer.from('p0') }] });
+    const followerSync = ctx.coordinator.syncGroup({
+      groupId: GROUP,
+      generationId: 1,
+      memberId: follower.memberId,
+      groupInstanceId: null,
+      protocolType: null,
+      protocolName: null,
+      assignments: [],
+    });
+    const leaderSync = await ctx.coordinator.syncGroup({
+      groupId: GROUP,
+      generationId: 1,
+      memberId: leader.memberId,
+      groupInstanceId: null,
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments: [{ memberId: leader.memberId, assignment: Buffer.from('p0') }],
+    });
     assert.equal(leaderSync.errorCode, 0);
     assert.equal(leaderSync.assignment.toString(), 'p0');
     const f = await followerSync;
@@ -178,11 +205,17 @@ describe('group coordinator (classic protocol)', () => {
   it('rebalances without a member that leaves (LeaveGroup)', async () => {
     const { coordinator, results } = await stableGroup(3);
     const left = coordinator.leaveGroup(GROUP, [{ memberId: results[1]!.memberId, groupInstanceId: null }]);
-    assert.deepEqual(left.members.map((m) => m.errorCode), [0]);
+    assert.deepEqual(
+      left.members.map((m) => m.errorCode),
+      [0],
+    );
     assert.equal(coordinator.group(GROUP)!.state, GroupState.PreparingRebalance);
     const rejoined = await Promise.all([results[0]!, results[2]!].map((r) => coordinator.joinGroup(joinParams(r.memberId))));
     assert.ok(rejoined.every((r) => r.generationId === 2));
-    assert.equal(coordinator.leaveGroup(GROUP, [{ memberId: 'nobody', groupInstanceId: null }]).members[0]!.errorCode, Errors.UNKNOWN_MEMBER_ID.code);
+    assert.equal(
+      coordinator.leaveGroup(GROUP, [{ memberId: 'nobody', groupInstanceId: null }]).members[0]!.errorCode,
+      Errors.UNKNOWN_MEMBER_ID.code,
+    );
   });
 
   it('refuses a commit from a stale generation and one during CompletingRebalance', async () => {
@@ -204,12 +237,24 @@ describe('group coordinator (classic protocol)', () => {
       { topic: 't', partition: 0, offset: 42n, leaderEpoch: 3, metadata: 'where I was', expireTimestampMs: -1 },
     ]);
     assert.deepEqual(codes, [0]);
-    const fetched = coordinator.fetchOffsets('simple', [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
-    assert.deepEqual(fetched.offsets.map((o) => [o.offset, o.leaderEpoch, o.metadata]), [[42n, 3, 'where I was'], [-1n, -1, '']]);
+    const fetched = coordinator.fetchOffsets('simple', [
+      { topic: 't', partition: 0 },
+      { topic: 't', partition: 1 },
+    ]);
+    assert.deepEqual(
+      fetched.offsets.map((o) => [o.offset, o.leaderEpoch, o.metadata]),
+      [
+        [42n, 3, 'where I was'],
+        [-1n, -1, ''],
+      ],
+    );
     assert.equal(coordinator.fetchOffsets('simple', null).offsets.length, 1);
-    assert.deepEqual(await coordinator.commitOffsets('nobody', 'm', null, 3, [
-      { topic: 't', partition: 0, offset: 1n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 },
-    ]), [Errors.ILLEGAL_GENERATION.code]);
+    assert.deepEqual(
+      await coordinator.commitOffsets('nobody', 'm', null, 3, [
+        { topic: 't', partition: 0, offset: 1n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 },
+      ]),
+      [Errors.ILLEGAL_GENERATION.code],
+    );
   });
 
   it('refuses metadata larger than offset.metadata.max.bytes', async () => {
@@ -226,7 +271,15 @@ describe('group coordinator (classic protocol)', () => {
     ctx.scheduler.advance(ctx.config.initialRebalanceDelayMs);
     const first = await join;
     assert.equal(first.errorCode, 0);
-    await ctx.coordinator.syncGroup({ groupId: GROUP, generationId: first.generationId, memberId: first.memberId, groupInstanceId: 'instance-1', protocolType: 'consumer', protocolName: 'range', assignments: [{ memberId: first.memberId, assignment: Buffer.from('mine') }] });
+    await ctx.coordinator.syncGroup({
+      groupId: GROUP,
+      generationId: first.generationId,
+      memberId: first.memberId,
+      groupInstanceId: 'instance-1',
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments: [{ memberId: first.memberId, assignment: Buffer.from('mine') }],
+    });
     assert.equal(ctx.coordinator.group(GROUP)!.state, GroupState.Stable);
 
     const again = await ctx.coordinator.joinGroup(joinParams('', { groupInstanceId: 'instance-1' }));
@@ -235,7 +288,15 @@ describe('group coordinator (classic protocol)', () => {
     assert.equal(again.generationId, first.generationId);
     assert.equal(again.skipAssignment, true);
     assert.equal(ctx.coordinator.group(GROUP)!.state, GroupState.Stable);
-    const sync = await ctx.coordinator.syncGroup({ groupId: GROUP, generationId: again.generationId, memberId: again.memberId, groupInstanceId: 'instance-1', protocolType: 'consumer', protocolName: 'range', assignments: [] });
+    const sync = await ctx.coordinator.syncGroup({
+      groupId: GROUP,
+      generationId: again.generationId,
+      memberId: again.memberId,
+      groupInstanceId: 'instance-1',
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments: [],
+    });
     assert.equal(sync.assignment.toString(), 'mine');
     assert.equal(ctx.coordinator.heartbeat(GROUP, first.memberId, 'instance-1', first.generationId), Errors.FENCED_INSTANCE_ID.code);
   });
@@ -245,7 +306,15 @@ describe('group coordinator (classic protocol)', () => {
     const join = ctx.coordinator.joinGroup(joinParams('', { groupInstanceId: 'i-1' }));
     ctx.scheduler.advance(ctx.config.initialRebalanceDelayMs);
     const first = await join;
-    await ctx.coordinator.syncGroup({ groupId: GROUP, generationId: 1, memberId: first.memberId, groupInstanceId: 'i-1', protocolType: null, protocolName: null, assignments: [] });
+    await ctx.coordinator.syncGroup({
+      groupId: GROUP,
+      generationId: 1,
+      memberId: first.memberId,
+      groupInstanceId: 'i-1',
+      protocolType: null,
+      protocolName: null,
+      assignments: [],
+    });
     ctx.scheduler.advance(SESSION_MS - 1000);
     const back = await ctx.coordinator.joinGroup(joinParams('', { groupInstanceId: 'i-1' }));
     ctx.scheduler.advance(SESSION_MS - 1000);
@@ -255,9 +324,24 @@ describe('group coordinator (classic protocol)', () => {
 
   it('selects the protocol every member supports by vote, and refuses an inconsistent one', async () => {
     const { coordinator, scheduler, config } = setup();
-    const { join: a } = await joinWithMemberId(coordinator, { protocols: [{ name: 'cooperative-sticky', metadata: Buffer.alloc(1) }, { name: 'range', metadata: Buffer.alloc(1) }] });
-    const { join: b } = await joinWithMemberId(coordinator, { protocols: [{ name: 'range', metadata: Buffer.alloc(1) }, { name: 'cooperative-sticky', metadata: Buffer.alloc(1) }] });
-    const { join: c } = await joinWithMemberId(coordinator, { protocols: [{ name: 'cooperative-sticky', metadata: Buffer.alloc(1) }, { name: 'range', metadata: Buffer.alloc(1) }] });
+    const { join: a } = await joinWithMemberId(coordinator, {
+      protocols: [
+        { name: 'cooperative-sticky', metadata: Buffer.alloc(1) },
+        { name: 'range', metadata: Buffer.alloc(1) },
+      ],
+    });
+    const { join: b } = await joinWithMemberId(coordinator, {
+      protocols: [
+        { name: 'range', metadata: Buffer.alloc(1) },
+        { name: 'cooperative-sticky', metadata: Buffer.alloc(1) },
+      ],
+    });
+    const { join: c } = await joinWithMemberId(coordinator, {
+      protocols: [
+        { name: 'cooperative-sticky', metadata: Buffer.alloc(1) },
+        { name: 'range', metadata: Buffer.alloc(1) },
+      ],
+    });
     const bad = await coordinator.joinGroup(joinParams('', { protocols: [{ name: 'roundrobin', metadata: Buffer.alloc(1) }] }));
     assert.equal(bad.errorCode, Errors.INCONSISTENT_GROUP_PROTOCOL.code);
     settleInitialDelay({ scheduler, config });
@@ -278,7 +362,15 @@ describe('group coordinator (classic protocol)', () => {
     const [a, b] = await Promise.all(joins);
     const leader = a!.leaderId === a!.memberId ? a! : b!;
     const other = leader === a ? b! : a!;
-    await ctx.coordinator.syncGroup({ groupId: GROUP, generationId: 1, memberId: leader.memberId, groupInstanceId: null, protocolType: null, protocolName: null, assignments: [] });
+    await ctx.coordinator.syncGroup({
+      groupId: GROUP,
+      generationId: 1,
+      memberId: leader.memberId,
+      groupInstanceId: null,
+      protocolType: null,
+      protocolName: null,
+      assignments: [],
+    });
     for (let t = 0; t < REBALANCE_MS; t += 5000) {
       ctx.scheduler.advance(5000);
       ctx.coordinator.heartbeat(GROUP, leader.memberId, null, 1);
@@ -289,7 +381,11 @@ describe('group coordinator (classic protocol)', () => {
 
   it('answers NOT_COORDINATOR for unowned partitions and COORDINATOR_LOAD_IN_PROGRESS while loading', async () => {
     const scheduler = new ManualScheduler();
-    const coordinator = new GroupCoordinator({ ...DEFAULT_GROUP_COORDINATOR_CONFIG, offsetsTopicPartitions: 4 }, scheduler, new MemoryLog());
+    const coordinator = new GroupCoordinator(
+      { ...DEFAULT_GROUP_COORDINATOR_CONFIG, offsetsTopicPartitions: 4 },
+      scheduler,
+      new MemoryLog(),
+    );
     assert.equal((await coordinator.joinGroup(joinParams(''))).errorCode, Errors.NOT_COORDINATOR.code);
     coordinator.beginLoading(coordinator.partitionFor(GROUP));
     assert.equal(coordinator.heartbeat(GROUP, 'm', null, 1), Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
@@ -299,7 +395,9 @@ describe('group coordinator (classic protocol)', () => {
   it('restores groups and offsets from its records after a restart', async () => {
     const ctx = await stableGroup(2);
     const member = ctx.results[0]!;
-    await ctx.coordinator.commitOffsets(GROUP, member.memberId, null, 1, [{ topic: 't', partition: 3, offset: 77n, leaderEpoch: 0, metadata: 'x', expireTimestampMs: -1 }]);
+    await ctx.coordinator.commitOffsets(GROUP, member.memberId, null, 1, [
+      { topic: 't', partition: 3, offset: 77n, leaderEpoch: 0, metadata: 'x', expireTimestampMs: -1 },
+    ]);
     const partition = ctx.coordinator.partitionFor(GROUP);
     const restarted = new GroupCoordinator(ctx.config, ctx.scheduler, new MemoryLog());
     restarted.beginLoading(partition);
@@ -311,13 +409,23 @@ describe('group coordinator (classic protocol)', () => {
     assert.equal(restarted.heartbeat(GROUP, member.memberId, null, 1), 0);
     assert.equal(restarted.fetchOffsets(GROUP, [{ topic: 't', partition: 3 }]).offsets[0]!.offset, 77n);
     const synced = ctx.synced.find((_, i) => ctx.results[i]!.memberId === member.memberId)!;
-    const again = await restarted.syncGroup({ groupId: GROUP, generationId: 1, memberId: member.memberId, groupInstanceId: null, protocolType: null, protocolName: null, assignments: [] });
+    const again = await restarted.syncGroup({
+      groupId: GROUP,
+      generationId: 1,
+      memberId: member.memberId,
+      groupInstanceId: null,
+      protocolType: null,
+      protocolName: null,
+      assignments: [],
+    });
     assert.deepEqual(again.assignment, synced.assignment);
   });
 
   it('deletes only empty groups, writing tombstones', async () => {
     const ctx = await stableGroup(1);
-    await ctx.coordinator.commitOffsets(GROUP, ctx.results[0]!.memberId, null, 1, [{ topic: 't', partition: 0, offset: 1n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 }]);
+    await ctx.coordinator.commitOffsets(GROUP, ctx.results[0]!.memberId, null, 1, [
+      { topic: 't', partition: 0, offset: 1n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 },
+    ]);
     assert.deepEqual(await ctx.coordinator.deleteGroups([GROUP, 'missing']), [
       { groupId: GROUP, errorCode: Errors.NON_EMPTY_GROUP.code },
       { groupId: 'missing', errorCode: Errors.GROUP_ID_NOT_FOUND.code },
@@ -326,13 +434,21 @@ describe('group coordinator (classic protocol)', () => {
     assert.equal(ctx.coordinator.group(GROUP)!.state, GroupState.Empty);
     assert.deepEqual(await ctx.coordinator.deleteGroups([GROUP]), [{ groupId: GROUP, errorCode: 0 }]);
     const tail = ctx.log.forPartition(ctx.coordinator.partitionFor(GROUP)).slice(-2);
-    assert.deepEqual(tail.map((r) => [r.type, r.value]), [['offset', null], ['group', null]]);
+    assert.deepEqual(
+      tail.map((r) => [r.type, r.value]),
+      [
+        ['offset', null],
+        ['group', null],
+      ],
+    );
     assert.equal(ctx.coordinator.group(GROUP), undefined);
   });
 
   it('expires the offsets of a group empty for longer than offsets.retention.minutes', async () => {
     const ctx = await stableGroup(1);
-    await ctx.coordinator.commitOffsets(GROUP, ctx.results[0]!.memberId, null, 1, [{ topic: 't', partition: 0, offset: 9n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 }]);
+    await ctx.coordinator.commitOffsets(GROUP, ctx.results[0]!.memberId, null, 1, [
+      { topic: 't', partition: 0, offset: 9n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 },
+    ]);
     ctx.coordinator.leaveGroup(GROUP, [{ memberId: ctx.results[0]!.memberId, groupInstanceId: null }]);
     ctx.scheduler.advance(ctx.config.offsetsRetentionMs - 1);
     await ctx.coordinator.expireOffsets();
@@ -354,14 +470,19 @@ describe('group coordinator (classic protocol)', () => {
     const unknown = coordinator.describeGroup('nope');
     assert.equal(unknown.state, 'Dead');
     assert.equal(unknown.errorCode, 0);
-    assert.deepEqual(coordinator.listGroups(['stable']).map((g) => g.groupId), [GROUP]);
+    assert.deepEqual(
+      coordinator.listGroups(['stable']).map((g) => g.groupId),
+      [GROUP],
+    );
     assert.deepEqual(coordinator.listGroups(['empty']), []);
   });
 
   it('answers a commit that fails to persist with a retriable coordinator error', async () => {
     const { coordinator, log } = setup();
     log.failWith = Errors.NOT_LEADER_OR_FOLLOWER.code;
-    const codes = await coordinator.commitOffsets('simple', '', null, -1, [{ topic: 't', partition: 0, offset: 1n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 }]);
+    const codes = await coordinator.commitOffsets('simple', '', null, -1, [
+      { topic: 't', partition: 0, offset: 1n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 },
+    ]);
     assert.deepEqual(codes, [Errors.NOT_COORDINATOR.code]);
     assert.equal(coordinator.fetchOffsets('simple', null).offsets.length, 0);
   });

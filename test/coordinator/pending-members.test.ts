@@ -57,7 +57,10 @@ describe('group coordinator: pending members (MEMBER_ID_REQUIRED)', () => {
     const first: JoinResult = await joinA;
     assert.equal(first.errorCode, Errors.NONE.code);
     assert.equal(first.generationId, 1);
-    assert.deepEqual(first.members.map((m) => m.memberId), [a]);
+    assert.deepEqual(
+      first.members.map((m) => m.memberId),
+      [a],
+    );
 
     // b rejoins with the id it was given: a new member, so the group rebalances.
     const joinB = coordinator.joinGroup(joinParams(b));
@@ -79,7 +82,12 @@ describe('group coordinator: pending members (MEMBER_ID_REQUIRED)', () => {
     scheduler.advance(0);
     const joined = await joinA;
     const sync = await coordinator.syncGroup({
-      groupId: GROUP, generationId: joined.generationId, memberId: a, groupInstanceId: null, protocolType: 'consumer', protocolName: 'range',
+      groupId: GROUP,
+      generationId: joined.generationId,
+      memberId: a,
+      groupInstanceId: null,
+      protocolType: 'consumer',
+      protocolName: 'range',
       assignments: [{ memberId: a, assignment: Buffer.from('all') }],
     });
     assert.equal(sync.errorCode, Errors.NONE.code);

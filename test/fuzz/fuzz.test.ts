@@ -13,10 +13,17 @@ describe('protocol fuzzing against a real broker', function () {
   // 2 x 25 s of fuzzing, plus broker start-up, a planned restart and the final checks.
   this.timeout(240_000);
 
-  for (const [seed, heavy] of [[20240611, true], [7, false]] as const) {
+  for (const [seed, heavy] of [
+    [20240611, true],
+    [7, false],
+  ] as const) {
     it(`seed ${seed}: mutated and valid requests find nothing (no crash, hang, lost record or accepted corrupt batch)`, async () => {
       const summary = await runFuzz({
-        durationS: 25, seed, outDir: OUT, restartEveryS: 12, heavy,
+        durationS: 25,
+        seed,
+        outDir: OUT,
+        restartEveryS: 12,
+        heavy,
         log: () => undefined,
       });
       const report = formatSummary(summary);

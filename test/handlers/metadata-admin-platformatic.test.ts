@@ -21,7 +21,12 @@ describe('metadata and admin APIs through @platformatic/kafka', function () {
   });
 
   it('creates a topic and returns its id, partitions and configs', async () => {
-    const [created] = await admin.createTopics({ topics: ['pt-orders'], partitions: 3, replicas: 1, configs: [{ name: 'cleanup.policy', value: 'compact' }] });
+    const [created] = await admin.createTopics({
+      topics: ['pt-orders'],
+      partitions: 3,
+      replicas: 1,
+      configs: [{ name: 'cleanup.policy', value: 'compact' }],
+    });
     assert.equal(created!.name, 'pt-orders');
     assert.equal(created!.partitions, 3);
     assert.match(created!.id, /[0-9a-f-]{36}|[A-Za-z0-9_-]{22}/);
@@ -29,11 +34,14 @@ describe('metadata and admin APIs through @platformatic/kafka', function () {
     const metadata = await admin.metadata({ topics: ['pt-orders'] });
     const topic = metadata.topics.get('pt-orders')!;
     assert.equal(topic.partitionsCount, 3);
-    assert.deepEqual(topic.partitions.map((p) => [p.leader, p.leaderEpoch, p.replicas, p.isr]), [
-      [1, 0, [1], [1]],
-      [1, 0, [1], [1]],
-      [1, 0, [1], [1]],
-    ]);
+    assert.deepEqual(
+      topic.partitions.map((p) => [p.leader, p.leaderEpoch, p.replicas, p.isr]),
+      [
+        [1, 0, [1], [1]],
+        [1, 0, [1], [1]],
+        [1, 0, [1], [1]],
+      ],
+    );
     assert.equal(metadata.controllerId, 1);
     assert.ok((await admin.listTopics()).includes('pt-orders'));
   });

@@ -6,7 +6,12 @@ import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
 // and restarts (clean and SIGKILL) that must bring every topic back from the metadata log.
 
 function adminFor(broker: BrokerProcess): Admin {
-  return new Kafka({ clientId: 'metadata-admin-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING, retry: { retries: 3 } }).admin();
+  return new Kafka({
+    clientId: 'metadata-admin-test',
+    brokers: [broker.bootstrap],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 3 },
+  }).admin();
 }
 
 describe('metadata and admin APIs through kafkajs', function () {
@@ -27,10 +32,7 @@ describe('metadata and admin APIs through kafkajs', function () {
 
   it('creates topics with configs and describes them in Metadata', async () => {
     const created = await admin.createTopics({
-      topics: [
-        { topic: 'orders', numPartitions: 3, configEntries: [{ name: 'retention.ms', value: '3600000' }] },
-        { topic: 'defaults' },
-      ],
+      topics: [{ topic: 'orders', numPartitions: 3, configEntries: [{ name: 'retention.ms', value: '3600000' }] }, { topic: 'defaults' }],
     });
     assert.equal(created, true);
     const metadata = await admin.fetchTopicMetadata({ topics: ['orders', 'defaults'] });
@@ -60,9 +62,18 @@ describe('metadata and admin APIs through kafkajs', function () {
 
   it('refuses an illegal name, a bad config and a replication factor above the live brokers', async () => {
     const attempt = (topic: object) => admin.createTopics({ topics: [topic as { topic: string }] });
-    await assert.rejects(attempt({ topic: 'bad/name' }), (err: { errors?: { type: string }[] }) => err.errors?.[0]?.type === 'INVALID_TOPIC_EXCEPTION');
-    await assert.rejects(attempt({ topic: 'bad-config', configEntries: [{ name: 'retention.ms', value: 'x' }] }), (err: { errors?: { type: string }[] }) => err.errors?.[0]?.type === 'INVALID_CONFIG');
-    await assert.rejects(attempt({ topic: 'bad-rf', replicationFactor: 3 }), (err: { errors?: { type: string }[] }) => err.errors?.[0]?.type === 'INVALID_REPLICATION_FACTOR');
+    await assert.rejects(
+      attempt({ topic: 'bad/name' }),
+      (err: { errors?: { type: string }[] }) => err.errors?.[0]?.type === 'INVALID_TOPIC_EXCEPTION',
+    );
+    await assert.rejects(
+      attempt({ topic: 'bad-config', configEntries: [{ name: 'retention.ms', value: 'x' }] }),
+      (err: { errors?: { type: string }[] }) => err.errors?.[0]?.type === 'INVALID_CONFIG',
+    );
+    await assert.rejects(
+      attempt({ topic: 'bad-rf', replicationFactor: 3 }),
+      (err: { errors?: { type: string }[] }) => err.errors?.[0]?.type === 'INVALID_REPLICATION_FACTOR',
+    );
   });
 
   it('describes every topic config with its source, and alters them', async () => {
@@ -76,7 +87,10 @@ describe('metadata and admin APIs through kafkajs', function () {
     assert.equal(configs.get('cleanup.policy')!.configValue, 'delete');
     assert.equal(configs.get('cleanup.policy')!.configSource, 5, 'DEFAULT_CONFIG');
     assert.ok(configs.size >= 20, `every topic config listed (${configs.size})`);
-    await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: 'orders', configEntries: [{ name: 'segment.ms', value: '60000' }] }] });
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: 2, name: 'orders', configEntries: [{ name: 'segment.ms', value: '60000' }] }],
+    });
     configs = await describe();
     assert.equal(configs.get('segment.ms')!.configValue, '60000');
     assert.equal(configs.get('retention.ms')!.configSource, 5, 'legacy AlterConfigs replaced the whole set');
@@ -94,7 +108,10 @@ describe('metadata and admin APIs through kafkajs', function () {
     await admin.createPartitions({ topicPartitions: [{ topic: 'orders', count: 5 }] });
     const metadata = await admin.fetchTopicMetadata({ topics: ['orders'] });
     assert.equal(metadata.topics[0]!.partitions.length, 5);
-    await assert.rejects(admin.createPartitions({ topicPartitions: [{ topic: 'orders', count: 2 }] }), /INVALID_PARTITIONS|Number of partitions is invalid/);
+    await assert.rejects(
+      admin.createPartitions({ topicPartitions: [{ topic: 'orders', count: 2 }] }),
+      /INVALID_PARTITIONS|Number of partitions is invalid/,
+    );
     await admin.deleteTopics({ topics: ['defaults'] });
     assert.ok(!(await admin.listTopics()).includes('defaults'));
   });
@@ -123,7 +140,10 @@ describe('metadata and admin APIs through kafkajs', function () {
       admin = adminFor(broker);
       await admin.connect();
       assert.deepEqual(shape(await admin.fetchTopicMetadata()), shape(before), `after ${signal}`);
-      const { resources } = await admin.describeConfigs({ resources: [{ type: 2, name: 'orders', configNames: ['segment.ms'] }], includeSynonyms: false });
+      const { resources } = await admin.describeConfigs({
+        resources: [{ type: 2, name: 'orders', configNames: ['segment.ms'] }],
+        includeSynonyms: false,
+      });
       assert.equal(resources[0]!.configEntries[0]!.configValue, '60000', `config after ${signal}`);
       if (signal === 'SIGTERM') await admin.disconnect();
     }

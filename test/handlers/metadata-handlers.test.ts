@@ -6,8 +6,16 @@ import { Errors } from '../../protocol/errors.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { makeDescribeClusterRequest } from '../../protocol/messages/describe-cluster.ts';
 import { makeDescribeConfigsRequest, makeDescribeConfigsRequestDescribeConfigsResource } from '../../protocol/messages/describe-configs.ts';
-import { makeDescribeQuorumRequest, makeDescribeQuorumRequestPartitionData, makeDescribeQuorumRequestTopicData } from '../../protocol/messages/describe-quorum.ts';
-import { makeDescribeTopicPartitionsRequest, makeDescribeTopicPartitionsRequestCursor, makeDescribeTopicPartitionsRequestTopicRequest } from '../../protocol/messages/describe-topic-partitions.ts';
+import {
+  makeDescribeQuorumRequest,
+  makeDescribeQuorumRequestPartitionData,
+  makeDescribeQuorumRequestTopicData,
+} from '../../protocol/messages/describe-quorum.ts';
+import {
+  makeDescribeTopicPartitionsRequest,
+  makeDescribeTopicPartitionsRequestCursor,
+  makeDescribeTopicPartitionsRequestTopicRequest,
+} from '../../protocol/messages/describe-topic-partitions.ts';
 import { makeDeleteTopicsRequest, makeDeleteTopicsRequestDeleteTopicState } from '../../protocol/messages/delete-topics.ts';
 import { makeCreateTopicsRequest, makeCreateTopicsRequestCreatableTopic } from '../../protocol/messages/create-topics.ts';
 import { makeFetchRequestFetchPartition } from '../../protocol/messages/fetch.ts';
@@ -61,11 +69,16 @@ describe('metadata handlers', () => {
     const created = await handleCreateTopics(
       services,
       makeCreateTopicsRequest({
-        topics: ['alpha', 'beta', 'gamma'].map((name) => makeCreateTopicsRequestCreatableTopic({ name, numPartitions: 3, replicationFactor: 1 })),
+        topics: ['alpha', 'beta', 'gamma'].map((name) =>
+          makeCreateTopicsRequestCreatableTopic({ name, numPartitions: 3, replicationFactor: 1 }),
+        ),
       }),
       7,
     );
-    assert.deepEqual(created.topics.map((t) => t.errorCode), [0, 0, 0]);
+    assert.deepEqual(
+      created.topics.map((t) => t.errorCode),
+      [0, 0, 0],
+    );
     assert.ok(created.topics[0]!.configs!.some((c) => c.name === 'retention.ms'));
     encodesAtEveryVersion(ApiKey.CreateTopics, created);
   });
@@ -83,7 +96,10 @@ describe('metadata handlers', () => {
     assert.deepEqual(all.topics.map((t) => t.name).sort(), ['alpha', 'beta', 'gamma']);
     assert.equal((await metadataAt(0, { topics: [] })).topics.length, 3);
     assert.equal((await metadataAt(1, { topics: [] })).topics.length, 0);
-    assert.deepEqual(all.brokers.map((b) => [b.nodeId, b.host, b.port]), [[1, '127.0.0.1', 9092]]);
+    assert.deepEqual(
+      all.brokers.map((b) => [b.nodeId, b.host, b.port]),
+      [[1, '127.0.0.1', 9092]],
+    );
     assert.equal(all.controllerId, 1);
     encodesAtEveryVersion(ApiKey.Metadata, all);
   });
@@ -93,11 +109,14 @@ describe('metadata handlers', () => {
     const t = r.topics[0]!;
     assert.equal(t.topicId, services.metadata.image().topic('alpha')!.id);
     assert.equal(t.topicAuthorizedOperations, TOPIC_OPERATIONS);
-    assert.deepEqual(t.partitions.map((p) => [p.partitionIndex, p.leaderId, p.leaderEpoch, p.replicaNodes, p.isrNodes, p.offlineReplicas]), [
-      [0, 1, 0, [1], [1], []],
-      [1, 1, 0, [1], [1], []],
-      [2, 1, 0, [1], [1], []],
-    ]);
+    assert.deepEqual(
+      t.partitions.map((p) => [p.partitionIndex, p.leaderId, p.leaderEpoch, p.replicaNodes, p.isrNodes, p.offlineReplicas]),
+      [
+        [0, 1, 0, [1], [1], []],
+        [1, 1, 0, [1], [1], []],
+        [2, 1, 0, [1], [1], []],
+      ],
+    );
     const byId = await metadataAt(12, { topics: [makeMetadataRequestTopic({ name: null, topicId: t.topicId })] });
     assert.equal(byId.topics[0]!.name, 'alpha');
     const unknownId = await metadataAt(12, { topics: [makeMetadataRequestTopic({ name: null, topicId: 'AAAAAAAAAAAAAAAAAAAAAQ' })] });
@@ -118,8 +137,17 @@ describe('metadata handlers', () => {
   });
 
   it('pages DescribeTopicPartitions with a cursor', async () => {
-    const first = handleDescribeTopicPartitions(services, makeDescribeTopicPartitionsRequest({ topics: [], responsePartitionLimit: 4, cursor: null }));
-    assert.deepEqual(first.topics.map((t) => [t.name, t.partitions.map((p) => p.partitionIndex)]), [['alpha', [0, 1, 2]], ['beta', [0]]]);
+    const first = handleDescribeTopicPartitions(
+      services,
+      makeDescribeTopicPartitionsRequest({ topics: [], responsePartitionLimit: 4, cursor: null }),
+    );
+    assert.deepEqual(
+      first.topics.map((t) => [t.name, t.partitions.map((p) => p.partitionIndex)]),
+      [
+        ['alpha', [0, 1, 2]],
+        ['beta', [0]],
+      ],
+    );
     assert.deepEqual(first.nextCursor, { topicName: 'beta', partitionIndex: 1 });
     const second = handleDescribeTopicPartitions(
       services,
@@ -129,11 +157,14 @@ describe('metadata handlers', () => {
         cursor: makeDescribeTopicPartitionsRequestCursor({ topicName: 'beta', partitionIndex: 1 }),
       }),
     );
-    assert.deepEqual(second.topics.map((t) => [t.name, t.errorCode, t.partitions.map((p) => p.partitionIndex)]), [
-      ['beta', 0, [1, 2]],
-      ['gamma', 0, [0, 1, 2]],
-      ['missing', Errors.UNKNOWN_TOPIC_OR_PARTITION.code, []],
-    ]);
+    assert.deepEqual(
+      second.topics.map((t) => [t.name, t.errorCode, t.partitions.map((p) => p.partitionIndex)]),
+      [
+        ['beta', 0, [1, 2]],
+        ['gamma', 0, [0, 1, 2]],
+        ['missing', Errors.UNKNOWN_TOPIC_OR_PARTITION.code, []],
+      ],
+    );
     assert.equal(second.nextCursor, null);
     encodesAtEveryVersion(ApiKey.DescribeTopicPartitions, first);
   });
@@ -142,20 +173,31 @@ describe('metadata handlers', () => {
     const cluster = handleDescribeCluster(services, ctx, makeDescribeClusterRequest({ endpointType: 1 }), 1);
     assert.equal(cluster.clusterId, services.metadata.clusterId);
     assert.equal(cluster.controllerId, 1);
-    assert.deepEqual(cluster.brokers.map((b) => b.brokerId), [1]);
+    assert.deepEqual(
+      cluster.brokers.map((b) => b.brokerId),
+      [1],
+    );
     encodesAtEveryVersion(ApiKey.DescribeCluster, cluster);
     const controllers = handleDescribeCluster(services, ctx, makeDescribeClusterRequest({ endpointType: 2 }), 1);
     assert.equal(controllers.errorCode, Errors.UNSUPPORTED_ENDPOINT_TYPE.code);
     const quorum = handleDescribeQuorum(
       services.metadata,
       makeDescribeQuorumRequest({
-        topics: [makeDescribeQuorumRequestTopicData({ topicName: '__cluster_metadata', partitions: [makeDescribeQuorumRequestPartitionData({ partitionIndex: 0 })] })],
+        topics: [
+          makeDescribeQuorumRequestTopicData({
+            topicName: '__cluster_metadata',
+            partitions: [makeDescribeQuorumRequestPartitionData({ partitionIndex: 0 })],
+          }),
+        ],
       }),
     );
     const p = quorum.topics[0]!.partitions[0]!;
     assert.equal(p.leaderId, 1);
     assert.equal(p.highWatermark, BigInt(services.metadata.raft.highWatermarkOffset));
-    assert.deepEqual(p.currentVoters.map((v) => v.replicaId), [1]);
+    assert.deepEqual(
+      p.currentVoters.map((v) => v.replicaId),
+      [1],
+    );
     encodesAtEveryVersion(ApiKey.DescribeQuorum, quorum);
   });
 
@@ -163,7 +205,13 @@ describe('metadata handlers', () => {
     const r = handleDescribeConfigs(
       services,
       makeDescribeConfigsRequest({
-        resources: [makeDescribeConfigsRequestDescribeConfigsResource({ resourceType: 2, resourceName: 'alpha', configurationKeys: ['retention.ms'] })],
+        resources: [
+          makeDescribeConfigsRequestDescribeConfigsResource({
+            resourceType: 2,
+            resourceName: 'alpha',
+            configurationKeys: ['retention.ms'],
+          }),
+        ],
         includeSynonyms: true,
         includeDocumentation: true,
       }),
@@ -175,17 +223,36 @@ describe('metadata handlers', () => {
     assert.equal(c.configType, 5, 'LONG');
     assert.ok(c.documentation && c.documentation.length > 20);
     assert.ok(c.synonyms.some((s) => s.name === 'log.retention.hours'));
-    const v0 = handleDescribeConfigs(services, makeDescribeConfigsRequest({ resources: [makeDescribeConfigsRequestDescribeConfigsResource({ resourceType: 2, resourceName: 'alpha', configurationKeys: null })] }), 0);
-    assert.equal(v0.results[0]!.configs.every((x) => x.isDefault), true);
+    const v0 = handleDescribeConfigs(
+      services,
+      makeDescribeConfigsRequest({
+        resources: [makeDescribeConfigsRequestDescribeConfigsResource({ resourceType: 2, resourceName: 'alpha', configurationKeys: null })],
+      }),
+      0,
+    );
+    assert.equal(
+      v0.results[0]!.configs.every((x) => x.isDefault),
+      true,
+    );
     encodesAtEveryVersion(ApiKey.DescribeConfigs, v0, [0]);
     encodesAtEveryVersion(ApiKey.DescribeConfigs, r, [1, 2, 3, 4]);
-    const missing = handleDescribeConfigs(services, makeDescribeConfigsRequest({ resources: [makeDescribeConfigsRequestDescribeConfigsResource({ resourceType: 2, resourceName: 'nope', configurationKeys: null })] }), 4);
+    const missing = handleDescribeConfigs(
+      services,
+      makeDescribeConfigsRequest({
+        resources: [makeDescribeConfigsRequestDescribeConfigsResource({ resourceType: 2, resourceName: 'nope', configurationKeys: null })],
+      }),
+      4,
+    );
     assert.equal(missing.results[0]!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
   });
 
   it('deletes topics by id (v6) and reports the name', async () => {
     const id = services.metadata.image().topic('gamma')!.id;
-    const r = await handleDeleteTopics(services, makeDeleteTopicsRequest({ topics: [makeDeleteTopicsRequestDeleteTopicState({ name: null, topicId: id })] }), 6);
+    const r = await handleDeleteTopics(
+      services,
+      makeDeleteTopicsRequest({ topics: [makeDeleteTopicsRequestDeleteTopicState({ name: null, topicId: id })] }),
+      6,
+    );
     assert.deepEqual([r.responses[0]!.name, r.responses[0]!.errorCode], ['gamma', 0]);
     const old = await handleDeleteTopics(services, makeDeleteTopicsRequest({ topicNames: ['gone-already'] }), 1);
     assert.equal(old.responses[0]!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
@@ -199,7 +266,13 @@ describe('metadata handlers', () => {
       services.metadata,
       services.metadata.clusterId,
       2,
-      makeFetchRequestFetchPartition({ partition: 0, currentLeaderEpoch: services.metadata.raft.currentEpoch, fetchOffset: 0n, lastFetchedEpoch: -1, partitionMaxBytes: 1 << 20 }),
+      makeFetchRequestFetchPartition({
+        partition: 0,
+        currentLeaderEpoch: services.metadata.raft.currentEpoch,
+        fetchOffset: 0n,
+        lastFetchedEpoch: -1,
+        partitionMaxBytes: 1 << 20,
+      }),
       0,
     );
     assert.equal(data.errorCode, 0);

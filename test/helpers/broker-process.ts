@@ -56,7 +56,7 @@ export function sluiceCommand(args: string[]): { command: string; args: string[]
 
 export async function spawnBroker(options: SpawnBrokerOptions = {}): Promise<BrokerProcess> {
   const ownDir = options.dataDir === undefined;
-  const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'sluice-it-'));
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'sluice-it-')));
   return launch({ ...options, dataDir }, ownDir);
 }
 
@@ -71,8 +71,12 @@ async function launch(options: SpawnBrokerOptions & { dataDir: string }, ownDir:
   });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)));
 
   const { host, port } = await new Promise<{ host: string; port: number }>((resolveReady, reject) => {
@@ -95,7 +99,9 @@ async function launch(options: SpawnBrokerOptions & { dataDir: string }, ownDir:
   });
 
   let running = true;
-  void exited.then(() => { running = false; });
+  void exited.then(() => {
+    running = false;
+  });
   const handle: BrokerProcess = {
     host,
     port,

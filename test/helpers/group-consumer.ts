@@ -11,7 +11,9 @@ const [bootstrap, groupId, topic] = process.argv.slice(2) as [string, string, st
 const kafka = new Kafka({ brokers: [bootstrap], clientId: 'group-consumer', logLevel: logLevel.NOTHING });
 const consumer = kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10000 });
 
-const emit = (line: object): void => { process.stdout.write(JSON.stringify(line) + '\n'); };
+const emit = (line: object): void => {
+  process.stdout.write(JSON.stringify(line) + '\n');
+};
 consumer.on(consumer.events.GROUP_JOIN, (e) => {
   emit({ event: 'assigned', partitions: e.payload.memberAssignment[topic] ?? [] });
 });

@@ -2,7 +2,14 @@
 // again so that only the change (not the CRC) is what the broker sees wrong.
 import { crc32c } from '../../protocol/crc.ts';
 import {
-  ATTRIBUTES, BATCH_LENGTH, COMPRESSION_MASK, CRC, LAST_OFFSET_DELTA, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORDS_COUNT,
+  ATTRIBUTES,
+  BATCH_LENGTH,
+  COMPRESSION_MASK,
+  CRC,
+  LAST_OFFSET_DELTA,
+  LOG_OVERHEAD,
+  RECORD_BATCH_OVERHEAD,
+  RECORDS_COUNT,
   type CompressionType,
 } from '../../protocol/records/batch.ts';
 

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { Errors } from '../../protocol/errors.ts';
 import {
-  EXCESSIVE_BATCH_MESSAGE, EXCESSIVE_PARTITIONS_MESSAGE, MAX_RECORDS_PER_USER_OP, QuorumController, type RecordSink,
+  EXCESSIVE_BATCH_MESSAGE,
+  EXCESSIVE_PARTITIONS_MESSAGE,
+  MAX_RECORDS_PER_USER_OP,
+  QuorumController,
+  type RecordSink,
 } from '../../src/metadata/controller.ts';
 import { MetadataImage } from '../../src/metadata/image.ts';
 import type { MetadataRecord } from '../../src/metadata/records.ts';
@@ -11,8 +15,12 @@ class ImageSink implements RecordSink {
   current = MetadataImage.EMPTY;
   offset = -1;
   written: MetadataRecord[][] = [];
-  isActive(): boolean { return true; }
-  image(): MetadataImage { return this.current; }
+  isActive(): boolean {
+    return true;
+  }
+  image(): MetadataImage {
+    return this.current;
+  }
   async write(records: MetadataRecord[]): Promise<void> {
     this.offset += records.length;
     this.current = this.current.apply(records, this.offset, 1).image;
@@ -29,8 +37,13 @@ async function controller(): Promise<{ sink: ImageSink; controller: QuorumContro
   return { sink, controller: c };
 }
 
-const topic = (name: string, numPartitions: number, configs: { name: string; value: string }[] = []) =>
-  ({ name, numPartitions, replicationFactor: 1, assignments: [], configs });
+const topic = (name: string, numPartitions: number, configs: { name: string; value: string }[] = []) => ({
+  name,
+  numPartitions,
+  replicationFactor: 1,
+  assignments: [],
+  configs,
+});
 
 describe('controller limits (Kafka MAX_RECORDS_PER_USER_OP, MAX_PARTITIONS_PER_BATCH)', () => {
   it('refuses a CreateTopics asking for more than 10000 partitions with POLICY_VIOLATION, before placing any', async () => {
@@ -38,11 +51,14 @@ describe('controller limits (Kafka MAX_RECORDS_PER_USER_OP, MAX_PARTITIONS_PER_B
     const before = sink.written.length;
     for (const validateOnly of [false, true]) {
       const results = await c.createTopics([topic('a', 6000), topic('b', 5000), topic('c', 1)], validateOnly);
-      assert.deepEqual(results.map((r) => [r.name, r.errorCode, r.errorMessage]), [
-        ['a', Errors.POLICY_VIOLATION.code, EXCESSIVE_PARTITIONS_MESSAGE],
-        ['b', Errors.POLICY_VIOLATION.code, EXCESSIVE_PARTITIONS_MESSAGE],
-        ['c', Errors.POLICY_VIOLATION.code, EXCESSIVE_PARTITIONS_MESSAGE],
-      ]);
+      assert.deepEqual(
+        results.map((r) => [r.name, r.errorCode, r.errorMessage]),
+        [
+          ['a', Errors.POLICY_VIOLATION.code, EXCESSIVE_PARTITIONS_MESSAGE],
+          ['b', Errors.POLICY_VIOLATION.code, EXCESSIVE_PARTITIONS_MESSAGE],
+          ['c', Errors.POLICY_VIOLATION.code, EXCESSIVE_PARTITIONS_MESSAGE],
+        ],
+      );
     }
     // 2^31-1 partitions must be refused at once, not placed.
     const huge = await c.createTopics([topic('huge', 2_147_483_647)], false);
@@ -54,10 +70,13 @@ describe('controller limits (Kafka MAX_RECORDS_PER_USER_OP, MAX_PARTITIONS_PER_B
     const { sink, controller: c } = await controller();
     // 10000 partitions pass the partition check, but with the TopicRecords they exceed the record bound.
     const results = await c.createTopics([topic('x', 5000), topic('y', 5000)], false);
-    assert.deepEqual(results.map((r) => [r.errorCode, r.errorMessage]), [
-      [Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
-      [Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
-    ]);
+    assert.deepEqual(
+      results.map((r) => [r.errorCode, r.errorMessage]),
+      [
+        [Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
+        [Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
+      ],
+    );
     assert.equal(sink.current.topic('x'), undefined);
     const ok = await c.createTopics([topic('x', MAX_RECORDS_PER_USER_OP - 1)], false);
     assert.equal(ok[0]!.errorCode, Errors.NONE.code);
@@ -68,11 +87,20 @@ describe('controller limits (Kafka MAX_RECORDS_PER_USER_OP, MAX_PARTITIONS_PER_B
     const { sink, controller: c } = await controller();
     await c.createTopics([topic('p', 1), topic('q', 1)], false);
     const records = sink.written.length;
-    const results = await c.createPartitions([{ name: 'p', count: 3, assignments: null }, { name: 'q', count: 2_147_483_647, assignments: null }], false);
-    assert.deepEqual(results.map((r) => [r.name, r.errorCode, r.errorMessage]), [
-      ['p', Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
-      ['q', Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
-    ]);
+    const results = await c.createPartitions(
+      [
+        { name: 'p', count: 3, assignments: null },
+        { name: 'q', count: 2_147_483_647, assignments: null },
+      ],
+      false,
+    );
+    assert.deepEqual(
+      results.map((r) => [r.name, r.errorCode, r.errorMessage]),
+      [
+        ['p', Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
+        ['q', Errors.POLICY_VIOLATION.code, EXCESSIVE_BATCH_MESSAGE],
+      ],
+    );
     assert.equal(sink.written.length, records);
     assert.equal(sink.current.topic('p')!.partitions.size, 1);
     const grown = await c.createPartitions([{ name: 'q', count: 10_001, assignments: null }], false);

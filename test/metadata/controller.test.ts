@@ -69,7 +69,10 @@ describe('metadata image and controller', () => {
     const { sink } = await controllerWithBrokers([1, 2]);
     assert.equal(sink.written[0]![0]!.type, 'FeatureLevelRecord');
     assert.equal(sink.current.features.get('metadata.version'), 21);
-    assert.deepEqual(sink.current.liveBrokers().map((b) => b.id), [1, 2]);
+    assert.deepEqual(
+      sink.current.liveBrokers().map((b) => b.id),
+      [1, 2],
+    );
     assert.equal(sink.current.brokers.get(2)!.endpoints[0]!.port, 9002);
   });
 
@@ -99,7 +102,10 @@ describe('metadata image and controller', () => {
     assert.equal(leaders.size, 3, 'leaders spread over the brokers');
     assert.equal(image.topicConfigs('orders').get('retention.ms'), '1000');
     const delta = sink.deltas.at(-1)!;
-    assert.deepEqual(delta.topicsCreated.map((x) => x.name), ['orders']);
+    assert.deepEqual(
+      delta.topicsCreated.map((x) => x.name),
+      ['orders'],
+    );
     assert.equal(delta.partitionsChanged.length, 6);
     assert.deepEqual(delta.topicConfigsChanged, ['orders']);
   });
@@ -156,7 +162,13 @@ describe('metadata image and controller', () => {
     const { sink, controller } = await controllerWithBrokers([1, 2]);
     const [ok, bad] = await controller.createTopics(
       [
-        { ...topic('manual'), assignments: [{ partitionIndex: 0, brokerIds: [2, 1] }, { partitionIndex: 1, brokerIds: [1, 2] }] },
+        {
+          ...topic('manual'),
+          assignments: [
+            { partitionIndex: 0, brokerIds: [2, 1] },
+            { partitionIndex: 1, brokerIds: [1, 2] },
+          ],
+        },
         { ...topic('unknown-broker'), assignments: [{ partitionIndex: 0, brokerIds: [7] }] },
       ],
       false,
@@ -184,7 +196,13 @@ describe('metadata image and controller', () => {
     assert.equal(results[1]!.name, 'b');
     assert.equal(sink.current.topicsByName.size, 0);
     assert.equal(sink.current.topicConfigs('a').size, 0);
-    assert.deepEqual(sink.deltas.at(-1)!.topicsDeleted.map((t) => t.id).sort(), [a!.topicId, results[1]!.topicId].sort());
+    assert.deepEqual(
+      sink.deltas
+        .at(-1)!
+        .topicsDeleted.map((t) => t.id)
+        .sort(),
+      [a!.topicId, results[1]!.topicId].sort(),
+    );
   });
 
   it('adds partitions and refuses decreases', async () => {
@@ -197,7 +215,10 @@ describe('metadata image and controller', () => {
       ],
       false,
     );
-    assert.deepEqual(results.map((r) => r.errorCode), [Errors.NONE.code, Errors.UNKNOWN_TOPIC_OR_PARTITION.code]);
+    assert.deepEqual(
+      results.map((r) => r.errorCode),
+      [Errors.NONE.code, Errors.UNKNOWN_TOPIC_OR_PARTITION.code],
+    );
     assert.equal(sink.current.topic('grow')!.partitions.size, 5);
     assert.equal(sink.current.partition('grow', 4)!.replicas.length, 2);
     const [same] = await controller.createPartitions([{ name: 'grow', count: 5, assignments: null }], false);
@@ -211,13 +232,29 @@ describe('metadata image and controller', () => {
     await controller.createTopics([topic('t')], false);
     const ref = { resourceType: ConfigResourceType.TOPIC, resourceName: 't' };
     let [r] = await controller.incrementalAlterConfigs(
-      [{ ...ref, configs: [{ name: 'retention.ms', configOperation: AlterConfigOp.SET, value: '5000' }, { name: 'cleanup.policy', configOperation: AlterConfigOp.APPEND, value: 'compact' }] }],
+      [
+        {
+          ...ref,
+          configs: [
+            { name: 'retention.ms', configOperation: AlterConfigOp.SET, value: '5000' },
+            { name: 'cleanup.policy', configOperation: AlterConfigOp.APPEND, value: 'compact' },
+          ],
+        },
+      ],
       false,
     );
     assert.equal(r!.errorCode, Errors.NONE.code);
     assert.equal(sink.current.topicConfigs('t').get('cleanup.policy'), 'delete,compact');
     [r] = await controller.incrementalAlterConfigs(
-      [{ ...ref, configs: [{ name: 'retention.ms', configOperation: AlterConfigOp.DELETE, value: null }, { name: 'cleanup.policy', configOperation: AlterConfigOp.SUBTRACT, value: 'delete' }] }],
+      [
+        {
+          ...ref,
+          configs: [
+            { name: 'retention.ms', configOperation: AlterConfigOp.DELETE, value: null },
+            { name: 'cleanup.policy', configOperation: AlterConfigOp.SUBTRACT, value: 'delete' },
+          ],
+        },
+      ],
       false,
     );
     assert.equal(r!.errorCode, Errors.NONE.code);
@@ -227,14 +264,20 @@ describe('metadata image and controller', () => {
       false,
     );
     assert.equal(r!.errorCode, Errors.INVALID_CONFIG.code);
-    const [missing] = await controller.incrementalAlterConfigs([{ resourceType: ConfigResourceType.TOPIC, resourceName: 'nope', configs: [] }], false);
+    const [missing] = await controller.incrementalAlterConfigs(
+      [{ resourceType: ConfigResourceType.TOPIC, resourceName: 'nope', configs: [] }],
+      false,
+    );
     assert.equal(missing!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
   });
 
   it('legacy AlterConfigs replaces the whole set of dynamic configs', async () => {
     const { sink, controller } = await controllerWithBrokers([1]);
     await controller.createTopics([{ ...topic('t'), configs: [{ name: 'retention.ms', value: '1' }] }], false);
-    await controller.legacyAlterConfigs([{ resourceType: ConfigResourceType.TOPIC, resourceName: 't', configs: [{ name: 'segment.ms', value: '60000' }] }], false);
+    await controller.legacyAlterConfigs(
+      [{ resourceType: ConfigResourceType.TOPIC, resourceName: 't', configs: [{ name: 'segment.ms', value: '60000' }] }],
+      false,
+    );
     assert.deepEqual([...sink.current.topicConfigs('t')], [['segment.ms', '60000']]);
   });
 
@@ -260,8 +303,38 @@ describe('metadata image and controller', () => {
     const other = before.replicas.find((id) => id !== before.leader)!;
     const { image } = sink.current.apply(
       [
-        { type: 'PartitionChangeRecord', data: { partitionId: 0, topicId: t!.topicId, isr: [other], leader: other, replicas: null, removingReplicas: null, addingReplicas: null, leaderRecoveryState: -1, directories: null, eligibleLeaderReplicas: null, lastKnownElr: null } },
-        { type: 'PartitionChangeRecord', data: { partitionId: 0, topicId: t!.topicId, isr: [other, before.leader], leader: -2, replicas: null, removingReplicas: null, addingReplicas: null, leaderRecoveryState: -1, directories: null, eligibleLeaderReplicas: null, lastKnownElr: null } },
+        {
+          type: 'PartitionChangeRecord',
+          data: {
+            partitionId: 0,
+            topicId: t!.topicId,
+            isr: [other],
+            leader: other,
+            replicas: null,
+            removingReplicas: null,
+            addingReplicas: null,
+            leaderRecoveryState: -1,
+            directories: null,
+            eligibleLeaderReplicas: null,
+            lastKnownElr: null,
+          },
+        },
+        {
+          type: 'PartitionChangeRecord',
+          data: {
+            partitionId: 0,
+            topicId: t!.topicId,
+            isr: [other, before.leader],
+            leader: -2,
+            replicas: null,
+            removingReplicas: null,
+            addingReplicas: null,
+            leaderRecoveryState: -1,
+            directories: null,
+            eligibleLeaderReplicas: null,
+            lastKnownElr: null,
+          },
+        },
       ],
       100,
       1,
@@ -275,7 +348,10 @@ describe('metadata image and controller', () => {
 
   it('rebuilds an identical image from its snapshot records', async () => {
     const { sink, controller } = await controllerWithBrokers([1, 2]);
-    await controller.createTopics([{ ...topic('s', { numPartitions: 4, replicationFactor: 2 }), configs: [{ name: 'retention.ms', value: '9' }] }], false);
+    await controller.createTopics(
+      [{ ...topic('s', { numPartitions: 4, replicationFactor: 2 }), configs: [{ name: 'retention.ms', value: '9' }] }],
+      false,
+    );
     await controller.allocateProducerIdBlock(1);
     const records = imageToRecords(sink.current).map((r) => decodeMetadataRecord(encodeMetadataRecord(r))!);
     const rebuilt = MetadataImage.EMPTY.apply(records, 10, 1).image;

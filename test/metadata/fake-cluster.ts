@@ -113,7 +113,10 @@ export class FakeCluster implements RaftTransport {
   private cut = new Set<string>();
   private seed = 1;
 
-  constructor(readonly voters: number[], logs?: Map<number, RaftLog>) {
+  constructor(
+    readonly voters: number[],
+    logs?: Map<number, RaftLog>,
+  ) {
     for (const id of voters) this.addNode(id, logs?.get(id));
     this.clock.settleHook = async () => {
       for (let i = 0; i < 3; i++) {

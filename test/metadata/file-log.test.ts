@@ -54,7 +54,10 @@ describe('raft log on the storage engine', () => {
     log.writeSnapshot({ endOffset: 8, epoch: 1 }, Buffer.from('second'));
     await log.flush();
     const files = await readdir(dir);
-    assert.deepEqual(files.filter((f) => f.endsWith('.checkpoint')), [snapshotFileName({ endOffset: 8, epoch: 1 })]);
+    assert.deepEqual(
+      files.filter((f) => f.endsWith('.checkpoint')),
+      [snapshotFileName({ endOffset: 8, epoch: 1 })],
+    );
     await log.close();
     const reopened = await FileRaftLog.open({ dir, segmentBytes: 100 });
     assert.deepEqual(reopened.latestSnapshotId(), { endOffset: 8, epoch: 1 });
@@ -67,7 +70,12 @@ describe('raft log on the storage engine', () => {
     const store = new FileQuorumStateStore(dir);
     assert.equal(store.read(), null);
     store.write({ leaderId: 2, leaderEpoch: 5, votedId: 3, votedDirectoryId: 'AAAAAAAAAAAAAAAAAAAAAA' });
-    assert.deepEqual(new FileQuorumStateStore(dir).read(), { leaderId: 2, leaderEpoch: 5, votedId: 3, votedDirectoryId: 'AAAAAAAAAAAAAAAAAAAAAA' });
+    assert.deepEqual(new FileQuorumStateStore(dir).read(), {
+      leaderId: 2,
+      leaderEpoch: 5,
+      votedId: 3,
+      votedDirectoryId: 'AAAAAAAAAAAAAAAAAAAAAA',
+    });
   });
 });
 

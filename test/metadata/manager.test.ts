@@ -50,7 +50,13 @@ describe('metadata manager (single-voter quorum on disk)', () => {
   it('elects itself, registers the broker unfenced and keeps a cluster id', async () => {
     const manager = await startManager(dir);
     assert.equal(manager.activeControllerId(), 1);
-    assert.deepEqual(manager.image().liveBrokers().map((b) => b.id), [1]);
+    assert.deepEqual(
+      manager
+        .image()
+        .liveBrokers()
+        .map((b) => b.id),
+      [1],
+    );
     assert.match(manager.clusterId, /^[A-Za-z0-9_-]{22}$/);
     const clusterId = manager.clusterId;
     await manager.close();
@@ -109,9 +115,18 @@ describe('metadata manager (single-voter quorum on disk)', () => {
       deltas.push(delta);
     });
     await manager.controller.createTopics([newTopic('d', 2)], false);
-    assert.deepEqual(deltas.at(-1)!.topicsCreated.map((t) => t.name), ['d']);
+    assert.deepEqual(
+      deltas.at(-1)!.topicsCreated.map((t) => t.name),
+      ['d'],
+    );
     const [r] = await manager.controller.incrementalAlterConfigs(
-      [{ resourceType: ConfigResourceType.BROKER, resourceName: '1', configs: [{ name: 'log.retention.ms', configOperation: 0, value: '777' }] }],
+      [
+        {
+          resourceType: ConfigResourceType.BROKER,
+          resourceName: '1',
+          configs: [{ name: 'log.retention.ms', configOperation: 0, value: '777' }],
+        },
+      ],
       false,
     );
     assert.equal(r!.errorCode, Errors.NONE.code);

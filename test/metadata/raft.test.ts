@@ -102,7 +102,10 @@ describe('raft client', () => {
     assert.equal(old.client.currentLeaderId, newLeader.id);
     assert.equal(old.client.logEndOffset, newLeader.client.logEndOffset);
     const contents = (id: number) =>
-      cluster.node(id).log.read(0, Infinity).flatMap((b) => (b.control ? [] : b.records.map(String)));
+      cluster
+        .node(id)
+        .log.read(0, Infinity)
+        .flatMap((b) => (b.control ? [] : b.records.map(String)));
     assert.deepEqual(contents(old.id), contents(newLeader.id));
     assert.deepEqual(old.listener.committed, ['committed', 'winner']);
   });

@@ -12,8 +12,13 @@ function show(v: unknown): string {
 /** Up to `limit` paths where `actual` and `expected` differ, each "path: actual != expected". */
 export function differences(actual: unknown, expected: unknown, limit = 6, path = '$'): string[] {
   if (isDeepStrictEqual(actual, expected)) return [];
-  const bothObjects = typeof actual === 'object' && typeof expected === 'object' && actual !== null && expected !== null
-    && !Buffer.isBuffer(actual) && !Buffer.isBuffer(expected);
+  const bothObjects =
+    typeof actual === 'object' &&
+    typeof expected === 'object' &&
+    actual !== null &&
+    expected !== null &&
+    !Buffer.isBuffer(actual) &&
+    !Buffer.isBuffer(expected);
   if (!bothObjects || Array.isArray(actual) !== Array.isArray(expected)) {
     return [`${path}: ${show(actual)} != ${show(expected)}`];
   }
@@ -36,6 +41,8 @@ export function byteDifference(actual: Buffer, expected: Buffer): string | null 
   let i = 0;
   while (i < actual.length && i < expected.length && actual[i] === expected[i]) i++;
   const from = Math.max(0, i - 8);
-  return `lengths ${actual.length} vs ${expected.length}, first difference at byte ${i}: `
-    + `ours …${actual.subarray(from, i + 16).toString('hex')} vs Kafka's …${expected.subarray(from, i + 16).toString('hex')}`;
+  return (
+    `lengths ${actual.length} vs ${expected.length}, first difference at byte ${i}: ` +
+    `ours …${actual.subarray(from, i + 16).toString('hex')} vs Kafka's …${expected.subarray(from, i + 16).toString('hex')}`
+  );
 }

@@ -40,8 +40,11 @@ describe('Kafka oracle process', function () {
   });
 
   it('answers many pipelined requests in order', async () => {
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) =>
-      oracle.encode('ApiVersionsRequest', 3, `{"clientSoftwareName":"c${i}","clientSoftwareVersion":"1"}`)));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        oracle.encode('ApiVersionsRequest', 3, `{"clientSoftwareName":"c${i}","clientSoftwareVersion":"1"}`),
+      ),
+    );
     answers.forEach(({ bytes }, i) => assert.equal(bytes.subarray(1, 1 + `c${i}`.length).toString(), `c${i}`));
   });
 

@@ -21,7 +21,10 @@ const newerLibDir = join(cacheDir, 'lib-newer');
 const installStamp = join(cacheDir, 'install.stamp');
 
 export class OracleError extends Error {
-  constructor(message: string, readonly javaTrace?: string) {
+  constructor(
+    message: string,
+    readonly javaTrace?: string,
+  ) {
     super(message);
     this.name = 'OracleError';
   }
@@ -224,9 +227,13 @@ export class KafkaOracle {
     const classes = compiledClasses();
     const args = [
       // A short-lived test helper: fast start beats peak throughput.
-      '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xss4m',
-      '-cp', [classes, join(libDir, '*')].join(':'),
-      'sluice.oracle.Oracle', newerLibDir,
+      '-XX:+UseSerialGC',
+      '-XX:TieredStopAtLevel=1',
+      '-Xss4m',
+      '-cp',
+      [classes, join(libDir, '*')].join(':'),
+      'sluice.oracle.Oracle',
+      newerLibDir,
     ];
     const child = spawn('java', args, { stdio: ['pipe', 'pipe', 'pipe'] });
     process.once('exit', () => child.kill());
@@ -282,7 +289,10 @@ export class KafkaOracle {
 
   /** Kafka's reading of a message (Message.read, then XxxDataJsonConverter.write). */
   async decode(name: string, version: number, bytes: Buffer): Promise<OracleDecoded> {
-    const a = await this.call('decode', `"name":${JSON.stringify(name)},"version":${version},"bytes":${JSON.stringify(bytes.toString('base64'))}`);
+    const a = await this.call(
+      'decode',
+      `"name":${JSON.stringify(name)},"version":${version},"bytes":${JSON.stringify(bytes.toString('base64'))}`,
+    );
     return {
       json: a.json as Record<string, unknown>,
       remaining: a.remaining as number,

@@ -30,10 +30,14 @@ const CROSS_VERSION_RUNS = 6 * DEPTH;
  * not in Kafka 3.9's group coordinator (share groups were still early access there).
  */
 const NOT_IN_KAFKA = new Set([
-  'ShareGroupCurrentMemberAssignmentKey', 'ShareGroupCurrentMemberAssignmentValue',
-  'ShareGroupStatePartitionMetadataKey', 'ShareGroupStatePartitionMetadataValue',
-  'ShareGroupTargetAssignmentMemberKey', 'ShareGroupTargetAssignmentMemberValue',
-  'ShareGroupTargetAssignmentMetadataKey', 'ShareGroupTargetAssignmentMetadataValue',
+  'ShareGroupCurrentMemberAssignmentKey',
+  'ShareGroupCurrentMemberAssignmentValue',
+  'ShareGroupStatePartitionMetadataKey',
+  'ShareGroupStatePartitionMetadataValue',
+  'ShareGroupTargetAssignmentMemberKey',
+  'ShareGroupTargetAssignmentMemberValue',
+  'ShareGroupTargetAssignmentMetadataKey',
+  'ShareGroupTargetAssignmentMetadataValue',
 ]);
 
 type Check = 'valid' | 'lacking';
@@ -76,7 +80,10 @@ interface Codec {
 }
 
 async function codecOf(schema: MessageSchema): Promise<Codec> {
-  const module = (await import(new URL(`../../protocol/messages/${schema.module.slice(2)}`, import.meta.url).href)) as Record<string, unknown>;
+  const module = (await import(new URL(`../../protocol/messages/${schema.module.slice(2)}`, import.meta.url).href)) as Record<
+    string,
+    unknown
+  >;
   const encode = module[`encode${schema.name}`];
   const decode = module[`decode${schema.name}`];
   assert.equal(typeof encode, 'function', `${schema.module} exports encode${schema.name}`);
@@ -95,12 +102,21 @@ function ourEncode(codec: Codec, value: Value, version: number): Buffer {
 }
 
 /** Why our bytes differ from Kafka's, in terms of fields where Kafka can read ours. */
-async function explainMismatch(oracle: KafkaOracle, schema: MessageSchema, version: number, value: Value, ours: Buffer, kafka: Buffer): Promise<string> {
+async function explainMismatch(
+  oracle: KafkaOracle,
+  schema: MessageSchema,
+  version: number,
+  value: Value,
+  ours: Buffer,
+  kafka: Buffer,
+): Promise<string> {
   const lines = [`bytes differ: ${byteDifference(ours, kafka)}`];
   try {
     const read = await oracle.decode(schema.name, version, ours);
     const diffs = differences(fromKafkaJson(schema, read.json), versionView(schema, value, version));
-    lines.push(`Kafka reads our bytes as: ${diffs.length ? diffs.join('; ') : 'the same value'}${read.remaining ? `, ${read.remaining} bytes left over` : ''}`);
+    lines.push(
+      `Kafka reads our bytes as: ${diffs.length ? diffs.join('; ') : 'the same value'}${read.remaining ? `, ${read.remaining} bytes left over` : ''}`,
+    );
   } catch (e) {
     lines.push(`Kafka cannot read our bytes: ${(e as Error).message}`);
   }
@@ -138,9 +154,18 @@ const UNKNOWN_TAGGED_FIELD = Buffer.from([0xd0, 0x86, 0x03, 0x02, 0xab, 0xcd]);
  * aside as unknown and reads the rest unchanged; so must we. Only where Kafka wrote no
  * top-level tagged field: then its bytes end in that section's count, zero.
  */
-async function skipsUnknownTagsAsKafka(oracle: KafkaOracle, schema: MessageSchema, codec: Codec, version: number, value: Value, kafka: Buffer): Promise<void> {
+async function skipsUnknownTagsAsKafka(
+  oracle: KafkaOracle,
+  schema: MessageSchema,
+  codec: Codec,
+  version: number,
+  value: Value,
+  kafka: Buffer,
+): Promise<void> {
   const fields = value as Record<string, Value>;
-  const taggedWritten = schema.fields.some((f) => inRange(f.taggedVersions, version) && !isDeepStrictEqual(fields[f.name], defaultValue(f)));
+  const taggedWritten = schema.fields.some(
+    (f) => inRange(f.taggedVersions, version) && !isDeepStrictEqual(fields[f.name], defaultValue(f)),
+  );
   if (taggedWritten) return;
   assert.equal(kafka[kafka.length - 1], 0, 'an empty top-level tagged section ends the message');
   const bytes = Buffer.concat([kafka.subarray(0, -1), Buffer.from([1]), UNKNOWN_TAGGED_FIELD]);
@@ -189,7 +214,8 @@ function describeFailure(details: fc.RunDetails<[Record<string, Value>]>, versio
   const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
   const example = JSON.stringify(details.counterexample?.[0], (_k, x: unknown) => {
     if (typeof x === 'bigint') return `${x}n`;
-    if (x && typeof x === 'object' && (x as { type?: string }).type === 'Buffer') return `<hex ${Buffer.from((x as { data: number[] }).data).toString('hex')}>`;
+    if (x && typeof x === 'object' && (x as { type?: string }).type === 'Buffer')
+      return `<hex ${Buffer.from((x as { data: number[] }).data).toString('hex')}>`;
     return x;
   });
   return `v${version} (seed ${seed}): ${error}\n    value: ${example}`;
@@ -231,11 +257,20 @@ describe('Kafka oracle: every message at every version, byte for byte', function
         const failures: string[] = [];
         for (const version of versionsOf(schema)) {
           if (!inRange(field.taggedVersions, version) || !inRange(field.nullableVersions, version)) continue;
-          const [set] = fc.sample(structArbitrary(field.fields ?? [], version).filter((v) => !isDeepStrictEqual(v, defaultStruct(field.fields ?? []))), { numRuns: 1, seed: seedOf(field.name, version) });
-          const cases: [string, Value][] = [['null', null], ['the default struct', defaultStruct(field.fields ?? [])], ['a set struct', set]];
+          const [set] = fc.sample(
+            structArbitrary(field.fields ?? [], version).filter((v) => !isDeepStrictEqual(v, defaultStruct(field.fields ?? []))),
+            { numRuns: 1, seed: seedOf(field.name, version) },
+          );
+          const cases: [string, Value][] = [
+            ['null', null],
+            ['the default struct', defaultStruct(field.fields ?? [])],
+            ['a set struct', set],
+          ];
           for (const [label, fieldValue] of cases) {
             const value = { ...defaultStruct(schema.fields), [field.name]: fieldValue };
-            await sameAsKafka(oracle, schema, codec, version, value).catch((e: Error) => failures.push(`v${version}, ${label}: ${e.message}`));
+            await sameAsKafka(oracle, schema, codec, version, value).catch((e: Error) =>
+              failures.push(`v${version}, ${label}: ${e.message}`),
+            );
           }
         }
         if (failures.length) assert.fail(`${schema.name}.${field.name} differs from Kafka:\n  ${failures.join('\n  ')}`);
@@ -259,7 +294,9 @@ describe('Kafka oracle: every message at every version, byte for byte', function
         }
         if (checked(schema.name, version, 'lacking')) {
           const verdict = await fc.check(
-            fc.asyncProperty(structArbitrary(withEveryScalarField(schema.fields, version), version), (value) => sameVerdictAsKafka(oracle, schema, codec, version, value)),
+            fc.asyncProperty(structArbitrary(withEveryScalarField(schema.fields, version), version), (value) =>
+              sameVerdictAsKafka(oracle, schema, codec, version, value),
+            ),
             { numRuns: CROSS_VERSION_RUNS, seed: seed ^ 1 },
           );
           if (verdict.failed) failures.push(`[fields the version lacks] ${describeFailure(verdict, version, seed ^ 1)}`);

@@ -31,28 +31,36 @@ export function defaultStruct(fields: readonly FieldSchema[]): Record<string, Va
   return out;
 }
 
-const text = fc.oneof(
-  fc.string({ maxLength: 12 }),
-  fc.string({ unit: 'grapheme', maxLength: 4 }),
-);
+const text = fc.oneof(fc.string({ maxLength: 12 }), fc.string({ unit: 'grapheme', maxLength: 4 }));
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
 function primitive(type: string): fc.Arbitrary<Value> {
   switch (type) {
-    case 'int8': return fc.integer({ min: -128, max: 127 });
-    case 'int16': return fc.integer({ min: -32768, max: 32767 });
-    case 'uint16': return fc.integer({ min: 0, max: 65535 });
-    case 'int32': return fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
-    case 'int64': return fc.oneof(fc.bigInt({ min: INT64_MIN, max: INT64_MAX }), fc.constantFrom(-1n, 0n, INT64_MAX, INT64_MIN));
-    case 'float64': return fc.double();
-    case 'bool': return fc.boolean();
-    case 'uuid': return fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => Buffer.from(b).toString('base64url'));
-    case 'string': return text;
+    case 'int8':
+      return fc.integer({ min: -128, max: 127 });
+    case 'int16':
+      return fc.integer({ min: -32768, max: 32767 });
+    case 'uint16':
+      return fc.integer({ min: 0, max: 65535 });
+    case 'int32':
+      return fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
+    case 'int64':
+      return fc.oneof(fc.bigInt({ min: INT64_MIN, max: INT64_MAX }), fc.constantFrom(-1n, 0n, INT64_MAX, INT64_MIN));
+    case 'float64':
+      return fc.double();
+    case 'bool':
+      return fc.boolean();
+    case 'uuid':
+      return fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => Buffer.from(b).toString('base64url'));
+    case 'string':
+      return text;
     case 'bytes':
-    case 'records': return fc.uint8Array({ maxLength: 24 }).map((b) => Buffer.from(b));
-    default: throw new Error(`unknown type ${type}`);
+    case 'records':
+      return fc.uint8Array({ maxLength: 24 }).map((b) => Buffer.from(b));
+    default:
+      throw new Error(`unknown type ${type}`);
   }
 }
 

@@ -6,7 +6,11 @@ import type { MessageSchema } from '../../protocol/messages/schemas.ts';
 import { decodeMetadataRequest, encodeMetadataRequest, makeMetadataRequest } from '../../protocol/messages/metadata.ts';
 import { decodeProduceRequest } from '../../protocol/messages/produce.ts';
 import { decodeFetchRequest, encodeFetchRequest, makeFetchRequest } from '../../protocol/messages/fetch.ts';
-import { decodePartitionChangeRecord, encodePartitionChangeRecord, makePartitionChangeRecord } from '../../protocol/messages/metadata/partition-change-record.ts';
+import {
+  decodePartitionChangeRecord,
+  encodePartitionChangeRecord,
+  makePartitionChangeRecord,
+} from '../../protocol/messages/metadata/partition-change-record.ts';
 import { messageArbitrary, versionsOf } from './arbitraries.ts';
 
 type Decode = (r: Reader, version: number) => unknown;
@@ -15,7 +19,10 @@ type Encode = (w: Writer, msg: unknown, version: number) => void;
 const modules = new Map<string, Record<string, unknown>>();
 for (const schema of schemas) {
   if (!modules.has(schema.module)) {
-    modules.set(schema.module, await import(new URL(`../../protocol/messages/${schema.module.slice(2)}`, import.meta.url).href) as Record<string, unknown>);
+    modules.set(
+      schema.module,
+      (await import(new URL(`../../protocol/messages/${schema.module.slice(2)}`, import.meta.url).href)) as Record<string, unknown>,
+    );
   }
 }
 const decoderOf = (s: MessageSchema) => modules.get(s.module)![`decode${s.name}`] as Decode;
@@ -26,46 +33,58 @@ function hex(text: string): Buffer {
 }
 
 function decodeFails(decode: Decode, buf: Buffer, version: number, pattern?: RegExp): void {
-  assert.throws(() => decode(new Reader(buf), version), (e: unknown) => {
-    assert.ok(e instanceof DecodeError, `expected a DecodeError, got ${String(e)}`);
-    if (pattern) assert.match(e.message, pattern);
-    return true;
-  });
+  assert.throws(
+    () => decode(new Reader(buf), version),
+    (e: unknown) => {
+      assert.ok(e instanceof DecodeError, `expected a DecodeError, got ${String(e)}`);
+      if (pattern) assert.match(e.message, pattern);
+      return true;
+    },
+  );
 }
 
-const schemaAndVersion = fc.constantFrom(...schemas).chain((schema) =>
-  fc.constantFrom(...versionsOf(schema)).map((version) => ({ schema, version })));
+const schemaAndVersion = fc
+  .constantFrom(...schemas)
+  .chain((schema) => fc.constantFrom(...versionsOf(schema)).map((version) => ({ schema, version })));
 
 describe('decoding hostile input', () => {
   it('every truncation of a valid message is a DecodeError', () => {
-    fc.assert(fc.property(
-      schemaAndVersion.chain(({ schema, version }) => messageArbitrary(schema, version).map((msg) => ({ schema, version, msg }))),
-      ({ schema, version, msg }) => {
-        const w = new Writer();
-        encoderOf(schema)(w, msg, version);
-        const bytes = w.toBuffer();
-        for (let n = 0; n < bytes.length; n++) {
-          let err: unknown;
-          try {
-            const r = new Reader(bytes, 0, n);
-            decoderOf(schema)(r, version);
-          } catch (e) { err = e; }
-          // A prefix may itself be a complete, shorter message (e.g. empty arrays); what must
-          // never happen is an error other than DecodeError.
-          if (err !== undefined) assert.ok(err instanceof DecodeError, `${schema.name} v${version} cut at ${n}: ${String(err)}`);
-        }
-      },
-    ), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        schemaAndVersion.chain(({ schema, version }) => messageArbitrary(schema, version).map((msg) => ({ schema, version, msg }))),
+        ({ schema, version, msg }) => {
+          const w = new Writer();
+          encoderOf(schema)(w, msg, version);
+          const bytes = w.toBuffer();
+          for (let n = 0; n < bytes.length; n++) {
+            let err: unknown;
+            try {
+              const r = new Reader(bytes, 0, n);
+              decoderOf(schema)(r, version);
+            } catch (e) {
+              err = e;
+            }
+            // A prefix may itself be a complete, shorter message (e.g. empty arrays); what must
+            // never happen is an error other than DecodeError.
+            if (err !== undefined) assert.ok(err instanceof DecodeError, `${schema.name} v${version} cut at ${n}: ${String(err)}`);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('random bytes into every decoder raise nothing but DecodeError', () => {
-    fc.assert(fc.property(schemaAndVersion, fc.uint8Array({ maxLength: 64 }), ({ schema, version }, bytes) => {
-      try {
-        decoderOf(schema)(new Reader(Buffer.from(bytes)), version);
-      } catch (e) {
-        assert.ok(e instanceof DecodeError, `${schema.name} v${version} on ${Buffer.from(bytes).toString('hex')}: ${String(e)}`);
-      }
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(schemaAndVersion, fc.uint8Array({ maxLength: 64 }), ({ schema, version }, bytes) => {
+        try {
+          decoderOf(schema)(new Reader(Buffer.from(bytes)), version);
+        } catch (e) {
+          assert.ok(e instanceof DecodeError, `${schema.name} v${version} on ${Buffer.from(bytes).toString('hex')}: ${String(e)}`);
+        }
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   it('a truncated Produce frame is a DecodeError', () => {
@@ -129,7 +148,10 @@ describe('decoding hostile input', () => {
 
   it('a known tag in a version where its field is not tagged is a DecodeError, as in Kafka', () => {
     const replicaState = hex('01 01 0d 00000001 0000000000000002 00');
-    for (const [version, ok] of [[12, false], [15, true]] as const) {
+    for (const [version, ok] of [
+      [12, false],
+      [15, true],
+    ] as const) {
       const plain = new Writer();
       encodeFetchRequest(plain, makeFetchRequest(), version);
       const bytes = plain.toBuffer();

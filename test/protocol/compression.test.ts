@@ -6,7 +6,13 @@ import * as lz4 from 'lz4-napi';
 import * as snappy from 'snappy';
 import { compress as zstdOneShot } from 'zstd-napi';
 import {
-  compress, CompressionError, CompressionType, decompress, isXerialFramed, LZ4_BLOCK_BYTES, xxhash32,
+  compress,
+  CompressionError,
+  CompressionType,
+  decompress,
+  isXerialFramed,
+  LZ4_BLOCK_BYTES,
+  xxhash32,
 } from '../../protocol/compression/index.ts';
 
 const ALL = [CompressionType.None, CompressionType.Gzip, CompressionType.Snappy, CompressionType.Lz4, CompressionType.Zstd];
@@ -43,10 +49,13 @@ function xerial(data: Buffer, chunkBytes: number): Buffer {
 
 describe('compression', () => {
   it('round-trips every codec', async () => {
-    await fc.assert(fc.asyncProperty(payload, fc.constantFrom(...ALL), async (data, type) => {
-      const packed = await compress(type, data);
-      assert.deepEqual(await decompress(type, packed), data);
-    }), { numRuns: 60 });
+    await fc.assert(
+      fc.asyncProperty(payload, fc.constantFrom(...ALL), async (data, type) => {
+        const packed = await compress(type, data);
+        assert.deepEqual(await decompress(type, packed), data);
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('round-trips empty input with every codec', async () => {
@@ -178,7 +187,7 @@ describe('compression', () => {
       assert.deepEqual(await decompress(CompressionType.Lz4, packed), data);
     });
 
-    it('rejects a descriptor checksum that is neither right nor Kafka\'s broken one', async () => {
+    it("rejects a descriptor checksum that is neither right nor Kafka's broken one", async () => {
       const packed = Buffer.from(await compress(CompressionType.Lz4, data));
       packed[6] ^= 0x01;
       await rejects(decompress(CompressionType.Lz4, packed), 'corrupt');

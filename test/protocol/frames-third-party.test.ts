@@ -43,10 +43,28 @@ function framesOf(client: string) {
 
 /** One expectation per client; the frames themselves are what the client chose to send. */
 const CLIENTS = [
-  { client: 'librdkafka', clientId: 'kcat-frames', group: 'kcat-group', codec: CompressionType.Lz4, acks: -1,
-    records: [['k1', 'hello '.repeat(20)], ['k2', 'world '.repeat(20)]] },
-  { client: 'kafka-python', clientId: 'kafka-python-frames', group: 'python-group', codec: CompressionType.None, acks: 1,
-    records: [['k0', 'python 0'], ['k1', 'python 1']] },
+  {
+    client: 'librdkafka',
+    clientId: 'kcat-frames',
+    group: 'kcat-group',
+    codec: CompressionType.Lz4,
+    acks: -1,
+    records: [
+      ['k1', 'hello '.repeat(20)],
+      ['k2', 'world '.repeat(20)],
+    ],
+  },
+  {
+    client: 'kafka-python',
+    clientId: 'kafka-python-frames',
+    group: 'python-group',
+    codec: CompressionType.None,
+    acks: 1,
+    records: [
+      ['k0', 'python 0'],
+      ['k1', 'python 1'],
+    ],
+  },
 ] as const;
 
 for (const expected of CLIENTS) {
@@ -67,14 +85,20 @@ for (const expected of CLIENTS) {
       const versions = body<ApiVersionsRequest>('api-versions');
       if (expected.client === 'librdkafka') assert.equal(versions.clientSoftwareName, 'librdkafka');
       const metadata = body<MetadataRequest>('metadata');
-      assert.deepEqual(metadata.topics!.map((t) => t.name), [TOPIC]);
+      assert.deepEqual(
+        metadata.topics!.map((t) => t.name),
+        [TOPIC],
+      );
     });
 
     it('Produce carries record batches with valid CRCs and the records sent', async () => {
       const produce = body<ProduceRequest>('produce');
       assert.equal(produce.acks, expected.acks);
       assert.equal(produce.transactionalId, null);
-      assert.deepEqual(produce.topicData.map((t) => t.name), [TOPIC]);
+      assert.deepEqual(
+        produce.topicData.map((t) => t.name),
+        [TOPIC],
+      );
       const records = [];
       for (const partition of produce.topicData[0]!.partitionData) {
         for (const batch of batchesIn(partition.records!, true)) {
@@ -82,11 +106,18 @@ for (const expected of CLIENTS) {
           assert.ok(batch.isCrcValid());
           assert.equal(batch.baseOffset, 0);
           assert.equal(batch.compression, expected.codec);
-          records.push(...await readRecords(batch));
+          records.push(...(await readRecords(batch)));
         }
       }
-      assert.deepEqual(records.map((r) => [r.key!.toString(), r.value!.toString()]), expected.records);
-      if (expected.client === 'kafka-python') assert.deepEqual(records.map((r) => r.timestamp), [1700000000000, 1700000000001]);
+      assert.deepEqual(
+        records.map((r) => [r.key!.toString(), r.value!.toString()]),
+        expected.records,
+      );
+      if (expected.client === 'kafka-python')
+        assert.deepEqual(
+          records.map((r) => r.timestamp),
+          [1700000000000, 1700000000001],
+        );
     });
 
     it('Fetch and ListOffsets ask for the topic from the beginning', () => {
@@ -105,14 +136,20 @@ for (const expected of CLIENTS) {
       assert.equal(join.groupId, expected.group);
       assert.equal(join.memberId, '');
       assert.equal(join.protocolType, 'consumer');
-      assert.deepEqual(join.protocols.map((p) => p.name), ['range', 'roundrobin']);
+      assert.deepEqual(
+        join.protocols.map((p) => p.name),
+        ['range', 'roundrobin'],
+      );
       const sync = body<SyncGroupRequest>('sync-group');
       assert.equal(sync.groupId, expected.group);
       assert.equal(sync.assignments.length, 1);
       assert.ok(sync.assignments[0]!.memberId.startsWith(expected.clientId));
       const fetched = body<OffsetFetchRequest>('offset-fetch');
       assert.equal(fetched.groupId, expected.group);
-      assert.deepEqual(fetched.topics!.map((t) => [t.name, t.partitionIndexes]), [[TOPIC, [0]]]);
+      assert.deepEqual(
+        fetched.topics!.map((t) => [t.name, t.partitionIndexes]),
+        [[TOPIC, [0]]],
+      );
       const commit = body<OffsetCommitRequest>('offset-commit');
       assert.equal(commit.groupId, expected.group);
       assert.equal(commit.generationIdOrMemberEpoch, sync.generationId);

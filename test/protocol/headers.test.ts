@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { Reader, Writer, DecodeError } from '../../protocol/primitives.ts';
 import {
-  decodeRequestHeader, decodeResponseHeader, encodeRequestHeader, encodeResponseHeader,
-  requestHeaderVersion, responseHeaderVersion,
+  decodeRequestHeader,
+  decodeResponseHeader,
+  encodeRequestHeader,
+  encodeResponseHeader,
+  requestHeaderVersion,
+  responseHeaderVersion,
 } from '../../protocol/headers.ts';
 import { readFileSync, readdirSync } from 'node:fs';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
@@ -57,7 +61,7 @@ describe('request and response headers', () => {
     assert.equal(r.remaining(), 4);
   });
 
-  it('chooses header versions from each API\'s flexible versions', () => {
+  it("chooses header versions from each API's flexible versions", () => {
     assert.equal(requestHeaderVersion(ApiKey.Produce, 8), 1);
     assert.equal(requestHeaderVersion(ApiKey.Produce, 9), 2);
     assert.equal(requestHeaderVersion(ApiKey.Fetch, 11), 1);
@@ -87,7 +91,12 @@ describe('request and response headers', () => {
   });
 
   it('request headers round-trip at every header version', () => {
-    for (const [apiKey, apiVersion] of [[7, 0], [3, 1], [3, 12], [18, 3]] as const) {
+    for (const [apiKey, apiVersion] of [
+      [7, 0],
+      [3, 1],
+      [3, 12],
+      [18, 3],
+    ] as const) {
       const w = new Writer();
       encodeRequestHeader(w, { requestApiKey: apiKey, requestApiVersion: apiVersion, correlationId: -3, clientId: 'c' });
       const h = decodeRequestHeader(new Reader(w.toBuffer()));
@@ -127,7 +136,10 @@ describe('frames captured from kafkajs', () => {
   it('ApiVersions v2, Metadata v6 and CreateTopics v3', () => {
     assert.equal(decodeFrame('api-versions-v2.bin').header.headerVersion, 1);
     const metadata = decodeFrame('metadata-v6.bin').body as MetadataRequest;
-    assert.deepEqual(metadata.topics!.map((t) => t.name), ['frames']);
+    assert.deepEqual(
+      metadata.topics!.map((t) => t.name),
+      ['frames'],
+    );
     assert.equal(metadata.allowAutoTopicCreation, true);
     const create = decodeFrame('create-topics-v3.bin').body as CreateTopicsRequest;
     assert.equal(create.topics[0]!.name, 'frames');

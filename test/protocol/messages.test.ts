@@ -7,10 +7,20 @@ import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { messageArbitrary, versionsOf } from './arbitraries.ts';
 import { EncodeError } from '../../protocol/primitives.ts';
 import { decodeProduceRequest, encodeProduceRequest, makeProduceRequest } from '../../protocol/messages/produce.ts';
-import { encodeMetadataRequest, makeMetadataRequest, decodeMetadataResponse, encodeMetadataResponse, makeMetadataResponse } from '../../protocol/messages/metadata.ts';
+import {
+  encodeMetadataRequest,
+  makeMetadataRequest,
+  decodeMetadataResponse,
+  encodeMetadataResponse,
+  makeMetadataResponse,
+} from '../../protocol/messages/metadata.ts';
 import { decodeFetchResponse, encodeFetchResponse, makeFetchResponse } from '../../protocol/messages/fetch.ts';
 import { decodeApiVersionsRequest, encodeApiVersionsRequest } from '../../protocol/messages/api-versions.ts';
-import { decodePartitionChangeRecord, encodePartitionChangeRecord, makePartitionChangeRecord } from '../../protocol/messages/metadata/partition-change-record.ts';
+import {
+  decodePartitionChangeRecord,
+  encodePartitionChangeRecord,
+  makePartitionChangeRecord,
+} from '../../protocol/messages/metadata/partition-change-record.ts';
 import { RecordType, recordsByType } from '../../protocol/messages/metadata/index.ts';
 import { Errors, KafkaError, errorByCode, isKnownErrorCode } from '../../protocol/errors.ts';
 
@@ -30,7 +40,10 @@ function bytesOf(write: (w: Writer) => void): Buffer {
 const modules = new Map<string, Record<string, unknown>>();
 for (const schema of schemas) {
   if (!modules.has(schema.module)) {
-    modules.set(schema.module, await import(new URL(`../../protocol/messages/${schema.module.slice(2)}`, import.meta.url).href) as Record<string, unknown>);
+    modules.set(
+      schema.module,
+      (await import(new URL(`../../protocol/messages/${schema.module.slice(2)}`, import.meta.url).href)) as Record<string, unknown>,
+    );
   }
 }
 
@@ -68,22 +81,28 @@ describe('generated messages', () => {
     it(`${schema.name}: every version round-trips (decode(encode(m)) = m, encode(decode(b)) = b)`, () => {
       const { decode } = codec(schema);
       for (const version of versionsOf(schema)) {
-        fc.assert(fc.property(messageArbitrary(schema, version), (msg) => {
-          const bytes = encode(schema, msg, version);
-          const r = new Reader(bytes);
-          const decoded = decode(r, version);
-          assert.equal(r.remaining(), 0, `v${version}: ${r.remaining()} bytes left`);
-          assert.deepStrictEqual(decoded, msg, `v${version}`);
-          assert.ok(encode(schema, decoded, version).equals(bytes), `v${version}: re-encoding differs`);
-        }), { numRuns: 20 });
+        fc.assert(
+          fc.property(messageArbitrary(schema, version), (msg) => {
+            const bytes = encode(schema, msg, version);
+            const r = new Reader(bytes);
+            const decoded = decode(r, version);
+            assert.equal(r.remaining(), 0, `v${version}: ${r.remaining()} bytes left`);
+            assert.deepStrictEqual(decoded, msg, `v${version}`);
+            assert.ok(encode(schema, decoded, version).equals(bytes), `v${version}: re-encoding differs`);
+          }),
+          { numRuns: 20 },
+        );
       }
     });
   }
 
-  describe('Kafka\'s encoding rules', () => {
+  describe("Kafka's encoding rules", () => {
     it('refuses a non-default value in a version lacking a non-ignorable field', () => {
       const msg = makeProduceRequest({ transactionalId: 'tx' });
-      assert.throws(() => encodeProduceRequest(new Writer(), msg, 2), (e: unknown) => e instanceof EncodeError && /transactionalId/.test(e.message));
+      assert.throws(
+        () => encodeProduceRequest(new Writer(), msg, 2),
+        (e: unknown) => e instanceof EncodeError && /transactionalId/.test(e.message),
+      );
       // The default (null) is fine at v2, and a non-default value is fine from v3.
       encodeProduceRequest(new Writer(), makeProduceRequest(), 2);
       encodeProduceRequest(new Writer(), msg, 3);
@@ -103,7 +122,10 @@ describe('generated messages', () => {
 
     it('refuses null where the version is not nullable', () => {
       assert.throws(() => encodeMetadataRequest(new Writer(), makeMetadataRequest({ topics: null }), 0), EncodeError);
-      assert.deepEqual(bytesOf((w) => encodeMetadataRequest(w, makeMetadataRequest({ topics: null }), 1)), hex('ffffffff'));
+      assert.deepEqual(
+        bytesOf((w) => encodeMetadataRequest(w, makeMetadataRequest({ topics: null }), 1)),
+        hex('ffffffff'),
+      );
     });
 
     it('writes tagged fields only when they differ from their default, in tag order', () => {
@@ -117,9 +139,20 @@ describe('generated messages', () => {
     });
 
     it('decodes fields a version lacks to their Kafka defaults', () => {
-      const r = decodeFetchResponse(new Reader(bytesOf((w) => encodeFetchResponse(w, makeFetchResponse({
-        responses: [{ topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAA', partitions: [] }],
-      }), 4))), 4);
+      const r = decodeFetchResponse(
+        new Reader(
+          bytesOf((w) =>
+            encodeFetchResponse(
+              w,
+              makeFetchResponse({
+                responses: [{ topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAA', partitions: [] }],
+              }),
+              4,
+            ),
+          ),
+        ),
+        4,
+      );
       assert.equal(r.errorCode, 0);
       assert.equal(r.sessionId, 0);
       assert.equal(r.responses[0]!.topic, 't');
@@ -128,9 +161,17 @@ describe('generated messages', () => {
 
     it('keeps records as a slice of the input, without copying', () => {
       const records = Buffer.alloc(8192, 7);
-      const frame = bytesOf((w) => encodeProduceRequest(w, makeProduceRequest({
-        acks: -1, timeoutMs: 30000, topicData: [{ name: 't', partitionData: [{ index: 0, records }] }],
-      }), 9));
+      const frame = bytesOf((w) =>
+        encodeProduceRequest(
+          w,
+          makeProduceRequest({
+            acks: -1,
+            timeoutMs: 30000,
+            topicData: [{ name: 't', partitionData: [{ index: 0, records }] }],
+          }),
+          9,
+        ),
+      );
       const decoded = decodeProduceRequest(new Reader(frame), 9);
       const slice = decoded.topicData[0]!.partitionData[0]!.records!;
       assert.equal(slice.buffer, frame.buffer, 'same memory as the frame');
@@ -138,13 +179,35 @@ describe('generated messages', () => {
     });
 
     it('carries int64 fields as bigint', () => {
-      const bytes = bytesOf((w) => encodeFetchResponse(w, makeFetchResponse({
-        responses: [{ topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAA', partitions: [{
-          partitionIndex: 0, errorCode: 0, highWatermark: 2n ** 62n, lastStableOffset: -1n, logStartOffset: 0n,
-          divergingEpoch: { epoch: -1, endOffset: -1n }, currentLeader: { leaderId: -1, leaderEpoch: -1 },
-          snapshotId: { endOffset: -1n, epoch: -1 }, abortedTransactions: null, preferredReadReplica: -1, records: null,
-        }] }],
-      }), 11));
+      const bytes = bytesOf((w) =>
+        encodeFetchResponse(
+          w,
+          makeFetchResponse({
+            responses: [
+              {
+                topic: 't',
+                topicId: 'AAAAAAAAAAAAAAAAAAAAAA',
+                partitions: [
+                  {
+                    partitionIndex: 0,
+                    errorCode: 0,
+                    highWatermark: 2n ** 62n,
+                    lastStableOffset: -1n,
+                    logStartOffset: 0n,
+                    divergingEpoch: { epoch: -1, endOffset: -1n },
+                    currentLeader: { leaderId: -1, leaderEpoch: -1 },
+                    snapshotId: { endOffset: -1n, epoch: -1 },
+                    abortedTransactions: null,
+                    preferredReadReplica: -1,
+                    records: null,
+                  },
+                ],
+              },
+            ],
+          }),
+          11,
+        ),
+      );
       assert.equal(decodeFetchResponse(new Reader(bytes), 11).responses[0]!.partitions[0]!.highWatermark, 2n ** 62n);
     });
 
@@ -166,10 +229,16 @@ describe('generated messages', () => {
 });
 
 describe('Kafka error codes', () => {
-  it('holds every code from -1 to the newest exactly once, with Kafka\'s names', () => {
-    const codes = Object.values(Errors).map((e) => e.code).sort((a, b) => a - b);
+  it("holds every code from -1 to the newest exactly once, with Kafka's names", () => {
+    const codes = Object.values(Errors)
+      .map((e) => e.code)
+      .sort((a, b) => a - b);
     assert.equal(new Set(codes).size, codes.length);
-    assert.deepEqual(codes, Array.from({ length: codes.length }, (_, i) => i - 1), 'no gaps between -1 and the newest code');
+    assert.deepEqual(
+      codes,
+      Array.from({ length: codes.length }, (_, i) => i - 1),
+      'no gaps between -1 and the newest code',
+    );
     assert.ok(codes.length > 130);
     assert.equal(Errors.UNKNOWN_TOPIC_OR_PARTITION.code, 3);
     assert.equal(Errors.NOT_LEADER_OR_FOLLOWER.code, 6);
@@ -179,11 +248,23 @@ describe('Kafka error codes', () => {
     for (const [name, e] of Object.entries(Errors)) assert.equal(e.name, name);
   });
 
-  it('marks retriable errors as Kafka\'s client does', () => {
-    for (const e of [Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT, Errors.NOT_ENOUGH_REPLICAS, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.CORRUPT_MESSAGE]) {
+  it("marks retriable errors as Kafka's client does", () => {
+    for (const e of [
+      Errors.NOT_LEADER_OR_FOLLOWER,
+      Errors.REQUEST_TIMED_OUT,
+      Errors.NOT_ENOUGH_REPLICAS,
+      Errors.COORDINATOR_LOAD_IN_PROGRESS,
+      Errors.CORRUPT_MESSAGE,
+    ]) {
       assert.equal(e.retriable, true, e.name);
     }
-    for (const e of [Errors.NONE, Errors.UNKNOWN_SERVER_ERROR, Errors.OFFSET_OUT_OF_RANGE, Errors.PRODUCER_FENCED, Errors.REBALANCE_IN_PROGRESS]) {
+    for (const e of [
+      Errors.NONE,
+      Errors.UNKNOWN_SERVER_ERROR,
+      Errors.OFFSET_OUT_OF_RANGE,
+      Errors.PRODUCER_FENCED,
+      Errors.REBALANCE_IN_PROGRESS,
+    ]) {
       assert.equal(e.retriable, false, e.name);
     }
   });

@@ -17,15 +17,26 @@ describe('wire primitives', () => {
     const b = written((w) => w.int8(-1).int16(0x0102).int32(-2).int64(-3n).uint16(65535).uint32(0xfffffffe).float64(1.5).boolean(true));
     assert.deepEqual(b, hex('ff 0102 fffffffe fffffffffffffffd ffff fffffffe 3ff8000000000000 01'));
     const r = new Reader(b);
-    assert.deepEqual([r.int8(), r.int16(), r.int32(), r.int64(), r.uint16(), r.uint32(), r.float64(), r.boolean()],
-      [-1, 0x0102, -2, -3n, 65535, 0xfffffffe, 1.5, true]);
+    assert.deepEqual(
+      [r.int8(), r.int16(), r.int32(), r.int64(), r.uint16(), r.uint32(), r.float64(), r.boolean()],
+      [-1, 0x0102, -2, -3n, 65535, 0xfffffffe, 1.5, true],
+    );
     assert.equal(r.remaining(), 0);
   });
 
   it('unsigned varints use 7 bits per byte, low bits first', () => {
-    assert.deepEqual(written((w) => w.uvarint(0)), hex('00'));
-    assert.deepEqual(written((w) => w.uvarint(300)), hex('ac02'));
-    assert.deepEqual(written((w) => w.uvarint(0xffffffff)), hex('ffffffff0f'));
+    assert.deepEqual(
+      written((w) => w.uvarint(0)),
+      hex('00'),
+    );
+    assert.deepEqual(
+      written((w) => w.uvarint(300)),
+      hex('ac02'),
+    );
+    assert.deepEqual(
+      written((w) => w.uvarint(0xffffffff)),
+      hex('ffffffff0f'),
+    );
     assert.equal(new Reader(hex('ffffffff0f')).uvarint(), 0xffffffff);
     assert.throws(() => new Reader(hex('ffffffff1f')).uvarint(), DecodeError, 'more than 32 bits');
     assert.throws(() => new Reader(hex('80')).uvarint(), DecodeError, 'truncated');
@@ -33,26 +44,51 @@ describe('wire primitives', () => {
   });
 
   it('zigzag varints and varlongs round-trip over their whole range', () => {
-    assert.deepEqual(written((w) => w.varint(-1)), hex('01'));
-    assert.deepEqual(written((w) => w.varint(1)), hex('02'));
-    assert.deepEqual(written((w) => w.varlong(-(2n ** 63n))), hex('ffffffffffffffffff01'));
-    fc.assert(fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (v) => {
-      const b = written((w) => w.varint(v));
-      assert.ok(b.length <= 5);
-      assert.equal(new Reader(b).varint(), v);
-    }));
-    fc.assert(fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (v) => {
-      const b = written((w) => w.varlong(v));
-      assert.ok(b.length <= 10);
-      assert.equal(new Reader(b).varlong(), v);
-    }));
+    assert.deepEqual(
+      written((w) => w.varint(-1)),
+      hex('01'),
+    );
+    assert.deepEqual(
+      written((w) => w.varint(1)),
+      hex('02'),
+    );
+    assert.deepEqual(
+      written((w) => w.varlong(-(2n ** 63n))),
+      hex('ffffffffffffffffff01'),
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (v) => {
+        const b = written((w) => w.varint(v));
+        assert.ok(b.length <= 5);
+        assert.equal(new Reader(b).varint(), v);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (v) => {
+        const b = written((w) => w.varlong(v));
+        assert.ok(b.length <= 10);
+        assert.equal(new Reader(b).varlong(), v);
+      }),
+    );
   });
 
   it('strings: classic int16 length, compact uvarint length+1, null as -1 / 0', () => {
-    assert.deepEqual(written((w) => w.string('ab')), hex('0002 6162'));
-    assert.deepEqual(written((w) => w.nullableString(null)), hex('ffff'));
-    assert.deepEqual(written((w) => w.compactString('ab')), hex('03 6162'));
-    assert.deepEqual(written((w) => w.compactNullableString(null)), hex('00'));
+    assert.deepEqual(
+      written((w) => w.string('ab')),
+      hex('0002 6162'),
+    );
+    assert.deepEqual(
+      written((w) => w.nullableString(null)),
+      hex('ffff'),
+    );
+    assert.deepEqual(
+      written((w) => w.compactString('ab')),
+      hex('03 6162'),
+    );
+    assert.deepEqual(
+      written((w) => w.compactNullableString(null)),
+      hex('00'),
+    );
     assert.equal(new Reader(hex('0003 e282ac')).string(), '€');
     assert.equal(new Reader(hex('00')).compactNullableString(), null);
     assert.throws(() => new Reader(hex('00')).compactString(), DecodeError);
@@ -80,7 +116,7 @@ describe('wire primitives', () => {
     assert.throws(() => new Reader(hex('00000004 0102')).bytes(), DecodeError);
   });
 
-  it('uuids are 16 bytes shown as base64url, like Kafka\'s Uuid.toString', () => {
+  it("uuids are 16 bytes shown as base64url, like Kafka's Uuid.toString", () => {
     const bytes = hex('000102030405060708090a0b0c0d0e0f');
     const s = uuidToString(bytes);
     assert.equal(s, 'AAECAwQFBgcICQoLDA0ODw');

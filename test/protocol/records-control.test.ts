@@ -1,37 +1,67 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  buildControlBatch, buildEndTxnMarker, buildRecordBatch, CompressionType, ControlRecordType, decodeControlRecordKey,
-  decodeEndTxnMarkerValue, encodeControlRecordKey, encodeEndTxnMarkerValue, endTxnMarkerOf, InvalidRecordBatchError,
-  readControlRecord, readControlRecordSync, readRecords, RecordBatch, validateBatchAt,
+  buildControlBatch,
+  buildEndTxnMarker,
+  buildRecordBatch,
+  CompressionType,
+  ControlRecordType,
+  decodeControlRecordKey,
+  decodeEndTxnMarkerValue,
+  encodeControlRecordKey,
+  encodeEndTxnMarkerValue,
+  endTxnMarkerOf,
+  InvalidRecordBatchError,
+  readControlRecord,
+  readControlRecordSync,
+  readRecords,
+  RecordBatch,
+  validateBatchAt,
 } from '../../protocol/records/index.ts';
 
 describe('control batches', () => {
   it('round-trip commit and abort markers with their header fields', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.boolean(), fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
-      fc.integer({ min: 0, max: 32767 }), fc.integer({ min: 0, max: 2 ** 50 }), fc.integer({ min: -1, max: 1000 }),
-      async (commit, coordinatorEpoch, producerId, producerEpoch, baseOffset, partitionLeaderEpoch) => {
-        const timestamp = 1_700_000_000_123;
-        const buf = await buildEndTxnMarker({ commit, coordinatorEpoch, producerId, producerEpoch, timestamp, baseOffset, partitionLeaderEpoch });
-        validateBatchAt(buf, 0, buf.length, true);
-        const batch = new RecordBatch(buf);
-        assert.ok(batch.isControl);
-        assert.ok(batch.isTransactional);
-        assert.equal(batch.attributes, 0x30);
-        assert.equal(batch.compression, CompressionType.None);
-        assert.equal(batch.baseSequence, -1);
-        assert.equal(batch.recordCount, 1);
-        assert.equal(batch.lastOffsetDelta, 0);
-        assert.equal(batch.partitionLeaderEpoch, partitionLeaderEpoch);
-        const marker = endTxnMarkerOf(batch, readControlRecordSync(batch));
-        assert.deepEqual(marker, { commit, coordinatorEpoch, producerId, producerEpoch, offset: baseOffset, timestamp });
-      },
-    ), { numRuns: 50 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
+        fc.integer({ min: 0, max: 32767 }),
+        fc.integer({ min: 0, max: 2 ** 50 }),
+        fc.integer({ min: -1, max: 1000 }),
+        async (commit, coordinatorEpoch, producerId, producerEpoch, baseOffset, partitionLeaderEpoch) => {
+          const timestamp = 1_700_000_000_123;
+          const buf = await buildEndTxnMarker({
+            commit,
+            coordinatorEpoch,
+            producerId,
+            producerEpoch,
+            timestamp,
+            baseOffset,
+            partitionLeaderEpoch,
+          });
+          validateBatchAt(buf, 0, buf.length, true);
+          const batch = new RecordBatch(buf);
+          assert.ok(batch.isControl);
+          assert.ok(batch.isTransactional);
+          assert.equal(batch.attributes, 0x30);
+          assert.equal(batch.compression, CompressionType.None);
+          assert.equal(batch.baseSequence, -1);
+          assert.equal(batch.recordCount, 1);
+          assert.equal(batch.lastOffsetDelta, 0);
+          assert.equal(batch.partitionLeaderEpoch, partitionLeaderEpoch);
+          const marker = endTxnMarkerOf(batch, readControlRecordSync(batch));
+          assert.deepEqual(marker, { commit, coordinatorEpoch, producerId, producerEpoch, offset: baseOffset, timestamp });
+        },
+      ),
+      { numRuns: 50 },
+    );
   });
 
   it('writes the key and value bytes Kafka writes', async () => {
-    const batch = new RecordBatch(await buildEndTxnMarker({ commit: true, coordinatorEpoch: 5, producerId: 1n, producerEpoch: 0, timestamp: 0 }));
+    const batch = new RecordBatch(
+      await buildEndTxnMarker({ commit: true, coordinatorEpoch: 5, producerId: 1n, producerEpoch: 0, timestamp: 0 }),
+    );
     const [record] = await readRecords(batch);
     assert.deepEqual(record!.key, Buffer.from('00000001', 'hex'));
     assert.deepEqual(record!.value, Buffer.from('000000000005', 'hex'));
@@ -41,7 +71,13 @@ describe('control batches', () => {
 
   it('carries KRaft control records (leader change, snapshot header) with opaque values', async () => {
     const value = Buffer.from('0001020304', 'hex');
-    const buf = await buildControlBatch({ type: ControlRecordType.LeaderChange, value, timestamp: 42, baseOffset: 10, partitionLeaderEpoch: 3 });
+    const buf = await buildControlBatch({
+      type: ControlRecordType.LeaderChange,
+      value,
+      timestamp: 42,
+      baseOffset: 10,
+      partitionLeaderEpoch: 3,
+    });
     const batch = new RecordBatch(buf);
     assert.ok(batch.isControl);
     assert.ok(!batch.isTransactional);

@@ -6,19 +6,30 @@ import * as snappy from 'snappy';
 import { compress as zstdCompress, decompress as zstdDecompress } from 'zstd-napi';
 import binding from 'zstd-napi/binding.js';
 import {
-  batchesIn, buildRecordBatch, CompressionType, readRecords, RECORD_BATCH_OVERHEAD, RecordBatch, type Record,
+  batchesIn,
+  buildRecordBatch,
+  CompressionType,
+  readRecords,
+  RECORD_BATCH_OVERHEAD,
+  RecordBatch,
+  type Record,
   type RecordHeader,
 } from '../../protocol/records/index.ts';
 import { FIXTURES, messagesOf } from '../fixtures/records/fixtures.ts';
 import {
-  kafkajsDecodeBatch, KafkajsCompression, type KafkajsMessage, kafkajsRecordBatch, withKafkajsCodec,
+  kafkajsDecodeBatch,
+  KafkajsCompression,
+  type KafkajsMessage,
+  kafkajsRecordBatch,
+  withKafkajsCodec,
 } from '../fixtures/records/kafkajs.ts';
 
 const fixture = (file: string): Buffer => readFileSync(new URL(`../fixtures/records/${file}`, import.meta.url));
 
 function headersOf(m: KafkajsMessage): RecordHeader[] {
   return Object.entries(m.headers ?? {}).flatMap(([key, v]) =>
-    (Array.isArray(v) ? v : [v]).map((value) => ({ key, value: Buffer.from(value) })));
+    (Array.isArray(v) ? v : [v]).map((value) => ({ key, value: Buffer.from(value) })),
+  );
 }
 
 function assertSameRecords(decoded: Record[], messages: KafkajsMessage[]): void {
@@ -33,12 +44,27 @@ function assertSameRecords(decoded: Record[], messages: KafkajsMessage[]): void 
   });
 }
 
-const kafkajsMessages = fc.array(fc.record({
-  key: fc.option(fc.uint8Array({ maxLength: 30 }).map((a) => Buffer.from(a)), { nil: null }),
-  value: fc.option(fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a)), { nil: null }),
-  headers: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.uint8Array({ maxLength: 10 }).map((a) => Buffer.from(a)), { maxKeys: 3 }),
-  timestamp: fc.integer({ min: 1_000_000_000_000, max: 1_999_999_999_999 }),
-}), { minLength: 1, maxLength: 20 }).map((ms) => ms.map((m) => ({ ...m, headers: { ...m.headers } })));
+const kafkajsMessages = fc
+  .array(
+    fc.record({
+      key: fc.option(
+        fc.uint8Array({ maxLength: 30 }).map((a) => Buffer.from(a)),
+        { nil: null },
+      ),
+      value: fc.option(
+        fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a)),
+        { nil: null },
+      ),
+      headers: fc.dictionary(
+        fc.string({ minLength: 1, maxLength: 8 }),
+        fc.uint8Array({ maxLength: 10 }).map((a) => Buffer.from(a)),
+        { maxKeys: 3 },
+      ),
+      timestamp: fc.integer({ min: 1_000_000_000_000, max: 1_999_999_999_999 }),
+    }),
+    { minLength: 1, maxLength: 20 },
+  )
+  .map((ms) => ms.map((m) => ({ ...m, headers: { ...m.headers } })));
 
 /** Codecs plugged into kafkajs, written with libraries independent of ours. */
 const pluggedCodecs = {
@@ -97,23 +123,38 @@ describe('record batches written by kafkajs', () => {
   });
 
   describe('live kafkajs encoder', () => {
-    for (const [name, type] of [['none', KafkajsCompression.None], ['gzip', KafkajsCompression.GZIP]] as const) {
+    for (const [name, type] of [
+      ['none', KafkajsCompression.None],
+      ['gzip', KafkajsCompression.GZIP],
+    ] as const) {
       it(`decodes kafkajs ${name} batches (property)`, async () => {
-        await fc.assert(fc.asyncProperty(kafkajsMessages, async (messages) => {
-          const batch = new RecordBatch(await kafkajsRecordBatch(messages, { compression: type }));
-          assert.ok(batch.isCrcValid());
-          assertSameRecords(await readRecords(batch), messages);
-        }), { numRuns: 40 });
+        await fc.assert(
+          fc.asyncProperty(kafkajsMessages, async (messages) => {
+            const batch = new RecordBatch(await kafkajsRecordBatch(messages, { compression: type }));
+            assert.ok(batch.isCrcValid());
+            assertSameRecords(await readRecords(batch), messages);
+          }),
+          { numRuns: 40 },
+        );
       });
     }
 
-    for (const [name, type] of [['snappy (raw)', KafkajsCompression.Snappy], ['lz4 (lz4_flex frames)', KafkajsCompression.LZ4], ['zstd (no content size)', KafkajsCompression.ZSTD]] as const) {
+    for (const [name, type] of [
+      ['snappy (raw)', KafkajsCompression.Snappy],
+      ['lz4 (lz4_flex frames)', KafkajsCompression.LZ4],
+      ['zstd (no content size)', KafkajsCompression.ZSTD],
+    ] as const) {
       it(`decodes kafkajs batches with a plugged ${name} codec (property)`, async () => {
-        await withKafkajsCodec(type, pluggedCodecs[type], () => fc.assert(fc.asyncProperty(kafkajsMessages, async (messages) => {
-          const batch = new RecordBatch(await kafkajsRecordBatch(messages, { compression: type }));
-          assert.equal(batch.compression, type);
-          assertSameRecords(await readRecords(batch), messages);
-        }), { numRuns: 25 }));
+        await withKafkajsCodec(type, pluggedCodecs[type], () =>
+          fc.assert(
+            fc.asyncProperty(kafkajsMessages, async (messages) => {
+              const batch = new RecordBatch(await kafkajsRecordBatch(messages, { compression: type }));
+              assert.equal(batch.compression, type);
+              assertSameRecords(await readRecords(batch), messages);
+            }),
+            { numRuns: 25 },
+          ),
+        );
       });
     }
   });
@@ -122,31 +163,48 @@ describe('record batches written by kafkajs', () => {
     const sorted = kafkajsMessages.map((ms) => [...ms].sort((a, b) => a.timestamp - b.timestamp));
     const ours = (messages: KafkajsMessage[], compression: CompressionType): Promise<Buffer> =>
       // kafkajs's defaults: partition leader epoch 0, producer epoch 0, first sequence 0.
-      buildRecordBatch({ compression, partitionLeaderEpoch: 0, producerEpoch: 0, baseSequence: 0 },
-        messages.map((m) => ({ key: m.key, value: m.value, headers: headersOf(m), timestamp: m.timestamp })));
+      buildRecordBatch(
+        { compression, partitionLeaderEpoch: 0, producerEpoch: 0, baseSequence: 0 },
+        messages.map((m) => ({ key: m.key, value: m.value, headers: headersOf(m), timestamp: m.timestamp })),
+      );
 
     it('are byte for byte what kafkajs writes for the same records, uncompressed and gzip', async () => {
-      await fc.assert(fc.asyncProperty(sorted, async (messages) => {
-        assert.deepEqual(await ours(messages, CompressionType.None), await kafkajsRecordBatch(messages));
-        assert.deepEqual(await ours(messages, CompressionType.Gzip), await kafkajsRecordBatch(messages, { compression: KafkajsCompression.GZIP }));
-      }), { numRuns: 40 });
+      await fc.assert(
+        fc.asyncProperty(sorted, async (messages) => {
+          assert.deepEqual(await ours(messages, CompressionType.None), await kafkajsRecordBatch(messages));
+          assert.deepEqual(
+            await ours(messages, CompressionType.Gzip),
+            await kafkajsRecordBatch(messages, { compression: KafkajsCompression.GZIP }),
+          );
+        }),
+        { numRuns: 40 },
+      );
     });
 
-    for (const [name, compression] of [['none', CompressionType.None], ['gzip', CompressionType.Gzip], ['lz4', CompressionType.Lz4], ['zstd', CompressionType.Zstd]] as const) {
+    for (const [name, compression] of [
+      ['none', CompressionType.None],
+      ['gzip', CompressionType.Gzip],
+      ['lz4', CompressionType.Lz4],
+      ['zstd', CompressionType.Zstd],
+    ] as const) {
       it(`decode with kafkajs's own decoder (${name})`, async () => {
         const plugged = compression === CompressionType.Lz4 || compression === CompressionType.Zstd;
-        const run = () => fc.assert(fc.asyncProperty(sorted, async (messages) => {
-          const decoded = await kafkajsDecodeBatch(await ours(messages, compression));
-          assert.equal(decoded.length, messages.length);
-          decoded.forEach((r, i) => {
-            const m = messages[i]!;
-            assert.equal(r.offset, String(i));
-            assert.equal(r.timestamp, String(m.timestamp));
-            assert.deepEqual(r.key, m.key);
-            assert.deepEqual(r.value, m.value);
-            assert.deepEqual(Object.keys(r.headers), Object.keys(m.headers ?? {}));
-          });
-        }), { numRuns: 20 });
+        const run = () =>
+          fc.assert(
+            fc.asyncProperty(sorted, async (messages) => {
+              const decoded = await kafkajsDecodeBatch(await ours(messages, compression));
+              assert.equal(decoded.length, messages.length);
+              decoded.forEach((r, i) => {
+                const m = messages[i]!;
+                assert.equal(r.offset, String(i));
+                assert.equal(r.timestamp, String(m.timestamp));
+                assert.deepEqual(r.key, m.key);
+                assert.deepEqual(r.value, m.value);
+                assert.deepEqual(Object.keys(r.headers), Object.keys(m.headers ?? {}));
+              });
+            }),
+            { numRuns: 20 },
+          );
         if (plugged) await withKafkajsCodec(compression, pluggedCodecs[compression], run);
         else await run();
       });

@@ -11,7 +11,10 @@ import { decodeRequestHeader, encodeRequestHeader } from '../../protocol/headers
 import { DecodeError, Reader, Writer } from '../../protocol/primitives.ts';
 import { messageArbitrary } from './arbitraries.ts';
 
-interface Target { api: ApiDescriptor; version: number }
+interface Target {
+  api: ApiDescriptor;
+  version: number;
+}
 
 // REQUEST_DECODE_RUNS_SCALE=20 for a longer local run.
 const SCALE = Math.max(1, Number(process.env.REQUEST_DECODE_RUNS_SCALE ?? 1));
@@ -48,8 +51,11 @@ function headerOnly(buf: Buffer): void {
 // Values a hostile length field takes: negative, zero, one past, huge.
 const HOSTILE_INT32 = [-1, -2, 0, 1, 0x7fff, 0x8000, 0xffff, 0x7fffffff, -0x80000000];
 const HOSTILE_UVARINT = [
-  Buffer.from([0x00]), Buffer.from([0x7f]), Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]),
-  Buffer.from([0xfe, 0xff, 0xff, 0xff, 0x0f]), Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+  Buffer.from([0x00]),
+  Buffer.from([0x7f]),
+  Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]),
+  Buffer.from([0xfe, 0xff, 0xff, 0xff, 0x0f]),
+  Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
   Buffer.from([0x80, 0x80, 0x80, 0x80, 0x10]),
 ];
 
@@ -75,12 +81,21 @@ function mutate(valid: Buffer, m: Mutation): Buffer {
   const at = m.at % valid.length;
   const out = Buffer.from(valid);
   switch (m.kind) {
-    case 'flip': out[at]! ^= 1 << m.bit; return out;
-    case 'truncate': return out.subarray(0, at);
-    case 'int32': if (at + 4 <= out.length) out.writeInt32BE(m.value, at); return out;
-    case 'int16': if (at + 2 <= out.length) out.writeInt16BE(m.value, at); return out;
-    case 'uvarint': return Buffer.concat([out.subarray(0, at), HOSTILE_UVARINT[m.which]!, out.subarray(at + 1)]);
-    case 'insert': return Buffer.concat([out.subarray(0, at), Buffer.from(m.bytes), out.subarray(at)]);
+    case 'flip':
+      out[at]! ^= 1 << m.bit;
+      return out;
+    case 'truncate':
+      return out.subarray(0, at);
+    case 'int32':
+      if (at + 4 <= out.length) out.writeInt32BE(m.value, at);
+      return out;
+    case 'int16':
+      if (at + 2 <= out.length) out.writeInt16BE(m.value, at);
+      return out;
+    case 'uvarint':
+      return Buffer.concat([out.subarray(0, at), HOSTILE_UVARINT[m.which]!, out.subarray(at + 1)]);
+    case 'insert':
+      return Buffer.concat([out.subarray(0, at), Buffer.from(m.bytes), out.subarray(at)]);
   }
 }
 
@@ -92,7 +107,10 @@ describe('request decoders on hostile bytes', () => {
 
   it('random bytes into every request decoder, every version, end in a request or a DecodeError', () => {
     for (const t of targets) {
-      fc.assert(fc.property(fc.uint8Array({ maxLength: 96 }), (bytes) => decodeOnly(t, Buffer.from(bytes))), { numRuns: runs(40) });
+      fc.assert(
+        fc.property(fc.uint8Array({ maxLength: 96 }), (bytes) => decodeOnly(t, Buffer.from(bytes))),
+        { numRuns: runs(40) },
+      );
     }
   });
 
@@ -104,23 +122,29 @@ describe('request decoders on hostile bytes', () => {
         t.api.encodeRequest(w, msg, t.version);
         return w.toBuffer();
       });
-      fc.assert(fc.property(arb, fc.array(mutationArb, { minLength: 1, maxLength: 4 }), (valid, mutations) => {
-        let buf = valid;
-        for (const m of mutations) buf = mutate(buf, m);
-        decodeOnly(t, buf);
-      }), { numRuns: runs(25) });
+      fc.assert(
+        fc.property(arb, fc.array(mutationArb, { minLength: 1, maxLength: 4 }), (valid, mutations) => {
+          let buf = valid;
+          for (const m of mutations) buf = mutate(buf, m);
+          decodeOnly(t, buf);
+        }),
+        { numRuns: runs(25) },
+      );
     }
   });
 
   it('every prefix of a valid encoding ends in a request or a DecodeError', () => {
     for (const t of targets) {
       const schema = requestSchema.get(t.api.apiKey)!;
-      fc.assert(fc.property(messageArbitrary(schema, t.version), (msg) => {
-        const w = new Writer();
-        t.api.encodeRequest(w, msg, t.version);
-        const bytes = w.toBuffer();
-        for (let n = 0; n < bytes.length; n++) decodeOnly(t, bytes.subarray(0, n));
-      }), { numRuns: runs(3) });
+      fc.assert(
+        fc.property(messageArbitrary(schema, t.version), (msg) => {
+          const w = new Writer();
+          t.api.encodeRequest(w, msg, t.version);
+          const bytes = w.toBuffer();
+          for (let n = 0; n < bytes.length; n++) decodeOnly(t, bytes.subarray(0, n));
+        }),
+        { numRuns: runs(3) },
+      );
     }
   });
 
@@ -138,33 +162,46 @@ describe('request decoders on hostile bytes', () => {
 
 describe('decodeRequestHeader on hostile bytes', () => {
   it('random bytes end in a header or a DecodeError', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => headerOnly(Buffer.from(bytes))), { numRuns: runs(5000) });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => headerOnly(Buffer.from(bytes))),
+      { numRuns: runs(5000) },
+    );
   });
 
   it('any api key and version, with a random tail, end in a header or a DecodeError', () => {
-    fc.assert(fc.property(
-      fc.integer({ min: -32768, max: 32767 }), fc.integer({ min: -32768, max: 32767 }), fc.uint8Array({ maxLength: 40 }),
-      (apiKey, apiVersion, tail) => {
-        const head = Buffer.alloc(4);
-        head.writeInt16BE(apiKey, 0);
-        head.writeInt16BE(apiVersion, 2);
-        headerOnly(Buffer.concat([head, Buffer.from(tail)]));
-      },
-    ), { numRuns: runs(5000) });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -32768, max: 32767 }),
+        fc.integer({ min: -32768, max: 32767 }),
+        fc.uint8Array({ maxLength: 40 }),
+        (apiKey, apiVersion, tail) => {
+          const head = Buffer.alloc(4);
+          head.writeInt16BE(apiKey, 0);
+          head.writeInt16BE(apiVersion, 2);
+          headerOnly(Buffer.concat([head, Buffer.from(tail)]));
+        },
+      ),
+      { numRuns: runs(5000) },
+    );
   });
 
   it('mutated valid headers for every API key and version end in a header or a DecodeError', () => {
     for (const t of targets) {
-      fc.assert(fc.property(
-        fc.integer(), fc.option(fc.string({ maxLength: 20 }), { nil: null }), fc.array(mutationArb, { minLength: 1, maxLength: 3 }),
-        (correlationId, clientId, mutations) => {
-          const w = new Writer();
-          encodeRequestHeader(w, { requestApiKey: t.api.apiKey, requestApiVersion: t.version, correlationId, clientId });
-          let buf = w.toBuffer();
-          for (const m of mutations) buf = mutate(buf, m);
-          headerOnly(buf);
-        },
-      ), { numRuns: runs(10) });
+      fc.assert(
+        fc.property(
+          fc.integer(),
+          fc.option(fc.string({ maxLength: 20 }), { nil: null }),
+          fc.array(mutationArb, { minLength: 1, maxLength: 3 }),
+          (correlationId, clientId, mutations) => {
+            const w = new Writer();
+            encodeRequestHeader(w, { requestApiKey: t.api.apiKey, requestApiVersion: t.version, correlationId, clientId });
+            let buf = w.toBuffer();
+            for (const m of mutations) buf = mutate(buf, m);
+            headerOnly(buf);
+          },
+        ),
+        { numRuns: runs(10) },
+      );
     }
   });
 

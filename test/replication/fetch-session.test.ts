@@ -17,7 +17,8 @@ describe('FetchSessionCache (KIP-227)', () => {
     const full = cache.newContext(0, 0, [part('a', 0), part('a', 1)], [], true);
     assert.equal(full.kind, 'full');
     const id = cache.createSession(false, true, [
-      { request: part('a', 0), data: quiet }, { request: part('a', 1), data: quiet },
+      { request: part('a', 0), data: quiet },
+      { request: part('a', 1), data: quiet },
     ]);
     assert.ok(id > 0);
     assert.equal(cache.get(id)?.epoch, 1);
@@ -26,18 +27,29 @@ describe('FetchSessionCache (KIP-227)', () => {
   it('an incremental fetch keeps the session partitions and answers only the changed ones', () => {
     const cache = new FetchSessionCache();
     const id = cache.createSession(false, true, [
-      { request: part('a', 0), data: quiet }, { request: part('a', 1), data: quiet },
+      { request: part('a', 0), data: quiet },
+      { request: part('a', 1), data: quiet },
     ]);
     const ctx = cache.newContext(id, 1, [part('a', 0, 5)], [], true);
     assert.equal(ctx.kind, 'incremental');
     if (ctx.kind !== 'incremental') return;
-    assert.deepEqual(ctx.partitions.map((p) => [p.partition, p.fetchOffset]), [[0, 5], [1, 0]]);
+    assert.deepEqual(
+      ctx.partitions.map((p) => [p.partition, p.fetchOffset]),
+      [
+        [0, 5],
+        [1, 0],
+      ],
+    );
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), quiet), false, 'unchanged partition omitted');
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 0), { ...quiet, recordsSize: 100 }), true, 'new data sent');
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, highWatermark: 11 }), true, 'moved HW sent');
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, highWatermark: 11 }), false, 'then remembered');
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, logStartOffset: 3 }), true, 'moved log start sent');
-    assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, logStartOffset: 3, errorCode: 6 }), true, 'errors sent');
+    assert.equal(
+      FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, logStartOffset: 3, errorCode: 6 }),
+      true,
+      'errors sent',
+    );
     assert.equal(cache.get(id)?.epoch, 2);
   });
 
@@ -54,10 +66,17 @@ describe('FetchSessionCache (KIP-227)', () => {
 
   it('forgotten topics leave the session; a session left empty is closed', () => {
     const cache = new FetchSessionCache();
-    const id = cache.createSession(false, true, [{ request: part('a', 0), data: quiet }, { request: part('b', 0), data: quiet }]);
+    const id = cache.createSession(false, true, [
+      { request: part('a', 0), data: quiet },
+      { request: part('b', 0), data: quiet },
+    ]);
     const ctx = cache.newContext(id, 1, [], [{ topic: 'a', topicId: 'id-a', partition: 0 }], true);
     assert.equal(ctx.kind, 'incremental');
-    if (ctx.kind === 'incremental') assert.deepEqual(ctx.partitions.map((p) => p.topic), ['b']);
+    if (ctx.kind === 'incremental')
+      assert.deepEqual(
+        ctx.partitions.map((p) => p.topic),
+        ['b'],
+      );
     const closed = cache.newContext(id, 2, [], [{ topic: 'b', topicId: 'id-b', partition: 0 }], true);
     assert.equal(closed.kind, 'sessionless');
     assert.equal(cache.get(id), undefined);

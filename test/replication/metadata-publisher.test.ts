@@ -15,8 +15,19 @@ const TOPIC_ID = 'dG9waWMtb25lLWlkLTAwMQ';
 
 function partitionRecord(partitionId: number, leader: number, replicas: number[], leaderEpoch = 0): MetadataRecord {
   const data: PartitionRecord = {
-    partitionId, topicId: TOPIC_ID, replicas, isr: replicas, removingReplicas: [], addingReplicas: [], leader,
-    leaderRecoveryState: 0, leaderEpoch, partitionEpoch: 0, directories: [], eligibleLeaderReplicas: null, lastKnownElr: null,
+    partitionId,
+    topicId: TOPIC_ID,
+    replicas,
+    isr: replicas,
+    removingReplicas: [],
+    addingReplicas: [],
+    leader,
+    leaderRecoveryState: 0,
+    leaderEpoch,
+    partitionEpoch: 0,
+    directories: [],
+    eligibleLeaderReplicas: null,
+    lastKnownElr: null,
   };
   return { type: 'PartitionRecord', data };
 }
@@ -73,17 +84,33 @@ describe('ReplicaMetadataPublisher', () => {
 
   it('applies leader changes, config changes and topic deletion', async () => {
     await commit([{ type: 'TopicRecord', data: { name: 'orders', topicId: TOPIC_ID } }, partitionRecord(0, 1, [1])]);
-    await commit([{
-      type: 'PartitionChangeRecord',
-      data: {
-        partitionId: 0, topicId: TOPIC_ID, isr: null, leader: 1, replicas: null, removingReplicas: null, addingReplicas: null,
-        leaderRecoveryState: -1, directories: null, eligibleLeaderReplicas: null, lastKnownElr: null,
+    await commit([
+      {
+        type: 'PartitionChangeRecord',
+        data: {
+          partitionId: 0,
+          topicId: TOPIC_ID,
+          isr: null,
+          leader: 1,
+          replicas: null,
+          removingReplicas: null,
+          addingReplicas: null,
+          leaderRecoveryState: -1,
+          directories: null,
+          eligibleLeaderReplicas: null,
+          lastKnownElr: null,
+        },
       },
-    }]);
+    ]);
     const epochAfter = image.partition('orders', 0)!.leaderEpoch;
     assert.equal(rmgr.getPartition('orders', 0)!.leaderEpoch, epochAfter);
 
-    await commit([{ type: 'ConfigRecord', data: { resourceType: ConfigResourceType.TOPIC, resourceName: 'orders', name: 'max.message.bytes', value: '1234' } }]);
+    await commit([
+      {
+        type: 'ConfigRecord',
+        data: { resourceType: ConfigResourceType.TOPIC, resourceName: 'orders', name: 'max.message.bytes', value: '1234' },
+      },
+    ]);
     assert.equal(rmgr.getPartition('orders', 0)!.settings.maxMessageBytes, 1234);
     assert.equal(logs.getLog('orders', 0)!.config.maxMessageBytes, 1234, 'the log sees it too');
 
@@ -93,9 +120,11 @@ describe('ReplicaMetadataPublisher', () => {
   });
 
   it('applyImage hosts everything in an image (startup)', async () => {
-    const { image: loaded } = MetadataImage.EMPTY.apply([
-      { type: 'TopicRecord', data: { name: 'orders', topicId: TOPIC_ID } }, partitionRecord(0, 1, [1]), partitionRecord(1, 1, [1]),
-    ], 2, 1);
+    const { image: loaded } = MetadataImage.EMPTY.apply(
+      [{ type: 'TopicRecord', data: { name: 'orders', topicId: TOPIC_ID } }, partitionRecord(0, 1, [1]), partitionRecord(1, 1, [1])],
+      2,
+      1,
+    );
     await publisher.applyImage(loaded);
     assert.deepEqual([...rmgr.allPartitions()].map((p) => p.partition).sort(), [0, 1]);
   });

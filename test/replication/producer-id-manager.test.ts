@@ -13,7 +13,10 @@ describe('ProducerIdManager', () => {
     });
     const ids: bigint[] = [];
     for (let i = 0; i < 25; i++) ids.push(await manager.generateProducerId());
-    assert.deepEqual(ids, Array.from({ length: 25 }, (_, i) => BigInt(i)));
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 25 }, (_, i) => BigInt(i)),
+    );
     assert.deepEqual(requested, [0, 10, 20], 'one block per ten ids');
   });
 

@@ -71,7 +71,10 @@ describe('DelayedOperationPurgatory', () => {
     purgatory.tryCompleteElseWatch(ops[1]!, ['a', 'b']);
     purgatory.tryCompleteElseWatch(ops[2]!, ['b']);
     purgatory.completeAll('a');
-    assert.deepEqual(ops.map((o) => o.result), ['completed', 'completed', null]);
+    assert.deepEqual(
+      ops.map((o) => o.result),
+      ['completed', 'completed', null],
+    );
     assert.equal(purgatory.size, 1);
   });
 });

@@ -32,10 +32,19 @@ async function setup(topicConfig: Record<string, string> = {}, partitions = 1, i
     clock,
   });
   for (let p = 0; p < partitions; p++) {
-    await rm.applyPartitionState({
-      topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAQ', partition: p, leaderId: BROKER, leaderEpoch: 3, partitionEpoch: 0,
-      replicas: isr, isr,
-    }, configFromRecord(topicConfig));
+    await rm.applyPartitionState(
+      {
+        topic: 't',
+        topicId: 'AAAAAAAAAAAAAAAAAAAAAQ',
+        partition: p,
+        leaderId: BROKER,
+        leaderEpoch: 3,
+        partitionEpoch: 0,
+        replicas: isr,
+        isr,
+      },
+      configFromRecord(topicConfig),
+    );
   }
   return { dir, logs, rm, clock };
 }
@@ -47,7 +56,10 @@ async function teardown(env: Env): Promise<void> {
 }
 
 function records(n: number, opts: Parameters<typeof buildRecordBatch>[0] = {}, timestamp = Date.now()): Promise<Buffer> {
-  return buildRecordBatch(opts, Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`value-${i}`), timestamp: timestamp + i })));
+  return buildRecordBatch(
+    opts,
+    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`value-${i}`), timestamp: timestamp + i })),
+  );
 }
 
 function produce(env: Env, recs: Buffer, acks = 1, partition = 0, timeoutMs = 1000) {
@@ -56,7 +68,11 @@ function produce(env: Env, recs: Buffer, acks = 1, partition = 0, timeoutMs = 10
 
 function fetchParams(fetchOffset: number, more: Partial<FetchParams> = {}): FetchParams {
   return {
-    replicaId: -1, maxWaitMs: 0, minBytes: 1, maxBytes: 1 << 20, isolationLevel: 0,
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
     partitions: [{ topic: 't', partition: 0, fetchOffset, partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1 }],
     ...more,
   };
@@ -81,7 +97,13 @@ describe('ReplicaManager', function () {
     assert.equal(partition.highWatermark, 5);
     const [f] = await env.rm.fetchMessages(fetchParams(0));
     const batches = [...batchesIn(f!.records, true)];
-    assert.deepEqual(batches.map((b) => [b.baseOffset, b.lastOffset, b.partitionLeaderEpoch]), [[0, 2, 3], [3, 4, 3]]);
+    assert.deepEqual(
+      batches.map((b) => [b.baseOffset, b.lastOffset, b.partitionLeaderEpoch]),
+      [
+        [0, 2, 3],
+        [3, 4, 3],
+      ],
+    );
     assert.equal(f!.highWatermark, 5);
     assert.equal(f!.lastStableOffset, 5);
     assert.equal(f!.logStartOffset, 0);
@@ -91,7 +113,10 @@ describe('ReplicaManager', function () {
   it('appends made to one partition concurrently land back to back in call order', async () => {
     env = await setup();
     const all = await Promise.all([produce(env, await records(1)), produce(env, await records(2)), produce(env, await records(3))]);
-    assert.deepEqual(all.map(([r]) => r!.baseOffset), [0, 1, 3]);
+    assert.deepEqual(
+      all.map(([r]) => r!.baseOffset),
+      [0, 1, 3],
+    );
     assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 6);
   });
 
@@ -125,12 +150,24 @@ describe('ReplicaManager', function () {
     };
     const clock = new FakeClock();
     const manager = new ReplicaManager({
-      brokerId: BROKER, logs: misreportingProvider, clock, onAppendError: (partition) => reported.push(partition),
+      brokerId: BROKER,
+      logs: misreportingProvider,
+      clock,
+      onAppendError: (partition) => reported.push(partition),
     });
-    await manager.applyPartitionState({
-      topic: 't', topicId: 'AAAAAAAAAAAAAAAAAAAAAQ', partition: 0, leaderId: BROKER, leaderEpoch: 3, partitionEpoch: 0,
-      replicas: [BROKER], isr: [BROKER],
-    }, configFromRecord({}));
+    await manager.applyPartitionState(
+      {
+        topic: 't',
+        topicId: 'AAAAAAAAAAAAAAAAAAAAAQ',
+        partition: 0,
+        leaderId: BROKER,
+        leaderEpoch: 3,
+        partitionEpoch: 0,
+        replicas: [BROKER],
+        isr: [BROKER],
+      },
+      configFromRecord({}),
+    );
     env = { dir, logs, rm: manager, clock };
     const [failed] = await produce(env, await records(2));
     assert.equal(failed!.errorCode, Errors.UNKNOWN_SERVER_ERROR.code);
@@ -145,7 +182,14 @@ describe('ReplicaManager', function () {
     const bad = await records(2);
     bad[bad.length - 1] ^= 0xff;
     const all = await Promise.all([produce(env, await records(1)), produce(env, bad), produce(env, await records(2))]);
-    assert.deepEqual(all.map(([r]) => [r!.errorCode, r!.baseOffset]), [[0, 0], [Errors.CORRUPT_MESSAGE.code, -1], [0, 1]]);
+    assert.deepEqual(
+      all.map(([r]) => [r!.errorCode, r!.baseOffset]),
+      [
+        [0, 0],
+        [Errors.CORRUPT_MESSAGE.code, -1],
+        [0, 1],
+      ],
+    );
   });
 
   it('returns the whole batch containing a mid-batch fetch offset, and at least one batch past max bytes', async () => {
@@ -174,10 +218,18 @@ describe('ReplicaManager', function () {
 
   it('answers UNKNOWN_TOPIC_OR_PARTITION with -1 offsets for partitions it does not host', async () => {
     env = await setup();
-    const [f] = await env.rm.fetchMessages({ ...fetchParams(0), partitions: [{ topic: 'nope', partition: 0, fetchOffset: 0, partitionMaxBytes: 100, currentLeaderEpoch: -1 }] });
+    const [f] = await env.rm.fetchMessages({
+      ...fetchParams(0),
+      partitions: [{ topic: 'nope', partition: 0, fetchOffset: 0, partitionMaxBytes: 100, currentLeaderEpoch: -1 }],
+    });
     assert.equal(f!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
     assert.equal(f!.highWatermark, -1);
-    const [p] = await env.rm.appendRecords({ acks: 1, timeoutMs: 100, produceVersion: 9, entries: [{ topic: 'nope', partition: 0, records: await records(1) }] });
+    const [p] = await env.rm.appendRecords({
+      acks: 1,
+      timeoutMs: 100,
+      produceVersion: 9,
+      entries: [{ topic: 'nope', partition: 0, records: await records(1) }],
+    });
     assert.equal(p!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
   });
 
@@ -193,7 +245,10 @@ describe('ReplicaManager', function () {
   it('a long-poll fetch at the log end is woken by an append, with no timer firing', async () => {
     env = await setup();
     let settled = false;
-    const pending = env.rm.fetchMessages(fetchParams(0, { maxWaitMs: 30_000 })).then((r) => { settled = true; return r; });
+    const pending = env.rm.fetchMessages(fetchParams(0, { maxWaitMs: 30_000 })).then((r) => {
+      settled = true;
+      return r;
+    });
     await new Promise((r) => setImmediate(r));
     assert.equal(settled, false);
     assert.equal(env.rm.fetchPurgatory.size, 1);
@@ -297,7 +352,10 @@ describe('ReplicaManager', function () {
     const fenced = await records(1, { producerId: 42n, producerEpoch: 0, baseSequence: 4 });
     assert.equal((await produce(env, fenced))[0]!.errorCode, Errors.INVALID_PRODUCER_EPOCH.code);
     const { producers } = await env.rm.describeProducers('t', 0);
-    assert.deepEqual(producers.map((p) => [p.producerId, p.producerEpoch, p.lastSequence]), [[42n, 1, 0]]);
+    assert.deepEqual(
+      producers.map((p) => [p.producerId, p.producerEpoch, p.lastSequence]),
+      [[42n, 1, 0]],
+    );
   });
 
   it('LogAppendTime topics stamp the batch and answer with the append time', async () => {
@@ -340,7 +398,11 @@ describe('ReplicaManager', function () {
     env = await setup();
     await produce(env, await records(3));
     assert.deepEqual(env.rm.offsetForLeaderEpoch('t', 0, 3, -1), { errorCode: 0, leaderEpoch: 3, endOffset: 3 });
-    assert.deepEqual(env.rm.offsetForLeaderEpoch('t', 0, 3, 2), { errorCode: Errors.FENCED_LEADER_EPOCH.code, leaderEpoch: -1, endOffset: -1 });
+    assert.deepEqual(env.rm.offsetForLeaderEpoch('t', 0, 3, 2), {
+      errorCode: Errors.FENCED_LEADER_EPOCH.code,
+      leaderEpoch: -1,
+      endOffset: -1,
+    });
     assert.equal(env.rm.offsetForLeaderEpoch('x', 0, 3, -1).errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
   });
 
@@ -351,7 +413,10 @@ describe('ReplicaManager', function () {
     assert.equal(dirs.length, 1);
     assert.equal(dirs[0]!.logDir, env.dir);
     const parts = dirs[0]!.topics[0]!.partitions;
-    assert.deepEqual(parts.map((p) => p.partitionIndex), [0, 1]);
+    assert.deepEqual(
+      parts.map((p) => p.partitionIndex),
+      [0, 1],
+    );
     assert.ok(parts[0]!.partitionSize > 0);
     assert.equal(parts[1]!.partitionSize, 0);
   });
@@ -367,37 +432,52 @@ describe('ReplicaManager', function () {
   });
 
   it('concurrent bursts of produces to several partitions read back complete and in order (property)', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.array(fc.array(fc.record({ partition: fc.integer({ min: 0, max: 2 }), count: fc.integer({ min: 1, max: 4 }) }), { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 4 }),
-      async (bursts) => {
-        env = await setup({}, 3);
-        const expected: string[][] = [[], [], []];
-        let n = 0;
-        for (const burst of bursts) {
-          const sends = burst.map(async ({ partition, count }) => {
-            const values = Array.from({ length: count }, () => `m${n++}`);
-            expected[partition]!.push(...values);
-            const recs = await buildRecordBatch({}, values.map((v) => ({ value: Buffer.from(v), timestamp: Date.now() })));
-            return produce(env, recs, 1, partition);
-          });
-          const results = await Promise.all(sends);
-          assert.ok(results.every(([r]) => r!.errorCode === 0));
-        }
-        for (let partition = 0; partition < 3; partition++) {
-          const values: string[] = [];
-          // A read stops at a segment end, as Kafka's does: keep fetching from the next offset.
-          for (let offset = 0; ;) {
-            const [f] = await env.rm.fetchMessages({ ...fetchParams(0), partitions: [{ topic: 't', partition, fetchOffset: offset, partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1 }] });
-            const batches = [...batchesIn(f!.records, true)];
-            if (batches.length === 0) break;
-            for (const batch of batches) for (const r of await readRecords(batch)) values.push(r.value!.toString());
-            offset = batches.at(-1)!.nextOffset;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.array(fc.record({ partition: fc.integer({ min: 0, max: 2 }), count: fc.integer({ min: 1, max: 4 }) }), {
+            minLength: 1,
+            maxLength: 6,
+          }),
+          { minLength: 1, maxLength: 4 },
+        ),
+        async (bursts) => {
+          env = await setup({}, 3);
+          const expected: string[][] = [[], [], []];
+          let n = 0;
+          for (const burst of bursts) {
+            const sends = burst.map(async ({ partition, count }) => {
+              const values = Array.from({ length: count }, () => `m${n++}`);
+              expected[partition]!.push(...values);
+              const recs = await buildRecordBatch(
+                {},
+                values.map((v) => ({ value: Buffer.from(v), timestamp: Date.now() })),
+              );
+              return produce(env, recs, 1, partition);
+            });
+            const results = await Promise.all(sends);
+            assert.ok(results.every(([r]) => r!.errorCode === 0));
           }
-          assert.deepEqual(values, expected[partition]);
-        }
-        await teardown(env);
-        env = undefined as unknown as Env;
-      },
-    ), { numRuns: 8 });
+          for (let partition = 0; partition < 3; partition++) {
+            const values: string[] = [];
+            // A read stops at a segment end, as Kafka's does: keep fetching from the next offset.
+            for (let offset = 0; ; ) {
+              const [f] = await env.rm.fetchMessages({
+                ...fetchParams(0),
+                partitions: [{ topic: 't', partition, fetchOffset: offset, partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1 }],
+              });
+              const batches = [...batchesIn(f!.records, true)];
+              if (batches.length === 0) break;
+              for (const batch of batches) for (const r of await readRecords(batch)) values.push(r.value!.toString());
+              offset = batches.at(-1)!.nextOffset;
+            }
+            assert.deepEqual(values, expected[partition]);
+          }
+          await teardown(env);
+          env = undefined as unknown as Env;
+        },
+      ),
+      { numRuns: 8 },
+    );
   });
 });

@@ -4,14 +4,25 @@ import { compress } from '../../protocol/compression/index.ts';
 import { gzipCompress } from '../../protocol/compression/gzip.ts';
 import { Errors } from '../../protocol/errors.ts';
 import {
-  ATTRIBUTES, CompressionType, MAX_TIMESTAMP, RECORD_BATCH_OVERHEAD, RECORDS_COUNT, RecordBatch, TRANSACTIONAL_BIT,
+  ATTRIBUTES,
+  CompressionType,
+  MAX_TIMESTAMP,
+  RECORD_BATCH_OVERHEAD,
+  RECORDS_COUNT,
+  RecordBatch,
+  TRANSACTIONAL_BIT,
 } from '../../protocol/records/batch.ts';
 import { readRecords } from '../../protocol/records/record.ts';
 import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import { resealCrc, sealBatch } from '../helpers/record-batches.ts';
 import { buildLegacyMessageSet, convertLegacyToV2 } from '../../protocol/records/legacy.ts';
 import { logSettings, type LogSettings } from '../../src/replication/log.ts';
-import { maxRecordsBytes, RecordValidationError, validateProducedRecords, type ValidationContext } from '../../src/replication/validation.ts';
+import {
+  maxRecordsBytes,
+  RecordValidationError,
+  validateProducedRecords,
+  type ValidationContext,
+} from '../../src/replication/validation.ts';
 
 const NOW = 1_700_000_000_000;
 
@@ -26,7 +37,10 @@ function ctx(settings: Partial<LogSettings> = {}, produceVersion = 9): Validatio
 }
 
 async function batch(n = 3, opts: Parameters<typeof buildRecordBatch>[0] = {}, key: Buffer | null = Buffer.from('k')): Promise<Buffer> {
-  return buildRecordBatch(opts, Array.from({ length: n }, (_, i) => ({ key, value: Buffer.from(`v${i}`), timestamp: NOW + i })));
+  return buildRecordBatch(
+    opts,
+    Array.from({ length: n }, (_, i) => ({ key, value: Buffer.from(`v${i}`), timestamp: NOW + i })),
+  );
 }
 
 async function rejects(records: Buffer | null, c: ValidationContext, code: number): Promise<RecordValidationError> {
@@ -39,7 +53,6 @@ async function rejects(records: Buffer | null, c: ValidationContext, code: numbe
   }
   assert.fail('expected a validation error');
 }
-
 
 describe('produce validation', () => {
   it('accepts a v2 batch and reports its offsets and producer fields', async () => {
@@ -142,10 +155,15 @@ describe('produce validation', () => {
 
 const CODECS = [CompressionType.None, CompressionType.Gzip, CompressionType.Snappy, CompressionType.Lz4, CompressionType.Zstd] as const;
 
-
 /** The uncompressed records of a batch built from `n` records. */
-async function plainRecords(n: number, key: (i: number) => Buffer | null = () => Buffer.from('k')): Promise<{ template: Buffer; payload: Buffer }> {
-  const template = await buildRecordBatch({}, Array.from({ length: n }, (_, i) => ({ key: key(i), value: Buffer.from(`value-${i}`), timestamp: NOW + i })));
+async function plainRecords(
+  n: number,
+  key: (i: number) => Buffer | null = () => Buffer.from('k'),
+): Promise<{ template: Buffer; payload: Buffer }> {
+  const template = await buildRecordBatch(
+    {},
+    Array.from({ length: n }, (_, i) => ({ key: key(i), value: Buffer.from(`value-${i}`), timestamp: NOW + i })),
+  );
   return { template, payload: template.subarray(RECORD_BATCH_OVERHEAD) };
 }
 
@@ -207,34 +225,64 @@ describe('produce validation: every record', () => {
   it('offset deltas must be 0..count-1 in order: every offender is a record error', async () => {
     const { template } = await plainRecords(3);
     const rec = (delta: number): Buffer => rawRecord([[0], [0], zigzag(delta), zigzag(-1), zigzag(-1), [0]]);
-    const err = await rejects(sealBatch(template, Buffer.concat([rec(0), rec(2), rec(1)]), CompressionType.None, 3), ctx(), Errors.INVALID_RECORD.code);
-    assert.deepEqual(err.recordErrors.map((e) => e.batchIndex), [1, 2]);
+    const err = await rejects(
+      sealBatch(template, Buffer.concat([rec(0), rec(2), rec(1)]), CompressionType.None, 3),
+      ctx(),
+      Errors.INVALID_RECORD.code,
+    );
+    assert.deepEqual(
+      err.recordErrors.map((e) => e.batchIndex),
+      [1, 2],
+    );
   });
 
   for (const codec of CODECS) {
     it(`a compacted topic lists every keyless record (${CompressionType[codec]}), as librdkafka's test 0011 expects`, async () => {
-      const b = await buildRecordBatch({ compression: codec }, Array.from({ length: 100 }, (_, i) => ({
-        key: i === 0 || i === 2 || i === 4 ? null : Buffer.from(`k${i}`), value: Buffer.from('v'), timestamp: NOW,
-      })));
+      const b = await buildRecordBatch(
+        { compression: codec },
+        Array.from({ length: 100 }, (_, i) => ({
+          key: i === 0 || i === 2 || i === 4 ? null : Buffer.from(`k${i}`),
+          value: Buffer.from('v'),
+          timestamp: NOW,
+        })),
+      );
       const err = await rejects(b, ctx({ compacted: true }), Errors.INVALID_RECORD.code);
-      assert.deepEqual(err.recordErrors.map((e) => e.batchIndex), [0, 2, 4]);
+      assert.deepEqual(
+        err.recordErrors.map((e) => e.batchIndex),
+        [0, 2, 4],
+      );
       assert.match(err.recordErrors[0]!.message!, /^Compacted topic cannot accept message without key/);
-      assert.match(err.message, /^One or more records have been rejected due to 3 record errors in total, and only showing the first three errors at most: \[RecordError\(batchIndex=0, message='Compacted topic/);
+      assert.match(
+        err.message,
+        /^One or more records have been rejected due to 3 record errors in total, and only showing the first three errors at most: \[RecordError\(batchIndex=0, message='Compacted topic/,
+      );
     });
   }
 
   it('every record outside the CreateTime bounds is listed, and the batch is INVALID_TIMESTAMP', async () => {
-    const b = await buildRecordBatch({}, [NOW, NOW + 60_000, NOW, NOW + 90_000].map((timestamp) => ({ key: null, value: Buffer.from('v'), timestamp })));
+    const b = await buildRecordBatch(
+      {},
+      [NOW, NOW + 60_000, NOW, NOW + 90_000].map((timestamp) => ({ key: null, value: Buffer.from('v'), timestamp })),
+    );
     const err = await rejects(b, ctx({ timestampAfterMaxMs: 1000 }), Errors.INVALID_TIMESTAMP.code);
-    assert.deepEqual(err.recordErrors.map((e) => e.batchIndex), [1, 3]);
+    assert.deepEqual(
+      err.recordErrors.map((e) => e.batchIndex),
+      [1, 3],
+    );
     assert.equal(err.message, 'One or more records have been rejected due to invalid timestamp');
     assert.match(err.recordErrors[0]!.message!, new RegExp(`^Timestamp ${NOW + 60_000} of message with offset 1 is out of range`));
   });
 
   it('a key error takes precedence over a timestamp error of the same record, and INVALID_TIMESTAMP over INVALID_RECORD', async () => {
-    const b = await buildRecordBatch({}, [{ key: null, value: null, timestamp: NOW + 60_000 }, { key: Buffer.from('k'), value: null, timestamp: NOW + 60_000 }]);
+    const b = await buildRecordBatch({}, [
+      { key: null, value: null, timestamp: NOW + 60_000 },
+      { key: Buffer.from('k'), value: null, timestamp: NOW + 60_000 },
+    ]);
     const err = await rejects(b, ctx({ compacted: true, timestampAfterMaxMs: 1000 }), Errors.INVALID_TIMESTAMP.code);
-    assert.deepEqual(err.recordErrors.map((e) => e.batchIndex), [0, 1]);
+    assert.deepEqual(
+      err.recordErrors.map((e) => e.batchIndex),
+      [0, 1],
+    );
     assert.match(err.recordErrors[0]!.message!, /Compacted topic/);
   });
 
@@ -269,7 +317,11 @@ describe('produce validation: every record', () => {
     it(`garbage, empty and truncated ${CompressionType[codec]} payloads are CORRUPT_MESSAGE`, async () => {
       const good = await batch(5, { compression: codec });
       const payload = good.subarray(RECORD_BATCH_OVERHEAD);
-      await rejects(sealBatch(good, Buffer.from('this is not a compressed stream at all, not even close'), codec), ctx(), Errors.CORRUPT_MESSAGE.code);
+      await rejects(
+        sealBatch(good, Buffer.from('this is not a compressed stream at all, not even close'), codec),
+        ctx(),
+        Errors.CORRUPT_MESSAGE.code,
+      );
       await rejects(sealBatch(good, Buffer.alloc(0), codec), ctx(), Errors.CORRUPT_MESSAGE.code);
       await rejects(sealBatch(good, payload.subarray(0, payload.length - 3), codec), ctx(), Errors.CORRUPT_MESSAGE.code);
     });
@@ -301,48 +353,75 @@ describe('produce validation: every record', () => {
 
 describe('produce validation: properties', () => {
   const recordArb = fc.record({
-    key: fc.option(fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)), { nil: null }),
-    value: fc.option(fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)), { nil: null }),
-    headers: fc.array(fc.record({ key: fc.string({ maxLength: 8 }), value: fc.option(fc.uint8Array({ maxLength: 20 }).map((a) => Buffer.from(a)), { nil: null }) }), { maxLength: 3 }),
+    key: fc.option(
+      fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+      { nil: null },
+    ),
+    value: fc.option(
+      fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
+      { nil: null },
+    ),
+    headers: fc.array(
+      fc.record({
+        key: fc.string({ maxLength: 8 }),
+        value: fc.option(
+          fc.uint8Array({ maxLength: 20 }).map((a) => Buffer.from(a)),
+          { nil: null },
+        ),
+      }),
+      { maxLength: 3 },
+    ),
     dt: fc.integer({ min: -1000, max: 1000 }),
   });
 
   it('every batch the builder writes passes, whatever its codec and records', async () => {
-    await fc.assert(fc.asyncProperty(fc.constantFrom(...CODECS), fc.array(recordArb, { minLength: 1, maxLength: 30 }), async (codec, recs) => {
-      const b = await buildRecordBatch({ compression: codec }, recs.map((r) => ({ key: r.key, value: r.value, headers: r.headers, timestamp: NOW + r.dt })));
-      const v = await validateProducedRecords(b, ctx());
-      assert.equal(v.offsetCount, recs.length);
-    }), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...CODECS), fc.array(recordArb, { minLength: 1, maxLength: 30 }), async (codec, recs) => {
+        const b = await buildRecordBatch(
+          { compression: codec },
+          recs.map((r) => ({ key: r.key, value: r.value, headers: r.headers, timestamp: NOW + r.dt })),
+        );
+        const v = await validateProducedRecords(b, ctx());
+        assert.equal(v.offsetCount, recs.length);
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('corrupting record bytes (CRC re-sealed) is refused, or still decodes to exactly the declared records', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.constantFrom(...CODECS),
-      fc.array(recordArb, { minLength: 1, maxLength: 10 }),
-      fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 4 }),
-      fc.integer({ min: -2, max: 2 }),
-      async (codec, recs, flips, cut) => {
-        const { template, payload } = await (async () => {
-          const t = await buildRecordBatch({}, recs.map((r) => ({ key: r.key, value: r.value, headers: r.headers, timestamp: NOW + r.dt })));
-          return { template: t, payload: Buffer.from(t.subarray(RECORD_BATCH_OVERHEAD)) };
-        })();
-        for (const [at, mask] of flips) payload[at % payload.length] ^= mask;
-        const body = cut < 0 ? payload.subarray(0, Math.max(0, payload.length + cut)) : Buffer.concat([payload, Buffer.alloc(cut)]);
-        const compressed = codec === CompressionType.None ? body : await compress(codec, body);
-        const b = sealBatch(template, compressed, codec);
-        let accepted = true;
-        try {
-          await validateProducedRecords(b, ctx());
-        } catch (err) {
-          assert.ok(err instanceof RecordValidationError, String(err));
-          accepted = false;
-        }
-        if (accepted) {
-          const decoded = await readRecords(new RecordBatch(b));
-          assert.equal(decoded.length, recs.length);
-          decoded.forEach((r, i) => assert.equal(r.offsetDelta, i));
-        }
-      },
-    ), { numRuns: 300 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...CODECS),
+        fc.array(recordArb, { minLength: 1, maxLength: 10 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: -2, max: 2 }),
+        async (codec, recs, flips, cut) => {
+          const { template, payload } = await (async () => {
+            const t = await buildRecordBatch(
+              {},
+              recs.map((r) => ({ key: r.key, value: r.value, headers: r.headers, timestamp: NOW + r.dt })),
+            );
+            return { template: t, payload: Buffer.from(t.subarray(RECORD_BATCH_OVERHEAD)) };
+          })();
+          for (const [at, mask] of flips) payload[at % payload.length] ^= mask;
+          const body = cut < 0 ? payload.subarray(0, Math.max(0, payload.length + cut)) : Buffer.concat([payload, Buffer.alloc(cut)]);
+          const compressed = codec === CompressionType.None ? body : await compress(codec, body);
+          const b = sealBatch(template, compressed, codec);
+          let accepted = true;
+          try {
+            await validateProducedRecords(b, ctx());
+          } catch (err) {
+            assert.ok(err instanceof RecordValidationError, String(err));
+            accepted = false;
+          }
+          if (accepted) {
+            const decoded = await readRecords(new RecordBatch(b));
+            assert.equal(decoded.length, recs.length);
+            decoded.forEach((r, i) => assert.equal(r.offsetDelta, i));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -32,7 +32,11 @@ function echo(delayMs: (frame: Buffer) => number = () => 0): FrameProcessor {
   };
 }
 
-async function withServer(processor: FrameProcessor, limits: ConnectionLimits, body: (server: SocketServer, port: number) => Promise<void>): Promise<void> {
+async function withServer(
+  processor: FrameProcessor,
+  limits: ConnectionLimits,
+  body: (server: SocketServer, port: number) => Promise<void>,
+): Promise<void> {
   const server = new SocketServer(processor, limits, createLogger({ quiet: true }));
   await server.start([{ name: 'PLAINTEXT', host: '127.0.0.1', port: 0, securityProtocol: 'PLAINTEXT', role: 'broker' }]);
   try {
@@ -66,39 +70,49 @@ describe('server connections', () => {
   });
 
   it('cuts any sequence of frames out of a stream split at arbitrary points', async () => {
-    const frameArb = fc.oneof(
-      fc.uint8Array({ maxLength: 64 }),
-      fc.integer({ min: 0, max: 200_000 }).map((n) => new Uint8Array(n).map((_, i) => (i * 31 + n) % 251)),
-    ).map((a) => Buffer.from(a));
-    await fc.assert(fc.asyncProperty(
-      fc.array(frameArb, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { maxLength: 12 }),
-      async (payloads, cutSeeds) => {
-        await withServer(echo(), LIMITS, async (_server, port) => {
-          const client = await RawClient.connect(port);
-          const stream = Buffer.concat(payloads.map(framed));
-          const cuts = [...new Set(cutSeeds.map((c) => c % stream.length))].sort((a, b) => a - b);
-          let from = 0;
-          for (const cut of [...cuts, stream.length]) {
-            if (cut <= from) continue;
-            client.write(stream.subarray(from, cut));
-            from = cut;
-            await sleep(1);
-          }
-          for (const payload of payloads) assert.ok((await client.next()).equals(payload));
-          client.close();
-        });
-      },
-    ), { numRuns: 25 });
+    const frameArb = fc
+      .oneof(
+        fc.uint8Array({ maxLength: 64 }),
+        fc.integer({ min: 0, max: 200_000 }).map((n) => new Uint8Array(n).map((_, i) => (i * 31 + n) % 251)),
+      )
+      .map((a) => Buffer.from(a));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(frameArb, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        async (payloads, cutSeeds) => {
+          await withServer(echo(), LIMITS, async (_server, port) => {
+            const client = await RawClient.connect(port);
+            const stream = Buffer.concat(payloads.map(framed));
+            const cuts = [...new Set(cutSeeds.map((c) => c % stream.length))].sort((a, b) => a - b);
+            let from = 0;
+            for (const cut of [...cuts, stream.length]) {
+              if (cut <= from) continue;
+              client.write(stream.subarray(from, cut));
+              from = cut;
+              await sleep(1);
+            }
+            for (const payload of payloads) assert.ok((await client.next()).equals(payload));
+            client.close();
+          });
+        },
+      ),
+      { numRuns: 25 },
+    );
   });
 
   it('answers pipelined requests in request order even when later ones finish first', async () => {
     // Frame i sleeps (20 - i) ms, so without sequencing the answers would come out reversed.
-    await withServer(echo((f) => 20 - f.readUInt32BE(0)), LIMITS, async (_server, port) => {
-      const client = await RawClient.connect(port);
-      client.write(Buffer.concat(Array.from({ length: 20 }, (_, i) => framed(u32(i)))));
-      for (let i = 0; i < 20; i++) assert.equal((await client.next()).readUInt32BE(0), i);
-      client.close();
-    });
+    await withServer(
+      echo((f) => 20 - f.readUInt32BE(0)),
+      LIMITS,
+      async (_server, port) => {
+        const client = await RawClient.connect(port);
+        client.write(Buffer.concat(Array.from({ length: 20 }, (_, i) => framed(u32(i)))));
+        for (let i = 0; i < 20; i++) assert.equal((await client.next()).readUInt32BE(0), i);
+        client.close();
+      },
+    );
   });
 
   it('keeps answering later requests after one that has no response (acks=0)', async () => {
@@ -117,7 +131,11 @@ describe('server connections', () => {
 
   it('stops reading a client that never reads its responses, and resumes when it does', async () => {
     const responseBytes = 256 * 1024;
-    const processor: FrameProcessor = { async process() { return [Buffer.concat([u32(responseBytes), Buffer.alloc(responseBytes)])]; } };
+    const processor: FrameProcessor = {
+      async process() {
+        return [Buffer.concat([u32(responseBytes), Buffer.alloc(responseBytes)])];
+      },
+    };
     const limits = { ...LIMITS, maxBufferedBytes: 2 * 1024 * 1024 };
     await withServer(processor, limits, async (server, port) => {
       const client = await RawClient.connect(port);
@@ -128,8 +146,7 @@ describe('server connections', () => {
       await sleep(200);
       const conn = server.openConnections[0]!;
       // Bounded: the limit plus at most one response over it, though 300 * 256 KiB were asked for.
-      assert.ok(conn.bufferedBytes <= limits.maxBufferedBytes + responseBytes + 4 + requests * 8,
-        `buffered ${conn.bufferedBytes} bytes`);
+      assert.ok(conn.bufferedBytes <= limits.maxBufferedBytes + responseBytes + 4 + requests * 8, `buffered ${conn.bufferedBytes} bytes`);
       assert.ok(conn.isPaused);
       let received = 0;
       client.socket.resume();
@@ -154,8 +171,15 @@ describe('server connections', () => {
 
   it('stops reading while queued.max.requests requests wait', async () => {
     let release!: () => void;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
-    const processor: FrameProcessor = { async process(_s, frame) { await gate; return [framed(Buffer.from(frame))]; } };
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const processor: FrameProcessor = {
+      async process(_s, frame) {
+        await gate;
+        return [framed(Buffer.from(frame))];
+      },
+    };
     await withServer(processor, { ...LIMITS, maxQueuedRequests: 10 }, async (server, port) => {
       const client = await RawClient.connect(port);
       client.write(Buffer.concat(Array.from({ length: 100 }, (_, i) => framed(u32(i)))));
@@ -214,7 +238,9 @@ describe('server connections', () => {
 
   it('on close, finishes the request in progress and delivers its response', async () => {
     let started!: () => void;
-    const inProgress = new Promise<void>((resolve) => { started = resolve; });
+    const inProgress = new Promise<void>((resolve) => {
+      started = resolve;
+    });
     const processor: FrameProcessor = {
       async process(_s, frame) {
         started();

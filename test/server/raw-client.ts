@@ -74,7 +74,14 @@ export class RawClient {
  * A request frame payload: header v1 (v2 when `flexible`: a tagged-field byte after client id)
  * followed by `body`.
  */
-export function requestPayload(apiKey: number, apiVersion: number, correlationId: number, body: Buffer, flexible = false, clientId = 'test'): Buffer {
+export function requestPayload(
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+  body: Buffer,
+  flexible = false,
+  clientId = 'test',
+): Buffer {
   const id = Buffer.from(clientId);
   const header = Buffer.alloc(10 + id.length + (flexible ? 1 : 0));
   header.writeInt16BE(apiKey, 0);

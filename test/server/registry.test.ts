@@ -33,8 +33,14 @@ describe('handler registry', () => {
     assert.equal(registry.lookup(ApiKey.Fetch, 'broker')!.handler, dataPath);
     assert.equal(registry.lookup(ApiKey.Fetch, 'controller')!.handler, raft);
     assert.equal(registry.lookup(ApiKey.Vote, 'broker'), undefined, 'Vote is a controller-only API in Kafka');
-    assert.deepEqual(registry.supported('controller').map((a) => a.apiKey), [ApiKey.Fetch, ApiKey.Vote]);
-    assert.deepEqual(registry.supported('broker').map((a) => a.apiKey), [ApiKey.Fetch]);
+    assert.deepEqual(
+      registry.supported('controller').map((a) => a.apiKey),
+      [ApiKey.Fetch, ApiKey.Vote],
+    );
+    assert.deepEqual(
+      registry.supported('broker').map((a) => a.apiKey),
+      [ApiKey.Fetch],
+    );
   });
 
   it('does not advertise a version the codec marks unstable', () => {

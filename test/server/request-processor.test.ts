@@ -4,7 +4,11 @@ import { pino } from 'pino';
 import { Reader } from '../../protocol/primitives.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { decodeApiVersionsResponse, type ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
-import { decodeDescribeGroupsResponse, makeDescribeGroupsResponse, type DescribeGroupsRequest } from '../../protocol/messages/describe-groups.ts';
+import {
+  decodeDescribeGroupsResponse,
+  makeDescribeGroupsResponse,
+  type DescribeGroupsRequest,
+} from '../../protocol/messages/describe-groups.ts';
 import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { HandlerRegistry, type Session } from '../../src/handlers/registry.ts';
 import { registerApiVersionsHandler } from '../../src/handlers/api-versions.ts';
@@ -42,10 +46,18 @@ async function startHarness(): Promise<Harness> {
   });
   const config = new BrokerConfig();
   const services: BrokerServices = {
-    nodeId: 1, config, logger, registry, metadata: new MetadataManager({ config, logger }), advertisedListeners: () => [],
+    nodeId: 1,
+    config,
+    logger,
+    registry,
+    metadata: new MetadataManager({ config, logger }),
+    advertisedListeners: () => [],
   };
-  const server = new SocketServer(new RequestProcessor(registry, () => services),
-    { maxRequestBytes: 100 * 1024 * 1024, maxQueuedRequests: 500, maxBufferedBytes: 16 * 1024 * 1024, idleMs: 600_000 }, logger);
+  const server = new SocketServer(
+    new RequestProcessor(registry, () => services),
+    { maxRequestBytes: 100 * 1024 * 1024, maxQueuedRequests: 500, maxBufferedBytes: 16 * 1024 * 1024, idleMs: 600_000 },
+    logger,
+  );
   await server.start([{ name: 'PLAINTEXT', host: '127.0.0.1', port: 0, securityProtocol: 'PLAINTEXT', role: 'broker' }]);
   return { port: server.listeners[0]!.boundPort, logLines, describeGroupsCalls, close: () => server.close(1000) };
 }
@@ -60,7 +72,12 @@ function apiVersionsBody(version: number, name = 'sluice-test', softwareVersion 
   return version >= 3 ? Buffer.concat([compactString(name), compactString(softwareVersion), Buffer.from([0])]) : Buffer.alloc(0);
 }
 
-async function apiVersions(client: RawClient, version: number, correlationId: number, body = apiVersionsBody(version)): Promise<{ correlationId: number; response: ApiVersionsResponse; readVersion: number }> {
+async function apiVersions(
+  client: RawClient,
+  version: number,
+  correlationId: number,
+  body = apiVersionsBody(version),
+): Promise<{ correlationId: number; response: ApiVersionsResponse; readVersion: number }> {
   client.send(requestPayload(ApiKey.ApiVersions, version, correlationId, body, version >= 3));
   const frame = await client.next();
   const r = new Reader(frame);
@@ -78,8 +95,12 @@ function violations(h: Harness): Record<string, unknown>[] {
 
 describe('request processing', () => {
   let h: Harness;
-  beforeEach(async () => { h = await startHarness(); });
-  afterEach(async () => { await h.close(); });
+  beforeEach(async () => {
+    h = await startHarness();
+  });
+  afterEach(async () => {
+    await h.close();
+  });
 
   for (const version of [0, 1, 2, 3, 4]) {
     it(`answers ApiVersions v${version} with exactly the registered APIs, header v0`, async () => {
@@ -87,10 +108,13 @@ describe('request processing', () => {
       const { correlationId, response } = await apiVersions(client, version, 7 + version);
       assert.equal(correlationId, 7 + version);
       assert.equal(response.errorCode, Errors.NONE.code);
-      assert.deepEqual(response.apiKeys.map((k) => [k.apiKey, k.minVersion, k.maxVersion]), [
-        [ApiKey.DescribeGroups, 0, 5],
-        [ApiKey.ApiVersions, 0, 4],
-      ]);
+      assert.deepEqual(
+        response.apiKeys.map((k) => [k.apiKey, k.minVersion, k.maxVersion]),
+        [
+          [ApiKey.DescribeGroups, 0, 5],
+          [ApiKey.ApiVersions, 0, 4],
+        ],
+      );
       client.close();
     });
   }
@@ -189,7 +213,10 @@ describe('request processing', () => {
     const r = new Reader(await client.next());
     assert.equal(r.int32(), 1);
     const response = decodeDescribeGroupsResponse(r, 0);
-    assert.deepEqual(response.groups.map((g) => [g.groupId, g.errorCode]), [['boom', Errors.UNKNOWN_SERVER_ERROR.code]]);
+    assert.deepEqual(
+      response.groups.map((g) => [g.groupId, g.errorCode]),
+      [['boom', Errors.UNKNOWN_SERVER_ERROR.code]],
+    );
     const failures = h.logLines.filter((l) => l.msg === 'request handling failed');
     assert.equal(failures.length, 1);
     assert.equal(failures[0]!.apiKey, ApiKey.DescribeGroups);
@@ -207,7 +234,10 @@ describe('request processing', () => {
     const r = new Reader(await client.next());
     assert.equal(r.int32(), 3);
     const response = decodeDescribeGroupsResponse(r, 0);
-    assert.deepEqual(response.groups.map((g) => [g.groupId, g.errorCode]), [['refuse', Errors.INVALID_REQUEST.code]]);
+    assert.deepEqual(
+      response.groups.map((g) => [g.groupId, g.errorCode]),
+      [['refuse', Errors.INVALID_REQUEST.code]],
+    );
     assert.equal(h.logLines.filter((l) => l.msg === 'request refused').length, 1);
     client.close();
   });

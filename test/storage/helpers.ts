@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RecordBatchBuilder } from '../../protocol/records/index.ts';
 import type { RecordBatchOptions } from '../../protocol/records/index.ts';
-import { RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
+import { type RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
 import { iterateRecords, decompressedRecords } from '../../protocol/records/index.ts';
 
 export interface TestRecord {

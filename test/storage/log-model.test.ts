@@ -23,8 +23,22 @@ type Op =
   | { kind: 'reopen'; clean: boolean };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('append' as const), count: fc.integer({ min: 1, max: 6 }), valueBytes: fc.integer({ min: 0, max: 120 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('read' as const), at: fc.double({ min: 0, max: 1, noNaN: true }), maxBytes: fc.integer({ min: 1, max: 1500 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('append' as const),
+      count: fc.integer({ min: 1, max: 6 }),
+      valueBytes: fc.integer({ min: 0, max: 120 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('read' as const),
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      maxBytes: fc.integer({ min: 1, max: 1500 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('deleteRecords' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('roll' as const) }) },

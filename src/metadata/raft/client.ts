@@ -62,7 +62,10 @@ export const defaultRaftConfig: Omit<RaftConfig, 'nodeId' | 'voters' | 'clusterI
 export type RaftRole = 'unattached' | 'voted' | 'candidate' | 'leader' | 'follower';
 
 export class NotLeaderError extends Error {
-  constructor(readonly leaderId: number, readonly epoch: number) {
+  constructor(
+    readonly leaderId: number,
+    readonly epoch: number,
+  ) {
     super(`not the quorum leader (leader ${leaderId}, epoch ${epoch})`);
   }
 }
@@ -384,17 +387,10 @@ export class RaftClient {
     this.role = 'leader';
     this.leaderId = this.config.nodeId;
     this.persist();
-    this.voterStates = new Map(
-      this.config.voters.map((id) => [id, { endOffset: -1, lastFetchTimeMs: -1, lastCaughtUpTimeMs: -1 }]),
-    );
+    this.voterStates = new Map(this.config.voters.map((id) => [id, { endOffset: -1, lastFetchTimeMs: -1, lastCaughtUpTimeMs: -1 }]));
     this.epochStartOffset = this.log.endOffset;
     const granting = [...this.votesGranted];
-    this.log.appendAsLeader(
-      [encodeLeaderChange(this.config.nodeId, this.config.voters, granting)],
-      this.epoch,
-      true,
-      this.clock.now(),
-    );
+    this.log.appendAsLeader([encodeLeaderChange(this.config.nodeId, this.config.voters, granting)], this.epoch, true, this.clock.now());
     this.listener.handleLeaderChange(this.config.nodeId, this.epoch);
     const generation = this.generation;
     for (const voter of this.config.voters) {
@@ -664,8 +660,7 @@ export class RaftClient {
       (this.role === 'voted' && this.votedId !== request.candidateId);
     if (alreadyDecided) return reject(Errors.NONE.code);
     const myEpoch = this.log.lastFetchedEpoch();
-    const upToDate =
-      request.lastOffsetEpoch > myEpoch || (request.lastOffsetEpoch === myEpoch && request.lastOffset >= this.log.endOffset);
+    const upToDate = request.lastOffsetEpoch > myEpoch || (request.lastOffsetEpoch === myEpoch && request.lastOffset >= this.log.endOffset);
     if (!upToDate) return reject(Errors.NONE.code);
     if (this.role !== 'voted') {
       this.role = 'voted';

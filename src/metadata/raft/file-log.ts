@@ -42,7 +42,10 @@ export class FileRaftLog implements RaftLog {
   private failure: Error | null = null;
   private snapshotFiles: SnapshotId[] = [];
 
-  private constructor(private readonly dir: string, private readonly log: PartitionLog) {}
+  private constructor(
+    private readonly dir: string,
+    private readonly log: PartitionLog,
+  ) {}
 
   static async open(options: FileRaftLogOptions): Promise<FileRaftLog> {
     const log = await PartitionLog.open({

@@ -3,9 +3,24 @@
 // of controller.quorum.voters on one connection per voter (re-opened after a failure).
 
 import { Errors } from '../../../protocol/errors.ts';
-import { makeBeginQuorumEpochRequest, makeBeginQuorumEpochRequestPartitionData, makeBeginQuorumEpochRequestTopicData, type BeginQuorumEpochResponse } from '../../../protocol/messages/begin-quorum-epoch.ts';
-import { makeEndQuorumEpochRequest, makeEndQuorumEpochRequestPartitionData, makeEndQuorumEpochRequestTopicData, type EndQuorumEpochResponse } from '../../../protocol/messages/end-quorum-epoch.ts';
-import { makeFetchRequest, makeFetchRequestFetchPartition, makeFetchRequestFetchTopic, type FetchResponse } from '../../../protocol/messages/fetch.ts';
+import {
+  makeBeginQuorumEpochRequest,
+  makeBeginQuorumEpochRequestPartitionData,
+  makeBeginQuorumEpochRequestTopicData,
+  type BeginQuorumEpochResponse,
+} from '../../../protocol/messages/begin-quorum-epoch.ts';
+import {
+  makeEndQuorumEpochRequest,
+  makeEndQuorumEpochRequestPartitionData,
+  makeEndQuorumEpochRequestTopicData,
+  type EndQuorumEpochResponse,
+} from '../../../protocol/messages/end-quorum-epoch.ts';
+import {
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  type FetchResponse,
+} from '../../../protocol/messages/fetch.ts';
 import {
   makeFetchSnapshotRequest,
   makeFetchSnapshotRequestPartitionSnapshot,
@@ -14,7 +29,12 @@ import {
   type FetchSnapshotResponse as WireFetchSnapshotResponse,
 } from '../../../protocol/messages/fetch-snapshot.ts';
 import { ApiKey } from '../../../protocol/messages/index.ts';
-import { makeVoteRequest, makeVoteRequestPartitionData, makeVoteRequestTopicData, type VoteResponse as WireVoteResponse } from '../../../protocol/messages/vote.ts';
+import {
+  makeVoteRequest,
+  makeVoteRequestPartitionData,
+  makeVoteRequestTopicData,
+  type VoteResponse as WireVoteResponse,
+} from '../../../protocol/messages/vote.ts';
 import { toSafeNumber } from '../../../protocol/primitives.ts';
 import { KafkaConnection } from '../../client/connection.ts';
 import { decodeRaftBatches } from './batch-codec.ts';
@@ -89,113 +109,180 @@ export class KafkaRaftTransport implements RaftTransport {
     const clusterId = this.clusterId();
     switch (request.api) {
       case 'vote': {
-        const res = await conn.send<WireVoteResponse>(ApiKey.Vote, makeVoteRequest({
-          clusterId,
-          voterId: destinationId,
-          topics: [makeVoteRequestTopicData({
-            topicName: METADATA_TOPIC,
-            partitions: [makeVoteRequestPartitionData({
-              partitionIndex: 0,
-              candidateEpoch: request.candidateEpoch,
-              candidateId: request.candidateId,
-              lastOffsetEpoch: request.lastOffsetEpoch,
-              lastOffset: BigInt(request.lastOffset),
-            })],
-          })],
-        }));
+        const res = await conn.send<WireVoteResponse>(
+          ApiKey.Vote,
+          makeVoteRequest({
+            clusterId,
+            voterId: destinationId,
+            topics: [
+              makeVoteRequestTopicData({
+                topicName: METADATA_TOPIC,
+                partitions: [
+                  makeVoteRequestPartitionData({
+                    partitionIndex: 0,
+                    candidateEpoch: request.candidateEpoch,
+                    candidateId: request.candidateId,
+                    lastOffsetEpoch: request.lastOffsetEpoch,
+                    lastOffset: BigInt(request.lastOffset),
+                  }),
+                ],
+              }),
+            ],
+          }),
+        );
         const p = res.topics[0]?.partitions[0];
-        const out: VoteResponse = p === undefined
-          ? { errorCode: res.errorCode || Errors.UNKNOWN_SERVER_ERROR.code, leaderId: -1, leaderEpoch: -1, voteGranted: false }
-          : { errorCode: p.errorCode, leaderId: p.leaderId, leaderEpoch: p.leaderEpoch, voteGranted: p.voteGranted };
+        const out: VoteResponse =
+          p === undefined
+            ? { errorCode: res.errorCode || Errors.UNKNOWN_SERVER_ERROR.code, leaderId: -1, leaderEpoch: -1, voteGranted: false }
+            : { errorCode: p.errorCode, leaderId: p.leaderId, leaderEpoch: p.leaderEpoch, voteGranted: p.voteGranted };
         return out;
       }
       case 'beginQuorumEpoch': {
-        const res = await conn.send<BeginQuorumEpochResponse>(ApiKey.BeginQuorumEpoch, makeBeginQuorumEpochRequest({
-          clusterId,
-          voterId: destinationId,
-          topics: [makeBeginQuorumEpochRequestTopicData({
-            topicName: METADATA_TOPIC,
-            partitions: [makeBeginQuorumEpochRequestPartitionData({ partitionIndex: 0, leaderId: request.leaderId, leaderEpoch: request.leaderEpoch })],
-          })],
-        }));
+        const res = await conn.send<BeginQuorumEpochResponse>(
+          ApiKey.BeginQuorumEpoch,
+          makeBeginQuorumEpochRequest({
+            clusterId,
+            voterId: destinationId,
+            topics: [
+              makeBeginQuorumEpochRequestTopicData({
+                topicName: METADATA_TOPIC,
+                partitions: [
+                  makeBeginQuorumEpochRequestPartitionData({
+                    partitionIndex: 0,
+                    leaderId: request.leaderId,
+                    leaderEpoch: request.leaderEpoch,
+                  }),
+                ],
+              }),
+            ],
+          }),
+        );
         return quorumEpochResponse(res.errorCode, res.topics[0]?.partitions[0]);
       }
       case 'endQuorumEpoch': {
-        const res = await conn.send<EndQuorumEpochResponse>(ApiKey.EndQuorumEpoch, makeEndQuorumEpochRequest({
-          clusterId,
-          topics: [makeEndQuorumEpochRequestTopicData({
-            topicName: METADATA_TOPIC,
-            partitions: [makeEndQuorumEpochRequestPartitionData({
-              partitionIndex: 0,
-              leaderId: request.leaderId,
-              leaderEpoch: request.leaderEpoch,
-              preferredSuccessors: request.preferredSuccessors,
-            })],
-          })],
-        }));
+        const res = await conn.send<EndQuorumEpochResponse>(
+          ApiKey.EndQuorumEpoch,
+          makeEndQuorumEpochRequest({
+            clusterId,
+            topics: [
+              makeEndQuorumEpochRequestTopicData({
+                topicName: METADATA_TOPIC,
+                partitions: [
+                  makeEndQuorumEpochRequestPartitionData({
+                    partitionIndex: 0,
+                    leaderId: request.leaderId,
+                    leaderEpoch: request.leaderEpoch,
+                    preferredSuccessors: request.preferredSuccessors,
+                  }),
+                ],
+              }),
+            ],
+          }),
+        );
         return quorumEpochResponse(res.errorCode, res.topics[0]?.partitions[0]);
       }
       case 'fetch': {
         const version = conn.version(ApiKey.Fetch, MAX_FETCH_VERSION);
-        const res = await conn.send<FetchResponse>(ApiKey.Fetch, makeFetchRequest({
-          clusterId,
-          replicaId: request.replicaId,
-          maxWaitMs: request.maxWaitMs,
-          minBytes: 0,
-          maxBytes: request.maxBytes,
-          topics: [makeFetchRequestFetchTopic({
-            topic: METADATA_TOPIC,
-            partitions: [makeFetchRequestFetchPartition({
-              partition: 0,
-              currentLeaderEpoch: request.currentLeaderEpoch,
-              fetchOffset: BigInt(request.fetchOffset),
-              lastFetchedEpoch: request.lastFetchedEpoch,
-              partitionMaxBytes: request.maxBytes,
-            })],
-          })],
-        }), version);
+        const res = await conn.send<FetchResponse>(
+          ApiKey.Fetch,
+          makeFetchRequest({
+            clusterId,
+            replicaId: request.replicaId,
+            maxWaitMs: request.maxWaitMs,
+            minBytes: 0,
+            maxBytes: request.maxBytes,
+            topics: [
+              makeFetchRequestFetchTopic({
+                topic: METADATA_TOPIC,
+                partitions: [
+                  makeFetchRequestFetchPartition({
+                    partition: 0,
+                    currentLeaderEpoch: request.currentLeaderEpoch,
+                    fetchOffset: BigInt(request.fetchOffset),
+                    lastFetchedEpoch: request.lastFetchedEpoch,
+                    partitionMaxBytes: request.maxBytes,
+                  }),
+                ],
+              }),
+            ],
+          }),
+          version,
+        );
         const p = res.responses[0]?.partitions[0];
-        const out: RaftFetchResponse = p === undefined
-          ? { errorCode: res.errorCode || Errors.UNKNOWN_SERVER_ERROR.code, leaderId: -1, leaderEpoch: -1, highWatermark: 0, logStartOffset: 0, divergingEpoch: null, snapshotId: null, batches: [] }
-          : {
-              errorCode: p.errorCode,
-              leaderId: p.currentLeader.leaderId,
-              leaderEpoch: p.currentLeader.leaderEpoch,
-              highWatermark: toSafeNumber(p.highWatermark),
-              logStartOffset: toSafeNumber(p.logStartOffset),
-              divergingEpoch: p.divergingEpoch.epoch < 0 ? null : { epoch: p.divergingEpoch.epoch, endOffset: toSafeNumber(p.divergingEpoch.endOffset) },
-              snapshotId: p.snapshotId.endOffset < 0n ? null : { endOffset: toSafeNumber(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
-              batches: p.records === null || p.records.length === 0 ? [] : decodeRaftBatches(p.records),
-            };
+        const out: RaftFetchResponse =
+          p === undefined
+            ? {
+                errorCode: res.errorCode || Errors.UNKNOWN_SERVER_ERROR.code,
+                leaderId: -1,
+                leaderEpoch: -1,
+                highWatermark: 0,
+                logStartOffset: 0,
+                divergingEpoch: null,
+                snapshotId: null,
+                batches: [],
+              }
+            : {
+                errorCode: p.errorCode,
+                leaderId: p.currentLeader.leaderId,
+                leaderEpoch: p.currentLeader.leaderEpoch,
+                highWatermark: toSafeNumber(p.highWatermark),
+                logStartOffset: toSafeNumber(p.logStartOffset),
+                divergingEpoch:
+                  p.divergingEpoch.epoch < 0
+                    ? null
+                    : { epoch: p.divergingEpoch.epoch, endOffset: toSafeNumber(p.divergingEpoch.endOffset) },
+                snapshotId:
+                  p.snapshotId.endOffset < 0n ? null : { endOffset: toSafeNumber(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
+                batches: p.records === null || p.records.length === 0 ? [] : decodeRaftBatches(p.records),
+              };
         return out;
       }
       case 'fetchSnapshot': {
-        const res = await conn.send<WireFetchSnapshotResponse>(ApiKey.FetchSnapshot, makeFetchSnapshotRequest({
-          clusterId,
-          replicaId: request.replicaId,
-          maxBytes: request.maxBytes,
-          topics: [makeFetchSnapshotRequestTopicSnapshot({
-            name: METADATA_TOPIC,
-            partitions: [makeFetchSnapshotRequestPartitionSnapshot({
-              partition: 0,
-              currentLeaderEpoch: request.currentLeaderEpoch,
-              snapshotId: makeFetchSnapshotRequestSnapshotId({ endOffset: BigInt(request.snapshotId.endOffset), epoch: request.snapshotId.epoch }),
-              position: BigInt(request.position),
-            })],
-          })],
-        }));
+        const res = await conn.send<WireFetchSnapshotResponse>(
+          ApiKey.FetchSnapshot,
+          makeFetchSnapshotRequest({
+            clusterId,
+            replicaId: request.replicaId,
+            maxBytes: request.maxBytes,
+            topics: [
+              makeFetchSnapshotRequestTopicSnapshot({
+                name: METADATA_TOPIC,
+                partitions: [
+                  makeFetchSnapshotRequestPartitionSnapshot({
+                    partition: 0,
+                    currentLeaderEpoch: request.currentLeaderEpoch,
+                    snapshotId: makeFetchSnapshotRequestSnapshotId({
+                      endOffset: BigInt(request.snapshotId.endOffset),
+                      epoch: request.snapshotId.epoch,
+                    }),
+                    position: BigInt(request.position),
+                  }),
+                ],
+              }),
+            ],
+          }),
+        );
         const p = res.topics[0]?.partitions[0];
-        const out: FetchSnapshotResponse = p === undefined
-          ? { errorCode: res.errorCode || Errors.UNKNOWN_SERVER_ERROR.code, leaderId: -1, leaderEpoch: -1, snapshotId: request.snapshotId, size: 0, position: request.position, unalignedRecords: Buffer.alloc(0) }
-          : {
-              errorCode: p.errorCode,
-              leaderId: p.currentLeader.leaderId,
-              leaderEpoch: p.currentLeader.leaderEpoch,
-              snapshotId: { endOffset: toSafeNumber(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
-              size: toSafeNumber(p.size),
-              position: toSafeNumber(p.position),
-              unalignedRecords: p.unalignedRecords,
-            };
+        const out: FetchSnapshotResponse =
+          p === undefined
+            ? {
+                errorCode: res.errorCode || Errors.UNKNOWN_SERVER_ERROR.code,
+                leaderId: -1,
+                leaderEpoch: -1,
+                snapshotId: request.snapshotId,
+                size: 0,
+                position: request.position,
+                unalignedRecords: Buffer.alloc(0),
+              }
+            : {
+                errorCode: p.errorCode,
+                leaderId: p.currentLeader.leaderId,
+                leaderEpoch: p.currentLeader.leaderEpoch,
+                snapshotId: { endOffset: toSafeNumber(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
+                size: toSafeNumber(p.size),
+                position: toSafeNumber(p.position),
+                unalignedRecords: p.unalignedRecords,
+              };
         return out;
       }
     }
@@ -203,7 +290,11 @@ export class KafkaRaftTransport implements RaftTransport {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const conn of this.connections.values()) conn.then((c) => c.close(), () => {});
+    for (const conn of this.connections.values())
+      conn.then(
+        (c) => c.close(),
+        () => {},
+      );
     this.connections.clear();
   }
 }

@@ -136,12 +136,7 @@ export interface FetchSnapshotResponse {
   unalignedRecords: Buffer;
 }
 
-export type RaftRequest =
-  | VoteRequest
-  | BeginQuorumEpochRequest
-  | EndQuorumEpochRequest
-  | RaftFetchRequest
-  | FetchSnapshotRequest;
+export type RaftRequest = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | RaftFetchRequest | FetchSnapshotRequest;
 
 export interface RaftResponseOf {
   vote: VoteResponse;
