@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Installs the test-only Kafka oracle used by test/oracle: Apache Kafka's client library
+# Installs the test-only Kafka oracle used by test/integration/oracle: Apache Kafka's client library
 # and its runtime needs, from Maven Central, into .cache/oracle (git-ignored).
 #   lib/         kafka-clients 3.9 (every protocol version from v0), the modules holding the
 #                internal record schemas, Jackson, the compression codecs
 #   lib-newer/   kafka-clients 4.0, consulted only for the few versions 3.9 predates
 # Idempotent: a second run with the same inputs does nothing. Prints the cache dir last.
-# The oracle program (test/oracle/java) is compiled by the tests, cached by source hash.
+# The oracle program (test/integration/oracle/java) is compiled by the tests, cached by source hash.
 set -euo pipefail
 
 newer_kafka_clients="org.apache.kafka:kafka-clients:4.0.0:jar"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-pom="$root/test/oracle/pom.xml"
+pom="$root/test/integration/oracle/pom.xml"
 cache="$root/.cache/oracle"
 stamp="$cache/install.stamp"
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
 import { apis } from '../../protocol/messages/index.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
-import type { RawClient } from '../server/raw-client.ts';
+import type { RawClient } from './raw-client.ts';
 
 let correlationId = 0;
 

@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { FakeCluster, settle } from './fake-cluster.ts';
+import { NotLeaderError } from '../../../src/metadata/raft/client.ts';
+
+const rec = (s: string) => Buffer.from(s);
+
+async function electedCluster(voters = [1, 2, 3]): Promise<FakeCluster> {
+  const cluster = new FakeCluster(voters);
+  for (const n of cluster.nodes.values()) n.client.start();
+  await cluster.clock.advance(5000);
+  return cluster;
+}
+
+describe('raft client', () => {
+  it('a single voter elects itself at start and commits on its own append', async () => {
+    const cluster = new FakeCluster([1]);
+    const node = cluster.node(1);
+    node.client.start();
+    assert.equal(node.client.isLeader(), true);
+    assert.equal(node.client.currentEpoch, 1);
+    const offset = await node.client.append([rec('a'), rec('b')]);
+    // offset 0 is the LeaderChange control record
+    assert.equal(offset, 2);
+    assert.deepEqual(node.listener.committed, ['a', 'b']);
+    assert.equal(node.client.highWatermarkOffset, 3);
+    assert.equal(node.store.state?.leaderId, 1);
+  });
+
+  it('three voters elect exactly one leader and the others follow it', async () => {
+    const cluster = await electedCluster();
+    const leaders = cluster.leaders();
+    assert.equal(leaders.length, 1);
+    const leader = leaders[0]!;
+    for (const n of cluster.nodes.values()) {
+      assert.equal(n.client.currentEpoch, leader.client.currentEpoch);
+      assert.equal(n.client.currentLeaderId, leader.id);
+      if (n !== leader) assert.equal(n.client.currentRole, 'follower');
+    }
+  });
+
+  it('commits once a majority holds the records and every voter applies them', async () => {
+    const cluster = await electedCluster();
+    const leader = cluster.leaders()[0]!;
+    const committed = leader.client.append([rec('x')]);
+    await cluster.clock.advance(10);
+    await committed;
+    await cluster.clock.advance(600);
+    for (const n of cluster.nodes.values()) assert.deepEqual(n.listener.committed, ['x']);
+    const described = leader.client.describeQuorum();
+    assert.equal(described.leaderId, leader.id);
+    assert.equal(described.highWatermark, leader.client.logEndOffset);
+    assert.deepEqual(
+      described.currentVoters.map((v) => v.logEndOffset),
+      [1, 2, 3].map(() => leader.client.logEndOffset),
+    );
+  });
+
+  it('does not commit without a majority', async () => {
+    const cluster = await electedCluster();
+    const leader = cluster.leaders()[0]!;
+    cluster.isolate(leader.id);
+    let settled = false;
+    leader.client.append([rec('lost')]).then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await cluster.clock.advance(100);
+    assert.equal(settled, false);
+    assert.deepEqual(leader.listener.committed, []);
+  });
+
+  it('elects a new leader in a higher epoch when the leader is cut off, and keeps committing', async () => {
+    const cluster = await electedCluster();
+    const old = cluster.leaders()[0]!;
+    await old.client.append([rec('before')]);
+    cluster.isolate(old.id);
+    await cluster.clock.advance(10_000);
+    const others = [...cluster.nodes.values()].filter((n) => n !== old);
+    const newLeader = others.find((n) => n.client.isLeader());
+    assert.ok(newLeader, 'a remaining voter leads');
+    assert.ok(newLeader.client.currentEpoch > old.client.currentEpoch || old.client.currentRole !== 'leader');
+    await Promise.all([newLeader.client.append([rec('after')]), cluster.clock.advance(50)]);
+    await cluster.clock.advance(600);
+    for (const n of others) assert.deepEqual(n.listener.committed, ['before', 'after']);
+  });
+
+  it('truncates a deposed leader’s uncommitted suffix when it rejoins', async () => {
+    const cluster = await electedCluster();
+    const old = cluster.leaders()[0]!;
+    await old.client.append([rec('committed')]);
+    await cluster.clock.advance(600);
+    cluster.isolate(old.id);
+    const orphan = old.client.append([rec('orphan-1'), rec('orphan-2')]);
+    orphan.catch(() => {});
+    await cluster.clock.advance(10_000);
+    const newLeader = [...cluster.nodes.values()].find((n) => n !== old && n.client.isLeader())!;
+    await Promise.all([newLeader.client.append([rec('winner')]), cluster.clock.advance(50)]);
+    cluster.heal();
+    await cluster.clock.advance(10_000);
+    await assert.rejects(orphan, NotLeaderError);
+    assert.equal(old.client.currentRole, 'follower');
+    assert.equal(old.client.currentLeaderId, newLeader.id);
+    assert.equal(old.client.logEndOffset, newLeader.client.logEndOffset);
+    const contents = (id: number) =>
+      cluster
+        .node(id)
+        .log.read(0, Infinity)
+        .flatMap((b) => (b.control ? [] : b.records.map(String)));
+    assert.deepEqual(contents(old.id), contents(newLeader.id));
+    assert.deepEqual(old.listener.committed, ['committed', 'winner']);
+  });
+
+  it('a leader no majority fetches from steps down (check quorum) and fails its pending appends', async () => {
+    const cluster = await electedCluster();
+    const leader = cluster.leaders()[0]!;
+    const epoch = leader.client.currentEpoch;
+    cluster.isolate(leader.id);
+    const pending = leader.client.append([rec('never')]);
+    pending.catch(() => {});
+    await cluster.clock.advance(6100);
+    assert.equal(leader.client.isLeader(), false);
+    await assert.rejects(pending, NotLeaderError);
+    assert.equal(leader.store.state?.votedId, leader.id, 'its vote in the old epoch stands');
+    assert.equal(leader.store.state?.leaderEpoch, epoch, 'a cut-off node does not raise epochs');
+    cluster.heal();
+    await cluster.clock.advance(5000);
+    assert.equal(leader.client.currentRole, 'follower', 'it follows the leader the others elected');
+  });
+
+  it('rejects a vote from a candidate whose log is behind', async () => {
+    const cluster = await electedCluster();
+    const leader = cluster.leaders()[0]!;
+    await Promise.all([leader.client.append([rec('a')]), cluster.clock.advance(20)]);
+    const response = leader.client.handleVote({
+      api: 'vote',
+      clusterId: 'test-cluster',
+      candidateEpoch: leader.client.currentEpoch + 1,
+      candidateId: 9,
+      lastOffsetEpoch: 0,
+      lastOffset: 0,
+    });
+    assert.equal(response.voteGranted, false);
+    assert.equal(leader.client.isLeader(), false, 'a higher epoch still deposes the leader');
+  });
+
+  it('brings a follower whose log was cleaned away up to date with FetchSnapshot', async () => {
+    const cluster = new FakeCluster([1, 2, 3]);
+    for (const id of [1, 2]) cluster.node(id).client.start();
+    cluster.isolate(3);
+    await cluster.clock.advance(5000);
+    const leader = cluster.leaders()[0]!;
+    await Promise.all([leader.client.append([rec('a'), rec('b')]), cluster.clock.advance(50)]);
+    await cluster.clock.advance(600);
+    const hw = leader.client.highWatermarkOffset;
+    leader.client.createSnapshot(hw, Buffer.from(leader.listener.committed.join(',')));
+    assert.equal(leader.client.logStartOffset, hw);
+    cluster.node(3).client.start();
+    cluster.heal();
+    await cluster.clock.advance(5000);
+    const late = cluster.node(3);
+    assert.equal(late.listener.snapshots.length, 1);
+    assert.deepEqual(late.listener.committed, ['a', 'b']);
+    await Promise.all([cluster.leaders()[0]!.client.append([rec('c')]), cluster.clock.advance(50)]);
+    await cluster.clock.advance(600);
+    assert.deepEqual(late.listener.committed, ['a', 'b', 'c']);
+  });
+
+  it('a resigning leader hands over with EndQuorumEpoch before its election timeout would', async () => {
+    const cluster = await electedCluster();
+    const old = cluster.leaders()[0]!;
+    await Promise.all([old.client.append([rec('a')]), cluster.clock.advance(20)]);
+    await cluster.clock.advance(600);
+    await Promise.all([old.client.close(), settle()]);
+    cluster.isolate(old.id);
+    await cluster.clock.advance(1000);
+    const next = [...cluster.nodes.values()].filter((n) => n !== old && n.client.isLeader());
+    assert.equal(next.length, 1);
+  });
+
+  it('persists votes and epochs so a restarted voter keeps them', async () => {
+    const cluster = await electedCluster();
+    const leader = cluster.leaders()[0]!;
+    const follower = [...cluster.nodes.values()].find((n) => n !== leader)!;
+    assert.equal(follower.store.state?.leaderEpoch, leader.client.currentEpoch);
+    assert.equal(follower.store.state?.leaderId, leader.id);
+    await follower.client.close();
+    const restarted = cluster.addNode(follower.id, follower.log, follower.store);
+    restarted.client.start();
+    assert.equal(restarted.client.currentEpoch, leader.client.currentEpoch);
+    await cluster.clock.advance(600);
+    assert.equal(restarted.client.currentRole, 'follower');
+    assert.equal(cluster.leaders().length, 1);
+  });
+});

@@ -1,0 +1,484 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Errors } from '../../../protocol/errors.ts';
+import { batchesIn, RecordBatch } from '../../../protocol/records/batch.ts';
+import { buildRecordBatch } from '../../../protocol/records/builder.ts';
+import { LogManager } from '../../../storage/log-manager.ts';
+import { configFromRecord, type LogProvider } from '../../../src/replication/log.ts';
+import { ReplicaManager, type FetchParams } from '../../../src/replication/replica-manager.ts';
+import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
+import fc from 'fast-check';
+import { readRecords } from '../../../protocol/records/record.ts';
+import { FakeClock } from './fake-clock.ts';
+import { flipBits } from '../../helpers/bytes.ts';
+
+const BROKER = 1;
+
+interface Env {
+  dir: string;
+  logs: LogManager;
+  rm: ReplicaManager;
+  clock: FakeClock;
+}
+
+async function setup(topicConfig: Record<string, string> = {}, partitions = 1, isr: number[] = [BROKER]): Promise<Env> {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
+  const logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
+  const clock = new FakeClock();
+  const rm = new ReplicaManager({
+    brokerId: BROKER,
+    logs: new LogManagerProvider(logs),
+    clock,
+  });
+  for (let p = 0; p < partitions; p++) {
+    await rm.applyPartitionState(
+      {
+        topic: 't',
+        topicId: 'AAAAAAAAAAAAAAAAAAAAAQ',
+        partition: p,
+        leaderId: BROKER,
+        leaderEpoch: 3,
+        partitionEpoch: 0,
+        replicas: isr,
+        isr,
+      },
+      configFromRecord(topicConfig),
+    );
+  }
+  return { dir, logs, rm, clock };
+}
+
+async function teardown(env: Env): Promise<void> {
+  env.rm.shutdown();
+  await env.logs.shutdown();
+  await rm(env.dir, { recursive: true, force: true });
+}
+
+function records(n: number, opts: Parameters<typeof buildRecordBatch>[0] = {}, timestamp = Date.now()): Promise<Buffer> {
+  return buildRecordBatch(
+    opts,
+    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`value-${i}`), timestamp: timestamp + i })),
+  );
+}
+
+function produce(env: Env, recs: Buffer, acks = 1, partition = 0, timeoutMs = 1000) {
+  return env.rm.appendRecords({ acks, timeoutMs, produceVersion: 9, entries: [{ topic: 't', partition, records: recs }] });
+}
+
+function fetchParams(fetchOffset: number, more: Partial<FetchParams> = {}): FetchParams {
+  return {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    partitions: [{ topic: 't', partition: 0, fetchOffset, partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1 }],
+    ...more,
+  };
+}
+
+describe('ReplicaManager', function () {
+  let env: Env;
+  afterEach(async () => {
+    if (env !== undefined) await teardown(env);
+    env = undefined as unknown as Env;
+  });
+
+  it('assigns consecutive offsets, stamps the leader epoch, and moves the high watermark (ISR = {self})', async () => {
+    env = await setup();
+    const [r1] = await produce(env, await records(3));
+    const [r2] = await produce(env, await records(2));
+    assert.equal(r1!.errorCode, Errors.NONE.code);
+    assert.equal(r1!.baseOffset, 0);
+    assert.equal(r2!.baseOffset, 3);
+    assert.equal(r2!.logStartOffset, 0);
+    const partition = env.rm.getPartition('t', 0)!;
+    assert.equal(partition.highWatermark, 5);
+    const [f] = await env.rm.fetchMessages(fetchParams(0));
+    const batches = [...batchesIn(f!.records, true)];
+    assert.deepEqual(
+      batches.map((b) => [b.baseOffset, b.lastOffset, b.partitionLeaderEpoch]),
+      [
+        [0, 2, 3],
+        [3, 4, 3],
+      ],
+    );
+    assert.equal(f!.highWatermark, 5);
+    assert.equal(f!.lastStableOffset, 5);
+    assert.equal(f!.logStartOffset, 0);
+    assert.equal(f!.abortedTransactions, null);
+  });
+
+  it('appends made to one partition concurrently land back to back in call order', async () => {
+    env = await setup();
+    const all = await Promise.all([produce(env, await records(1)), produce(env, await records(2)), produce(env, await records(3))]);
+    assert.deepEqual(
+      all.map(([r]) => r!.baseOffset),
+      [0, 1, 3],
+    );
+    assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 6);
+  });
+
+  it('an append that breaks the offset invariant fails its request with UNKNOWN_SERVER_ERROR and later appends still go through', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
+    const logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
+    const provider = new LogManagerProvider(logs);
+    let misreport = true;
+    const reported: string[] = [];
+    const misreportingProvider: LogProvider = {
+      async getOrCreateLog(topic, partition, topicId, config) {
+        const log = await provider.getOrCreateLog(topic, partition, topicId, config);
+        return new Proxy(log, {
+          get(target, prop) {
+            if (prop === 'appendAsLeader') {
+              return async (batches: Buffer, leaderEpoch: number) => {
+                const info = await target.appendAsLeader(batches, leaderEpoch);
+                if (!misreport) return info;
+                misreport = false;
+                return { ...info, firstOffset: info.firstOffset + 1 };
+              };
+            }
+            const value = Reflect.get(target, prop) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        });
+      },
+      deleteLog: (topic, partition) => provider.deleteLog(topic, partition),
+      logDirOf: (topic, partition) => provider.logDirOf(topic, partition),
+      logDirs: () => provider.logDirs(),
+    };
+    const clock = new FakeClock();
+    const manager = new ReplicaManager({
+      brokerId: BROKER,
+      logs: misreportingProvider,
+      clock,
+      onAppendError: (partition) => reported.push(partition),
+    });
+    await manager.applyPartitionState(
+      {
+        topic: 't',
+        topicId: 'AAAAAAAAAAAAAAAAAAAAAQ',
+        partition: 0,
+        leaderId: BROKER,
+        leaderEpoch: 3,
+        partitionEpoch: 0,
+        replicas: [BROKER],
+        isr: [BROKER],
+      },
+      configFromRecord({}),
+    );
+    env = { dir, logs, rm: manager, clock };
+    const [failed] = await produce(env, await records(2));
+    assert.equal(failed!.errorCode, Errors.UNKNOWN_SERVER_ERROR.code);
+    assert.deepEqual(reported, ['t-0']);
+    const [next] = await produce(env, await records(1));
+    assert.equal(next!.errorCode, Errors.NONE.code);
+    assert.equal(next!.baseOffset, 2);
+  });
+
+  it('a corrupt batch coalesced with good ones is refused alone (the log checks the CRC)', async () => {
+    env = await setup();
+    const bad = await records(2);
+    flipBits(bad, bad.length - 1, 0xff);
+    const all = await Promise.all([produce(env, await records(1)), produce(env, bad), produce(env, await records(2))]);
+    assert.deepEqual(
+      all.map(([r]) => [r!.errorCode, r!.baseOffset]),
+      [
+        [0, 0],
+        [Errors.CORRUPT_MESSAGE.code, -1],
+        [0, 1],
+      ],
+    );
+  });
+
+  it('returns the whole batch containing a mid-batch fetch offset, and at least one batch past max bytes', async () => {
+    env = await setup();
+    await produce(env, await records(5));
+    await produce(env, await records(5));
+    const [mid] = await env.rm.fetchMessages(fetchParams(2, { maxBytes: 1 }));
+    const batches = [...batchesIn(mid!.records)];
+    assert.equal(batches.length, 1, 'only the first batch fits, and it is returned whole');
+    assert.equal(batches[0]!.baseOffset, 0);
+  });
+
+  it('answers OFFSET_OUT_OF_RANGE past the log end with the offsets filled in, and an empty read at the end', async () => {
+    env = await setup();
+    await produce(env, await records(2));
+    const [past] = await env.rm.fetchMessages(fetchParams(3));
+    assert.equal(past!.errorCode, Errors.OFFSET_OUT_OF_RANGE.code);
+    assert.equal(past!.highWatermark, 2);
+    assert.equal(past!.logStartOffset, 0);
+    assert.equal(past!.records.length, 0);
+    const [atEnd] = await env.rm.fetchMessages(fetchParams(2));
+    assert.equal(atEnd!.errorCode, Errors.NONE.code);
+    assert.ok(Buffer.isBuffer(atEnd!.records));
+    assert.equal(atEnd!.records.length, 0);
+  });
+
+  it('answers UNKNOWN_TOPIC_OR_PARTITION with -1 offsets for partitions it does not host', async () => {
+    env = await setup();
+    const [f] = await env.rm.fetchMessages({
+      ...fetchParams(0),
+      partitions: [{ topic: 'nope', partition: 0, fetchOffset: 0, partitionMaxBytes: 100, currentLeaderEpoch: -1 }],
+    });
+    assert.equal(f!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
+    assert.equal(f!.highWatermark, -1);
+    const [p] = await env.rm.appendRecords({
+      acks: 1,
+      timeoutMs: 100,
+      produceVersion: 9,
+      entries: [{ topic: 'nope', partition: 0, records: await records(1) }],
+    });
+    assert.equal(p!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
+  });
+
+  it('fences stale leader epochs and flags future ones', async () => {
+    env = await setup();
+    const base = fetchParams(0);
+    const [stale] = await env.rm.fetchMessages({ ...base, partitions: [{ ...base.partitions[0]!, currentLeaderEpoch: 2 }] });
+    assert.equal(stale!.errorCode, Errors.FENCED_LEADER_EPOCH.code);
+    const [future] = await env.rm.fetchMessages({ ...base, partitions: [{ ...base.partitions[0]!, currentLeaderEpoch: 4 }] });
+    assert.equal(future!.errorCode, Errors.UNKNOWN_LEADER_EPOCH.code);
+  });
+
+  it('a long-poll fetch at the log end is woken by an append, with no timer firing', async () => {
+    env = await setup();
+    let settled = false;
+    const pending = env.rm.fetchMessages(fetchParams(0, { maxWaitMs: 30_000 })).then((r) => {
+      settled = true;
+      return r;
+    });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(settled, false);
+    assert.equal(env.rm.fetchPurgatory.size, 1);
+    await produce(env, await records(2));
+    const [f] = await pending;
+    assert.equal([...batchesIn(f!.records)].length, 1);
+    assert.equal(env.rm.fetchPurgatory.size, 0);
+  });
+
+  it('a long-poll fetch with nothing new returns empty when max.wait.ms expires', async () => {
+    env = await setup();
+    const pending = env.rm.fetchMessages(fetchParams(0, { maxWaitMs: 500 }));
+    await new Promise((r) => setImmediate(r));
+    env.clock.advance(500);
+    const [f] = await pending;
+    assert.equal(f!.errorCode, Errors.NONE.code);
+    assert.equal(f!.records.length, 0);
+  });
+
+  it('min.bytes keeps the fetch parked until enough bytes are visible', async () => {
+    env = await setup();
+    const one = await records(1);
+    const pending = env.rm.fetchMessages(fetchParams(0, { maxWaitMs: 30_000, minBytes: one.length * 2 + 1 }));
+    await new Promise((r) => setImmediate(r));
+    await produce(env, one);
+    await produce(env, await records(1));
+    assert.equal(env.rm.fetchPurgatory.size, 1, 'two small batches are not enough');
+    await produce(env, await records(1));
+    const [f] = await pending;
+    assert.equal([...batchesIn(f!.records)].length, 3);
+  });
+
+  it('acks=-1 waits for the ISR: immediate with one replica, REQUEST_TIMED_OUT when a follower lags', async () => {
+    env = await setup();
+    const [solo] = await produce(env, await records(1), -1);
+    assert.equal(solo!.errorCode, Errors.NONE.code);
+    await teardown(env);
+
+    env = await setup({}, 1, [BROKER, 2]);
+    const pending = produce(env, await records(1), -1, 0, 200);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(env.rm.producePurgatory.size, 1);
+    env.clock.advance(200);
+    const [late] = await pending;
+    assert.equal(late!.errorCode, Errors.REQUEST_TIMED_OUT.code);
+    assert.equal(late!.baseOffset, 0);
+
+    const waiting = produce(env, await records(1), -1, 0, 10_000);
+    await new Promise((r) => setTimeout(r, 20));
+    // The follower fetches past both batches: the high watermark moves and the produce completes.
+    await env.rm.fetchMessages({ ...fetchParams(2), replicaId: 2 });
+    const [done] = await waiting;
+    assert.equal(done!.errorCode, Errors.NONE.code);
+    assert.equal(env.rm.getPartition('t', 0)!.highWatermark, 2);
+  });
+
+  it('an acks=-1 produce waiting when the partition goes away is answered NOT_LEADER_OR_FOLLOWER', async () => {
+    env = await setup({}, 1, [BROKER, 2]);
+    const waiting = produce(env, await records(1), -1, 0, 60_000);
+    await new Promise((r) => setTimeout(r, 20));
+    await env.rm.removePartition('t', 0, false);
+    const [r] = await waiting;
+    assert.equal(r!.errorCode, Errors.NOT_LEADER_OR_FOLLOWER.code);
+  });
+
+  it('acks=-1 below min.insync.replicas is NOT_ENOUGH_REPLICAS and writes nothing', async () => {
+    env = await setup({ 'min.insync.replicas': '2' });
+    const [r] = await produce(env, await records(1), -1);
+    assert.equal(r!.errorCode, Errors.NOT_ENOUGH_REPLICAS.code);
+    assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 0);
+    const [ok] = await produce(env, await records(1), 1);
+    assert.equal(ok!.errorCode, Errors.NONE.code);
+  });
+
+  it('consumers see only offsets below the high watermark', async () => {
+    env = await setup({}, 1, [BROKER, 2]);
+    await produce(env, await records(2), 1);
+    const [f] = await env.rm.fetchMessages(fetchParams(0));
+    assert.equal(f!.records.length, 0);
+    assert.equal(f!.highWatermark, 0);
+    const [follower] = await env.rm.fetchMessages({ ...fetchParams(0), replicaId: 2 });
+    assert.ok(follower!.records.length > 0, 'followers read up to the log end');
+  });
+
+  it('idempotent producers: a retried batch gets its original offset, gaps and old epochs are refused', async () => {
+    env = await setup();
+    const b0 = await records(2, { producerId: 42n, producerEpoch: 0, baseSequence: 0 });
+    const b1 = await records(2, { producerId: 42n, producerEpoch: 0, baseSequence: 2 });
+    const [first] = await produce(env, Buffer.from(b0));
+    const [second] = await produce(env, Buffer.from(b1));
+    assert.deepEqual([first!.baseOffset, second!.baseOffset], [0, 2]);
+    const [dup] = await produce(env, Buffer.from(b0));
+    assert.equal(dup!.errorCode, Errors.NONE.code);
+    assert.equal(dup!.baseOffset, 0, 'duplicate answered with the original offset');
+    assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 4, 'and not appended');
+    const gap = await records(1, { producerId: 42n, producerEpoch: 0, baseSequence: 9 });
+    const [outOfOrder] = await produce(env, gap);
+    assert.equal(outOfOrder!.errorCode, Errors.OUT_OF_ORDER_SEQUENCE_NUMBER.code);
+    const bumped = await records(1, { producerId: 42n, producerEpoch: 1, baseSequence: 0 });
+    assert.equal((await produce(env, bumped))[0]!.errorCode, Errors.NONE.code);
+    const fenced = await records(1, { producerId: 42n, producerEpoch: 0, baseSequence: 4 });
+    assert.equal((await produce(env, fenced))[0]!.errorCode, Errors.INVALID_PRODUCER_EPOCH.code);
+    const { producers } = await env.rm.describeProducers('t', 0);
+    assert.deepEqual(
+      producers.map((p) => [p.producerId, p.producerEpoch, p.lastSequence]),
+      [[42n, 1, 0]],
+    );
+  });
+
+  it('LogAppendTime topics stamp the batch and answer with the append time', async () => {
+    env = await setup({ 'message.timestamp.type': 'LogAppendTime' });
+    const [r] = await produce(env, await records(2, {}, 1000));
+    assert.equal(r!.logAppendTimeMs, env.clock.now());
+    const [f] = await env.rm.fetchMessages(fetchParams(0));
+    const batch = new RecordBatch(f!.records);
+    assert.equal(batch.maxTimestamp, env.clock.now());
+    assert.ok(batch.isCrcValid());
+  });
+
+  it('ListOffsets: earliest, latest, by timestamp (first >= target, else -1) and max timestamp', async () => {
+    env = await setup();
+    await produce(env, await records(3, {}, 1000)); // offsets 0-2, ts 1000-1002
+    await produce(env, await records(3, {}, 5000)); // offsets 3-5, ts 5000-5002
+    const list = (ts: number) => env.rm.listOffset('t', 0, ts, 0, -1, -1);
+    assert.deepEqual(await list(-2), { errorCode: 0, timestamp: -1, offset: 0, leaderEpoch: 3 });
+    assert.deepEqual(await list(-1), { errorCode: 0, timestamp: -1, offset: 6, leaderEpoch: 3 });
+    assert.deepEqual(await list(1001), { errorCode: 0, timestamp: 1001, offset: 1, leaderEpoch: 3 });
+    assert.deepEqual(await list(2000), { errorCode: 0, timestamp: 5000, offset: 3, leaderEpoch: 3 });
+    assert.deepEqual(await list(9999), { errorCode: 0, timestamp: -1, offset: -1, leaderEpoch: -1 });
+    const max = await list(-3);
+    assert.deepEqual([max.offset, max.timestamp], [5, 5002]);
+  });
+
+  it('DeleteRecords moves the log start (-1 = high watermark) and refuses offsets past the high watermark', async () => {
+    env = await setup();
+    await produce(env, await records(4));
+    assert.deepEqual(await env.rm.deleteRecords('t', 0, 5), { errorCode: Errors.OFFSET_OUT_OF_RANGE.code, lowWatermark: -1 });
+    assert.deepEqual(await env.rm.deleteRecords('t', 0, 2), { errorCode: 0, lowWatermark: 2 });
+    const [below] = await env.rm.fetchMessages(fetchParams(1));
+    assert.equal(below!.errorCode, Errors.OFFSET_OUT_OF_RANGE.code);
+    assert.equal(below!.logStartOffset, 2);
+    assert.deepEqual(await env.rm.deleteRecords('t', 0, -1), { errorCode: 0, lowWatermark: 4 });
+    assert.equal((await env.rm.listOffset('t', 0, -2, 0, -1, -1)).offset, 4);
+  });
+
+  it('OffsetForLeaderEpoch answers from the leader-epoch cache', async () => {
+    env = await setup();
+    await produce(env, await records(3));
+    assert.deepEqual(env.rm.offsetForLeaderEpoch('t', 0, 3, -1), { errorCode: 0, leaderEpoch: 3, endOffset: 3 });
+    assert.deepEqual(env.rm.offsetForLeaderEpoch('t', 0, 3, 2), {
+      errorCode: Errors.FENCED_LEADER_EPOCH.code,
+      leaderEpoch: -1,
+      endOffset: -1,
+    });
+    assert.equal(env.rm.offsetForLeaderEpoch('x', 0, 3, -1).errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
+  });
+
+  it('DescribeLogDirs lists hosted partitions with their sizes under their log dir', async () => {
+    env = await setup({}, 2);
+    await produce(env, await records(3));
+    const dirs = env.rm.describeLogDirs(null);
+    assert.equal(dirs.length, 1);
+    assert.equal(dirs[0]!.logDir, env.dir);
+    const parts = dirs[0]!.topics[0]!.partitions;
+    assert.deepEqual(
+      parts.map((p) => p.partitionIndex),
+      [0, 1],
+    );
+    assert.ok(parts[0]!.partitionSize > 0);
+    assert.equal(parts[1]!.partitionSize, 0);
+  });
+
+  it('removing a partition completes its waiting fetches and deletes its log when asked', async () => {
+    env = await setup();
+    const pending = env.rm.fetchMessages(fetchParams(0, { maxWaitMs: 30_000 }));
+    await new Promise((r) => setImmediate(r));
+    await env.rm.removePartition('t', 0, true);
+    const [f] = await pending;
+    assert.equal(f!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code);
+    assert.equal(env.logs.getLog('t', 0), undefined);
+  });
+
+  it('concurrent bursts of produces to several partitions read back complete and in order (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.array(fc.record({ partition: fc.integer({ min: 0, max: 2 }), count: fc.integer({ min: 1, max: 4 }) }), {
+            minLength: 1,
+            maxLength: 6,
+          }),
+          { minLength: 1, maxLength: 4 },
+        ),
+        async (bursts) => {
+          env = await setup({}, 3);
+          const expected: string[][] = [[], [], []];
+          let n = 0;
+          for (const burst of bursts) {
+            const sends = burst.map(async ({ partition, count }) => {
+              const values = Array.from({ length: count }, () => `m${n++}`);
+              expected[partition]!.push(...values);
+              const recs = await buildRecordBatch(
+                {},
+                values.map((v) => ({ value: Buffer.from(v), timestamp: Date.now() })),
+              );
+              return produce(env, recs, 1, partition);
+            });
+            const results = await Promise.all(sends);
+            assert.ok(results.every(([r]) => r!.errorCode === 0));
+          }
+          for (let partition = 0; partition < 3; partition++) {
+            const values: string[] = [];
+            // A read stops at a segment end, as Kafka's does: keep fetching from the next offset.
+            for (let offset = 0; ; ) {
+              const [f] = await env.rm.fetchMessages({
+                ...fetchParams(0),
+                partitions: [{ topic: 't', partition, fetchOffset: offset, partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1 }],
+              });
+              const batches = [...batchesIn(f!.records, true)];
+              if (batches.length === 0) break;
+              for (const batch of batches) for (const r of await readRecords(batch)) values.push(r.value!.toString());
+              offset = batches.at(-1)!.nextOffset;
+            }
+            assert.deepEqual(values, expected[partition]);
+          }
+          await teardown(env);
+          env = undefined as unknown as Env;
+        },
+      ),
+      { numRuns: 8 },
+    );
+  });
+});

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FileHandlePool, StorageIOError, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
+import { logConfigFromProperties } from '../../../storage/index.ts';
+import { withTempDir } from '../../helpers/storage.ts';
+
+describe('storage/checkpoint and config', () => {
+  it('writes and reads Kafka offset checkpoints, topics with dashes included', () =>
+    withTempDir(async (dir) => {
+      const path = join(dir, 'recovery-point-offset-checkpoint');
+      await writeOffsetCheckpoint(
+        path,
+        new Map([
+          ['a-b-c-0', 12],
+          ['x-7', 0],
+        ]),
+      );
+      assert.equal(await readFile(path, 'utf8'), '0\n2\na-b-c 0 12\nx 7 0\n');
+      assert.deepEqual(
+        [...(await readOffsetCheckpoint(path))],
+        [
+          ['a-b-c-0', 12],
+          ['x-7', 0],
+        ],
+      );
+      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'missing')))], []);
+      await writeFile(path, '0\n3\nx 7 0\n');
+      await assert.rejects(readOffsetCheckpoint(path), StorageIOError);
+    }));
+
+  it('maps Kafka topic config names to the log config', () => {
+    const c = logConfigFromProperties({
+      'retention.ms': '1000',
+      'cleanup.policy': 'delete,compact',
+      'segment.bytes': 4096,
+      'min.insync.replicas': '2',
+    });
+    assert.equal(c.retentionMs, 1000);
+    assert.equal(c.cleanupPolicy, 'compact,delete');
+    assert.equal(c.segmentBytes, 4096);
+    assert.equal(c.indexIntervalBytes, 4096);
+    assert.equal(c.segmentIndexBytes, 10 * 1024 * 1024);
+    assert.throws(() => logConfigFromProperties({ 'cleanup.policy': 'shred' }), RangeError);
+  });
+
+  it('keeps at most maxOpen idle handles and never closes a leased one', () =>
+    withTempDir(async (dir) => {
+      const pool = new FileHandlePool(2);
+      const paths = ['a', 'b', 'c', 'd'].map((n) => join(dir, n));
+      for (const p of paths) await writeFile(p, p);
+      const held = await pool.acquire(paths[0]!);
+      for (const p of paths.slice(1)) (await pool.acquire(p)).release();
+      assert.ok(pool.openCount <= 2);
+      const buf = Buffer.alloc(paths[0]!.length);
+      await held.handle.read(buf, 0, buf.length, 0);
+      assert.equal(buf.toString(), paths[0]);
+      held.release();
+      await pool.closeAll();
+    }));
+});

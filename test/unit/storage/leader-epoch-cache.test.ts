@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LeaderEpochCache } from '../../../storage/index.ts';
+import { withTempDir } from '../../helpers/storage.ts';
+
+describe('storage/leader-epoch-cache', () => {
+  it('assigns increasing epochs and ignores repeats of the latest', () =>
+    withTempDir(async (dir) => {
+      const c = await LeaderEpochCache.load(dir);
+      assert.equal(c.assign(1, 0), true);
+      assert.equal(c.assign(1, 5), false);
+      assert.equal(c.assign(3, 10), true);
+      assert.deepEqual(c.all(), [
+        { epoch: 1, startOffset: 0 },
+        { epoch: 3, startOffset: 10 },
+      ]);
+      // A lower epoch (a new leader after truncation) replaces what it conflicts with.
+      c.assign(2, 8);
+      assert.deepEqual(c.all(), [
+        { epoch: 1, startOffset: 0 },
+        { epoch: 2, startOffset: 8 },
+      ]);
+    }));
+
+  it('answers endOffsetFor like Kafka (OffsetForLeaderEpoch)', () =>
+    withTempDir(async (dir) => {
+      const c = await LeaderEpochCache.load(dir);
+      c.assign(2, 10);
+      c.assign(4, 20);
+      c.assign(5, 30);
+      assert.deepEqual(c.endOffsetFor(5, 42), { epoch: 5, endOffset: 42 });
+      assert.deepEqual(c.endOffsetFor(4, 42), { epoch: 4, endOffset: 30 });
+      assert.deepEqual(c.endOffsetFor(3, 42), { epoch: 2, endOffset: 20 });
+      assert.deepEqual(c.endOffsetFor(1, 42), { epoch: 1, endOffset: 10 });
+      assert.deepEqual(c.endOffsetFor(6, 42), { epoch: -1, endOffset: -1 });
+      assert.deepEqual(c.endOffsetFor(-1, 42), { epoch: -1, endOffset: -1 });
+      assert.equal(c.epochForOffset(25), 4);
+      assert.equal(c.epochForOffset(5), -1);
+    }));
+
+  it('truncates from the end and from the start, and persists in Kafka text format', () =>
+    withTempDir(async (dir) => {
+      const c = await LeaderEpochCache.load(dir);
+      c.assign(2, 10);
+      c.assign(4, 20);
+      c.assign(5, 30);
+      c.truncateFromEnd(30);
+      assert.deepEqual(
+        c.all().map((e) => e.epoch),
+        [2, 4],
+      );
+      c.truncateFromStart(25);
+      assert.deepEqual(c.all(), [{ epoch: 4, startOffset: 25 }]);
+      await c.persist();
+      assert.equal(await readFile(join(dir, 'leader-epoch-checkpoint'), 'utf8'), '0\n1\n4 25\n');
+      const again = await LeaderEpochCache.load(dir);
+      assert.deepEqual(again.all(), [{ epoch: 4, startOffset: 25 }]);
+    }));
+});

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { RecordBatch } from '../../../protocol/records/index.ts';
+import { ProducerStateManager } from '../../../storage/index.ts';
+import { simpleBatch, withTempDir } from '../../helpers/storage.ts';
+
+async function appended(
+  psm: ProducerStateManager,
+  base: number,
+  opts: { pid?: bigint; epoch: number; seq: number; count?: number; txn?: boolean },
+): Promise<RecordBatch> {
+  const buf = await simpleBatch(opts.count ?? 1, 1000, 1, {
+    producerId: opts.pid ?? 1n,
+    producerEpoch: opts.epoch,
+    baseSequence: opts.seq,
+    isTransactional: opts.txn ?? false,
+  });
+  const b = new RecordBatch(buf, 0);
+  b.setBaseOffset(base);
+  psm.update(b, -1);
+  return b;
+}
+
+async function view(opts: { pid?: bigint; epoch: number; seq: number; count?: number }): Promise<RecordBatch> {
+  return new RecordBatch(
+    await simpleBatch(opts.count ?? 1, 1000, 1, { producerId: opts.pid ?? 1n, producerEpoch: opts.epoch, baseSequence: opts.seq }),
+    0,
+  );
+}
+
+describe('storage/producer-state', () => {
+  it('follows Kafka sequence rules', () =>
+    withTempDir(async (dir) => {
+      const psm = new ProducerStateManager(dir);
+      assert.equal(psm.check([await view({ epoch: 0, seq: 17 })]).result, 'ok', 'unknown producer: any sequence');
+      await appended(psm, 0, { epoch: 0, seq: 17, count: 3 });
+      assert.equal(psm.check([await view({ epoch: 0, seq: 20 })]).result, 'ok');
+      assert.deepEqual(psm.check([await view({ epoch: 0, seq: 17, count: 3 })]), {
+        result: 'duplicate',
+        firstOffset: 0,
+        lastOffset: 2,
+        timestamp: 1000,
+      });
+      const gap = psm.check([await view({ epoch: 0, seq: 22 })]);
+      assert.equal(gap.result === 'error' && gap.code, 'OUT_OF_ORDER_SEQUENCE_NUMBER');
+      const newEpochBadSeq = psm.check([await view({ epoch: 1, seq: 5 })]);
+      assert.equal(newEpochBadSeq.result === 'error' && newEpochBadSeq.code, 'OUT_OF_ORDER_SEQUENCE_NUMBER');
+      assert.equal(psm.check([await view({ epoch: 1, seq: 0 })]).result, 'ok');
+      // Several batches of one request are checked against each other.
+      assert.equal(psm.check([await view({ epoch: 0, seq: 20, count: 2 }), await view({ epoch: 0, seq: 22 })]).result, 'ok');
+      const inner = psm.check([await view({ epoch: 0, seq: 20, count: 2 }), await view({ epoch: 0, seq: 23 })]);
+      assert.equal(inner.result, 'error');
+    }));
+
+  it('tracks the open transaction and closes it on a control batch', () =>
+    withTempDir(async (dir) => {
+      const psm = new ProducerStateManager(dir);
+      await appended(psm, 5, { epoch: 0, seq: 0, txn: true });
+      assert.equal(psm.describe()[0]!.currentTxnStartOffset, 5);
+      const marker = new RecordBatch(
+        await simpleBatch(1, 1000, 1, { producerId: 1n, producerEpoch: 0, isTransactional: true, isControl: true, baseSequence: -1 }),
+        0,
+      );
+      marker.setBaseOffset(6);
+      psm.update(marker, -1);
+      assert.equal(psm.describe()[0]!.currentTxnStartOffset, -1);
+      assert.equal(psm.describe()[0]!.lastSequence, 0);
+    }));
+
+  it('snapshots to %020d.snapshot and falls back past a corrupt one', () =>
+    withTempDir(async (dir) => {
+      const psm = new ProducerStateManager(dir);
+      await appended(psm, 0, { epoch: 2, seq: 0, count: 2 });
+      await psm.takeSnapshot();
+      await appended(psm, 2, { epoch: 2, seq: 2, count: 2 });
+      await psm.takeSnapshot();
+      assert.deepEqual(await psm.snapshotOffsets(), [2, 4]);
+      await writeFile(psm.snapshotPath(4), Buffer.from('garbage'));
+      const loaded = new ProducerStateManager(dir);
+      assert.equal(await loaded.loadLatestSnapshot(10, 0), 2);
+      assert.deepEqual(await loaded.snapshotOffsets(), [2]);
+      assert.equal(loaded.get(1n)!.producerEpoch, 2);
+      assert.deepEqual(
+        loaded.get(1n)!.batches.map((b) => [b.firstSeq, b.lastSeq, b.firstOffset, b.lastOffset]),
+        [[0, 1, 0, 1]],
+      );
+    }));
+
+  it('forgets producers whose batches all fell below the log start', () =>
+    withTempDir(async (dir) => {
+      const psm = new ProducerStateManager(dir);
+      await appended(psm, 0, { pid: 1n, epoch: 0, seq: 0 });
+      await appended(psm, 1, { pid: 2n, epoch: 0, seq: 0 });
+      psm.truncateHead(1);
+      assert.deepEqual(
+        psm.describe().map((d) => d.producerId),
+        [2n],
+      );
+    }));
+});
