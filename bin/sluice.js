@@ -1,6 +1,4 @@
 #!/usr/bin/env -S node --max-semi-space-size=32
-// Runs the TypeScript CLI through tsx so that the package needs no build step, with the
-// Node flags of src/cli/node-flags.ts.
-import { register } from 'tsx/esm/api';
-register();
-await import('../src/cli/main.ts');
+// The `sluice` command: the compiled CLI in dist/ (`npm run build` writes it; the published
+// package ships it), run with the Node flags of src/cli/node-flags.ts.
+await import('../dist/src/cli/main.js');

@@ -23,7 +23,7 @@ const matrix = new Matrix(
 );
 
 function loudSkip(what: string, why: string): void {
-  console.log(`\n!!! SKIP ${what}: ${why}\n`);
+  console.error(`\n!!! SKIP ${what}: ${why}\n`);
   matrix.note(`SKIP ${what}: ${why}`);
 }
 

@@ -500,6 +500,7 @@ export class Writer {
 
   toBuffer(): Buffer {
     const chunks = this.toChunks();
-    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.total);
+    const [only] = chunks;
+    return chunks.length === 1 && only !== undefined ? only : Buffer.concat(chunks, this.total);
   }
 }

@@ -5,6 +5,7 @@
 #
 #   apt:   kcat, confluent-kafka-python (librdkafka), kafka-python and the codec libraries
 #          kafka-python loads for snappy/lz4/zstd. They install into Debian's /usr/bin/python3.
+#   npm:   a Node 22 binary (scripts/install-node22.sh), beside the machine's Node 20.
 #   Maven: org.apache.kafka:kafka_2.13, kafka-tools and kafka-clients with their dependencies,
 #          copied into .cache/kafka-<version>/libs (scripts/reference/pom.xml pins the version).
 set -euo pipefail
@@ -55,5 +56,10 @@ if [[ -f scripts/install-oracle.sh ]]; then
   log "running scripts/install-oracle.sh"
   bash scripts/install-oracle.sh
 fi
+
+log "Node 22: $(bash scripts/install-node22.sh)"
+
+# podman for the Testcontainers tests (test/integration/testcontainers) and the image build.
+bash scripts/install-container-engine.sh
 
 log "done in $((SECONDS - started)) s"

@@ -1,44 +1,26 @@
 /**
- * The composition root: builds one broker node from its configuration and wires the
- * components handlers reach through `BrokerServices`. start() brings them up in dependency
- * order and opens the listeners last; close() stops accepting, lets in-flight requests finish
- * and closes components in reverse order (checkpointing logs).
+ * The composition root: builds one broker node from its configuration and wires its
+ * components. start() brings them up in dependency order, registers every handler with the
+ * services it needs (src/handlers/index.ts) and opens the listeners last; close() stops
+ * accepting, lets in-flight requests finish and closes components in reverse order
+ * (checkpointing logs).
  */
 import { mkdir } from 'node:fs/promises';
-import { LogManager, logConfigFromProperties, type LogConfig } from '../storage/index.ts';
-import { effectiveTopicConfig, type BrokerConfig, type Listener } from './config/index.ts';
+import { METADATA_TOPIC, OFFSETS_TOPIC } from '../protocol/internal-topics.ts';
+import { LogManager, type LogConfig } from '../storage/index.ts';
+import { topicLogConfig, type BrokerConfig, type Listener } from './config/index.ts';
 import { MetadataManager } from './metadata/manager.ts';
-import { METADATA_TOPIC } from './metadata/raft/file-log.ts';
-import { registerMetadataHandlers } from './handlers/metadata.ts';
 import { createDataPath, type DataPath } from './replication/data-path.ts';
-import { registerDataPathHandlers } from './replication/index.ts';
-import { createLogger, type Logger } from './observability/logger.ts';
+import { createLogger, type LogFormat, type Logger } from './observability/logger.ts';
+import { registerHandlers } from './handlers/index.ts';
 import { HandlerRegistry } from './handlers/registry.ts';
-import { registerApiVersionsHandler } from './handlers/api-versions.ts';
 import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
-import { GroupCoordinatorService, OFFSETS_TOPIC } from './coordinator/service.ts';
+import { GroupCoordinatorService } from './coordinator/service.ts';
 import { groupCoordinatorConfig } from './coordinator/config.ts';
 import { offsetsTopicAccess } from './coordinator/offsets-topic-access.ts';
 import { systemScheduler } from './coordinator/scheduler.ts';
-import { registerGroupHandlers } from './handlers/groups.ts';
 import { RequestProcessor } from './server/request-processor.ts';
 import { runGuarded } from './runtime/guard.ts';
-
-/** What handlers receive as `ctx.broker`. */
-export interface BrokerServices {
-  readonly nodeId: number;
-  readonly config: BrokerConfig;
-  readonly logger: Logger;
-  readonly registry: HandlerRegistry;
-  /** The node's share of the metadata quorum: the MetadataImage, the controller. */
-  readonly metadata: MetadataManager;
-  /**
-   * Listeners as clients must reach them: `advertised.listeners` (else `listeners`), with a
-   * configured port 0 replaced by the bound port and an empty host by the bind address.
-   * Controller listeners are excluded.
-   */
-  advertisedListeners(): Listener[];
-}
 
 export interface BrokerOptions {
   readonly config: BrokerConfig;
@@ -46,14 +28,17 @@ export interface BrokerOptions {
   readonly logger?: Logger;
   /** Where the default logger writes: 1 (stdout, the default) or 2 (stderr). */
   readonly logFd?: number;
+  /** How the default logger writes: JSON lines (the default) or text for a terminal. */
+  readonly logFormat?: LogFormat;
 }
 
-export class Broker implements BrokerServices {
+export class Broker {
   readonly config: BrokerConfig;
   readonly logger: Logger;
   readonly nodeId: number;
-  readonly registry: HandlerRegistry;
+  /** The node's share of the metadata quorum: the MetadataImage, the controller. */
   readonly metadata: MetadataManager;
+  private readonly registry = new HandlerRegistry();
   private readonly server: SocketServer;
   private logManager: LogManager | null = null;
   private dataPath: DataPath | null = null;
@@ -64,7 +49,13 @@ export class Broker implements BrokerServices {
     this.config = options.config;
     this.nodeId = this.config.nodeId;
     this.logger =
-      options.logger ?? createLogger({ level: this.config.getString('log.level'), base: { nodeId: this.nodeId }, fd: options.logFd ?? 1 });
+      options.logger ??
+      createLogger({
+        level: this.config.getString('log.level'),
+        base: { nodeId: this.nodeId },
+        fd: options.logFd ?? 1,
+        format: options.logFormat,
+      });
     this.logger.info({ config: this.config.explicitValues() }, 'broker configuration (explicitly set values)');
     for (const name of this.config.unknownNames) {
       this.logger.warn({ config: name }, "The configuration was supplied but isn't a known config.");
@@ -75,11 +66,9 @@ export class Broker implements BrokerServices {
         if (name === 'log.level') this.logger.level = this.config.getString('log.level');
       });
     }
-    this.registry = new HandlerRegistry();
-    registerApiVersionsHandler(this.registry);
     this.metadata = new MetadataManager({ config: this.config, logger: this.logger.child({ component: 'metadata' }) });
     this.server = new SocketServer(
-      new RequestProcessor(this.registry, () => this),
+      new RequestProcessor(this.registry, this.logger),
       {
         maxRequestBytes: this.config.getInt('socket.request.max.bytes'),
         maxQueuedRequests: this.config.getInt('queued.max.requests'),
@@ -87,7 +76,10 @@ export class Broker implements BrokerServices {
         idleMs: this.config.getLong('connections.max.idle.ms'),
       },
       this.logger,
-      this.config.getInt('max.connections'),
+      {
+        maxConnections: this.config.getInt('max.connections'),
+        maxQueuedRequestBytes: this.config.getLong('queued.max.request.bytes'),
+      },
     );
   }
 
@@ -107,13 +99,16 @@ export class Broker implements BrokerServices {
     for (const dir of this.config.logDirs) await mkdir(dir, { recursive: true });
     this.logManager = await LogManager.startup({
       logDirs: this.config.logDirs,
-      defaultConfig: logConfigFromProperties(effectiveTopicConfig({}, this.config)),
+      defaultConfig: topicLogConfig({}, this.config),
       topicConfig: (topic) => this.logConfigOf(topic),
-      retentionCheckIntervalMs: this.config.getLong('log.retention.check.interval.ms'),
-      flushOffsetCheckpointIntervalMs: this.config.getInt('log.flush.offset.checkpoint.interval.ms'),
-      flushStartOffsetCheckpointIntervalMs: this.config.getInt('log.flush.start.offset.checkpoint.interval.ms'),
-      highWatermarkCheckpointIntervalMs: this.config.getLong('replica.high.watermark.checkpoint.interval.ms'),
-      cleanerEnable: this.config.getBoolean('log.cleaner.enable'),
+      tasks: {
+        retentionCheckIntervalMs: this.config.getLong('log.retention.check.interval.ms'),
+        flushOffsetCheckpointIntervalMs: this.config.getInt('log.flush.offset.checkpoint.interval.ms'),
+        flushStartOffsetCheckpointIntervalMs: this.config.getInt('log.flush.start.offset.checkpoint.interval.ms'),
+        highWatermarkCheckpointIntervalMs: this.config.getLong('replica.high.watermark.checkpoint.interval.ms'),
+        cleanerEnable: this.config.getBoolean('log.cleaner.enable'),
+        cleanerBackoffMs: this.config.getLong('log.cleaner.backoff.ms'),
+      },
       // The metadata log is the Raft client's alone: its history is bounded by snapshots, never
       // by topic retention, and a second open copy would race it on the same files.
       skipTopics: [METADATA_TOPIC],
@@ -134,9 +129,14 @@ export class Broker implements BrokerServices {
       `recovered ${r.partitions} partitions (${r.recoveredUnclean} after an unclean stop), ` +
         `truncated ${r.truncatedBytes} bytes, removed ${r.removedDirs} stray directories and ${r.removedTmpFiles} temp files`,
     );
-    registerMetadataHandlers(this.registry, { nodeId: this.nodeId, config: this.config, metadata: this.metadata });
-    registerDataPathHandlers(this.registry, this.dataPath.services);
-    this.startGroupCoordinator(this.dataPath);
+    const groups = this.startGroupCoordinator(this.dataPath);
+    // Every component exists now; no request can arrive before the listeners open below.
+    registerHandlers(this.registry, {
+      metadata: { nodeId: this.nodeId, config: this.config, metadata: this.metadata },
+      quorum: this.metadata,
+      dataPath: this.dataPath.services,
+      groups,
+    });
     const controllers = new Set(this.config.controllerListenerNames);
     const specs: ListenerSpec[] = this.config.listeners.map((l) => ({
       name: l.name,
@@ -152,7 +152,7 @@ export class Broker implements BrokerServices {
 
   /** A topic's log config for the storage engine. */
   private logConfigOf(topic: string): LogConfig {
-    return logConfigFromProperties(effectiveTopicConfig(this.metadata.image().topicConfigs(topic), this.config));
+    return topicLogConfig(this.metadata.image().topicConfigs(topic), this.config);
   }
 
   /**
@@ -160,16 +160,16 @@ export class Broker implements BrokerServices {
    * leads; it follows leadership as the data path applies each metadata change, so a
    * partition's log is open before its groups load.
    */
-  private startGroupCoordinator(dataPath: DataPath): void {
+  private startGroupCoordinator(dataPath: DataPath): GroupCoordinatorService {
     const groups = new GroupCoordinatorService({
       nodeId: this.nodeId,
       config: groupCoordinatorConfig(this.config),
       scheduler: systemScheduler,
       access: offsetsTopicAccess(this.config, this.metadata, dataPath.services.replicaManager),
       onError: (err, what) => this.logger.error({ err }, `group coordinator: ${what} failed`),
+      maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
     });
     this.groups = groups;
-    registerGroupHandlers(this.registry, groups);
     groups.start();
     const partitions = this.config.getInt('offsets.topic.num.partitions');
     const replicaManager = dataPath.services.replicaManager;
@@ -189,8 +189,14 @@ export class Broker implements BrokerServices {
         runGuarded(onError, 'following __consumer_offsets leadership', () => dataPath.publisher.whenIdle().then(followLeadership));
     });
     followLeadership();
+    return groups;
   }
 
+  /**
+   * Listeners as clients must reach them: `advertised.listeners` (else `listeners`), with a
+   * configured port 0 replaced by the bound port and an empty host by the bind address.
+   * Controller listeners are excluded.
+   */
   advertisedListeners(): Listener[] {
     const bound = new Map(this.server.listeners.map((l) => [l.name, l]));
     return this.config.advertisedListeners.map((l) => {

@@ -55,7 +55,12 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Emb
     if (ownDir) await rm(dataDir, { recursive: true, force: true });
     throw err;
   }
-  const listener = broker.listeners.find((l) => l.role === 'broker') ?? broker.listeners[0]!;
+  const listener = broker.listeners.find((l) => l.role === 'broker') ?? broker.listeners[0];
+  if (listener === undefined) {
+    await broker.close();
+    if (ownDir) await rm(dataDir, { recursive: true, force: true });
+    throw new Error('the broker opened no listener');
+  }
   return {
     bootstrap: `${listener.host}:${listener.boundPort}`,
     host: listener.host,
@@ -69,5 +74,6 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Emb
   };
 }
 
-export { Broker, type BrokerServices, type BrokerOptions } from './broker.ts';
+export { Broker, type BrokerOptions } from './broker.ts';
 export { BrokerConfig } from './config/index.ts';
+export { SluiceKafka, StartedSluiceKafka, KAFKA_CLIENT_PORT } from './testing/sluice-kafka.ts';

@@ -22,28 +22,39 @@ import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RECORD_BATCH_OVERHEAD, RecordBatch } from '../protocol/records/batch.ts';
 import { isCompacted } from './config.ts';
-import { toStorageIOError } from './errors.ts';
+import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
 import type { PartitionLog } from './log.ts';
 import { batchRecords, rebuildBatch } from './records.ts';
 import { LOG_SUFFIX, LogSegment, readAt, segmentFileName } from './segment.ts';
 
 export interface CleanerOptions {
-  /** log.cleaner.backoff.ms: pause when no log needs cleaning. */
-  backoffMs: number;
   /** Longest synchronous stretch before yielding to the event loop. */
   sliceMs: number;
   /** Bound on distinct keys mapped in one pass (log.cleaner.dedupe.buffer.size, as a key count). */
   maxMapKeys: number;
   time: () => number;
-  /** Where a failed cleaning pass is reported (the log stays as it was and is retried). */
-  onError: (err: unknown, what: string) => void;
+  /**
+   * Where a failed cleaning pass (the log stays as it was and is retried) and a leftover
+   * file that could not be removed are reported.
+   */
+  onError: BackgroundErrorSink;
 }
+
+/** Sluice: the cleaner's synchronous work between two yields to the event loop. */
+export const CLEANER_SLICE_MS = 4;
+/**
+ * Sluice: distinct keys one pass maps. Kafka bounds the map by bytes
+ * (log.cleaner.dedupe.buffer.size, 128 MiB of 24-byte entries: about 5 million keys).
+ */
+export const CLEANER_MAX_MAP_KEYS = 4_000_000;
 
 export interface CleanResult {
   segmentsCleaned: number;
-  bytesBefore: number;
-  bytesAfter: number;
-  recordsRemoved: number;
+  /** Bytes of the cleaned segments before the pass. */
+  sizeBeforeBytes: number;
+  /** Bytes of the same segments after it. */
+  sizeAfterBytes: number;
+  removedRecords: number;
   /** The new first dirty offset. */
   cleanedUpTo: number;
 }
@@ -60,13 +71,12 @@ export class LogCleaner {
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
 
-  constructor(options: Partial<CleanerOptions> = {}) {
+  constructor(options: Partial<CleanerOptions> & Pick<CleanerOptions, 'onError'>) {
     this.options = {
-      backoffMs: options.backoffMs ?? 15_000,
-      sliceMs: options.sliceMs ?? 4,
-      maxMapKeys: options.maxMapKeys ?? 4_000_000,
+      sliceMs: options.sliceMs ?? CLEANER_SLICE_MS,
+      maxMapKeys: options.maxMapKeys ?? CLEANER_MAX_MAP_KEYS,
       time: options.time ?? Date.now,
-      onError: options.onError ?? (() => {}),
+      onError: options.onError,
     };
   }
 
@@ -92,10 +102,11 @@ export class LogCleaner {
     await this.busy.get(log)?.catch(() => undefined);
   }
 
-  start(): void {
+  /** Cleans logs in the background, pausing `backoffMs` (log.cleaner.backoff.ms) when none needs it. */
+  start(backoffMs: number): void {
     if (this.running) return;
     this.running = true;
-    this.loop = this.run();
+    this.loop = this.run(backoffMs);
   }
 
   async stop(): Promise<void> {
@@ -105,7 +116,7 @@ export class LogCleaner {
     await Promise.all([...this.busy.values()].map((p) => p.catch(() => undefined)));
   }
 
-  private async run(): Promise<void> {
+  private async run(backoffMs: number): Promise<void> {
     while (this.running) {
       let cleaned = false;
       for (const log of [...this.logs]) {
@@ -124,7 +135,7 @@ export class LogCleaner {
       }
       if (!cleaned && this.running) {
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.options.backoffMs);
+          const t = setTimeout(resolve, backoffMs);
           t.unref();
           this.wake = () => {
             clearTimeout(t);
@@ -141,24 +152,23 @@ export class LogCleaner {
     log: PartitionLog,
   ): Promise<{ firstDirty: number; firstUncleanable: number; dirtyRatio: number; dirtyBytes: number }> {
     const segments = log.allSegments;
-    const now = this.options.time();
+    const nowMs = this.options.time();
     const firstDirty = Math.max(this.firstDirty.get(log) ?? log.logStartOffset, log.logStartOffset);
     let firstUncleanable = Math.min(log.activeSegment.baseOffset, log.highWatermark);
     for (const seg of segments) {
       if (seg.baseOffset < firstDirty || seg.baseOffset >= firstUncleanable) continue;
-      if (log.config.minCompactionLagMs > 0 && now - (await seg.largestTimestampCheap()).timestamp < log.config.minCompactionLagMs) {
+      if (log.config.minCompactionLagMs > 0 && nowMs - (await seg.largestTimestampCheap()).timestampMs < log.config.minCompactionLagMs) {
         firstUncleanable = seg.baseOffset;
         break;
       }
     }
     let cleanBytes = 0;
     let dirtyBytes = 0;
-    for (let i = 0; i < segments.length; i++) {
-      const seg = segments[i]!;
+    for (const [i, seg] of segments.entries()) {
       const end = segments[i + 1]?.baseOffset ?? Infinity;
       if (end > firstUncleanable) break;
-      if (seg.baseOffset >= firstDirty) dirtyBytes += seg.size;
-      else cleanBytes += seg.size;
+      if (seg.baseOffset >= firstDirty) dirtyBytes += seg.sizeBytes;
+      else cleanBytes += seg.sizeBytes;
     }
     const total = cleanBytes + dirtyBytes;
     return { firstDirty, firstUncleanable, dirtyRatio: total === 0 ? 0 : dirtyBytes / total, dirtyBytes };
@@ -206,17 +216,17 @@ export class LogCleaner {
       mapEnd = segments[segments.indexOf(seg) + 1]?.baseOffset ?? range.firstUncleanable;
     }
     if (mapEnd <= range.firstDirty) return null;
-    const result: CleanResult = { segmentsCleaned: 0, bytesBefore: 0, bytesAfter: 0, recordsRemoved: 0, cleanedUpTo: mapEnd };
-    const deleteHorizon = this.options.time() - log.config.deleteRetentionMs;
+    const result: CleanResult = { segmentsCleaned: 0, sizeBeforeBytes: 0, sizeAfterBytes: 0, removedRecords: 0, cleanedUpTo: mapEnd };
+    const deleteHorizonMs = this.options.time() - log.config.deleteRetentionMs;
     for (const seg of segments) {
       if (seg.baseOffset >= mapEnd) break;
-      const dropTombstones = (await seg.largestTimestampCheap()).timestamp < deleteHorizon;
+      const dropTombstones = (await seg.largestTimestampCheap()).timestampMs < deleteHorizonMs;
       const r = await this.cleanSegment(log, seg, map, dropTombstones, slicer);
       if (r === null) return null;
       result.segmentsCleaned++;
-      result.bytesBefore += r.before;
-      result.bytesAfter += r.after;
-      result.recordsRemoved += r.removed;
+      result.sizeBeforeBytes += r.beforeBytes;
+      result.sizeAfterBytes += r.afterBytes;
+      result.removedRecords += r.removedRecords;
     }
     this.firstDirty.set(log, mapEnd);
     return result;
@@ -228,12 +238,12 @@ export class LogCleaner {
     map: Map<string, number>,
     dropTombstones: boolean,
     slicer: Slicer,
-  ): Promise<{ before: number; after: number; removed: number } | null> {
-    const before = seg.size;
+  ): Promise<{ beforeBytes: number; afterBytes: number; removedRecords: number } | null> {
+    const beforeBytes = seg.sizeBytes;
     const cleanedPath = join(seg.dir, `${segmentFileName(seg.baseOffset, LOG_SUFFIX)}.cleaned`);
     const swapPath = join(seg.dir, `${segmentFileName(seg.baseOffset, LOG_SUFFIX)}.swap`);
-    let removed = 0;
-    let after = 0;
+    let removedRecords = 0;
+    let afterBytes = 0;
     let changed = false;
     try {
       const out = await open(cleanedPath, 'w');
@@ -243,8 +253,8 @@ export class LogCleaner {
         const drain = async (): Promise<void> => {
           if (pendingBytes === 0) return;
           const data = Buffer.concat(pending, pendingBytes);
-          await out.write(data, 0, data.length, after);
-          after += data.length;
+          await out.write(data, 0, data.length, afterBytes);
+          afterBytes += data.length;
           pending.length = 0;
           pendingBytes = 0;
         };
@@ -259,7 +269,7 @@ export class LogCleaner {
               return !(r.value === null && dropTombstones);
             });
             if (kept.length !== all.length) {
-              removed += all.length - kept.length;
+              removedRecords += all.length - kept.length;
               changed = true;
               if (kept.length === 0 && !batch.hasProducerId) return true;
               bytes = await rebuildBatch(batch, kept);
@@ -277,41 +287,42 @@ export class LogCleaner {
       }
       if (!changed) {
         await unlink(cleanedPath);
-        return { before, after: before, removed: 0 };
+        return { beforeBytes, afterBytes: beforeBytes, removedRecords: 0 };
       }
       await rename(cleanedPath, swapPath);
     } catch (err) {
-      await unlink(cleanedPath).catch(() => undefined);
+      await removeFile(cleanedPath, this.options.onError);
       throw toStorageIOError(err, `cleaning ${seg.logPath}`);
     }
     const swapped = await log.runLocked(async () => {
       // Truncation or retention may have changed the log meanwhile: then discard the work.
-      if (log.isClosed || !log.allSegments.includes(seg) || seg.size !== before || seg === log.activeSegment) return false;
+      if (log.isClosed || !log.allSegments.includes(seg) || seg.sizeBytes !== beforeBytes || seg === log.activeSegment) return false;
       seg.closeHandles();
-      await unlink(seg.indexPath).catch(() => undefined);
-      await unlink(seg.timeIndexPath).catch(() => undefined);
+      await removeFile(seg.indexPath, this.options.onError);
+      await removeFile(seg.timeIndexPath, this.options.onError);
       await rename(swapPath, seg.logPath);
-      const replacement = new LogSegment(seg.dir, seg.baseOffset, after, log.pool, seg.createdMs);
+      const replacement = new LogSegment(seg.dir, seg.baseOffset, afterBytes, log.pool, seg.createdMs);
       await replacement.rebuildIndexes(log.config.indexIntervalBytes);
       log.replaceSegmentsLocked([seg], replacement);
       return true;
     });
     if (!swapped) {
-      await unlink(swapPath).catch(() => undefined);
+      // A `.swap` left behind would be completed at the next start: its removal must be known.
+      await removeFile(swapPath, this.options.onError);
       return null;
     }
-    return { before, after, removed };
+    return { beforeBytes, afterBytes, removedRecords };
   }
 }
 
 /** Yields to the event loop once `sliceMs` of synchronous work has passed. */
 class Slicer {
-  private sliceStart = performance.now();
+  private sliceStartMs = performance.now();
   constructor(private readonly sliceMs: number) {}
   async maybeYield(): Promise<void> {
-    if (performance.now() - this.sliceStart < this.sliceMs) return;
+    if (performance.now() - this.sliceStartMs < this.sliceMs) return;
     await new Promise<void>((resolve) => setImmediate(resolve));
-    this.sliceStart = performance.now();
+    this.sliceStartMs = performance.now();
   }
 }
 
@@ -320,8 +331,8 @@ async function forEachBatch(seg: LogSegment, slicer: Slicer, visit: (b: RecordBa
   const lease = await seg.lease();
   try {
     let pos = 0;
-    while (pos < seg.size) {
-      const chunk = await readAt(lease.handle, pos, Math.min(seg.size - pos, READ_CHUNK_BYTES));
+    while (pos < seg.sizeBytes) {
+      const chunk = await readAt(lease.handle, pos, Math.min(seg.sizeBytes - pos, READ_CHUNK_BYTES));
       let rel = 0;
       while (chunk.length - rel >= RECORD_BATCH_OVERHEAD) {
         const batch = new RecordBatch(chunk, rel);

@@ -1,6 +1,17 @@
 // Typed storage errors. The broker maps them to Kafka error codes (CorruptRecordError ->
 // CORRUPT_MESSAGE, RecordTooLargeError -> MESSAGE_TOO_LARGE, OffsetOutOfRangeError ->
 // OFFSET_OUT_OF_RANGE, StorageIOError -> KAFKA_STORAGE_ERROR, ProducerStateError -> its code).
+// And where the failures go that no caller awaits: the BackgroundErrorSink.
+
+import { unlink } from 'node:fs/promises';
+
+/**
+ * Where storage reports a failure nobody awaits: background flushes, retention, checkpoints,
+ * the cleaner, deferred file deletions, unreadable snapshots skipped. Storage cannot reach
+ * the broker's logger: the broker passes its sink in (the shape of its guard's FailureSink).
+ * `what` names what failed and the file or partition it concerns.
+ */
+export type BackgroundErrorSink = (err: unknown, what: string) => void;
 
 export class StorageError extends Error {
   override name = 'StorageError';
@@ -76,4 +87,21 @@ export function toStorageIOError(err: unknown, what: string): StorageIOError {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? 'EIO';
   const message = err instanceof Error ? err.message : String(err);
   return new StorageIOError(`${what}: ${message}`, code, err);
+}
+
+/** Whether a file-system error says the file (or its directory) is not there. */
+export function isMissingFile(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+}
+
+/**
+ * Deletes a file no caller waits for (leftovers, superseded snapshots): one already gone is
+ * fine, any other failure is reported to `onError` and the file stays.
+ */
+export async function removeFile(path: string, onError: BackgroundErrorSink): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (err) {
+    if (!isMissingFile(err)) onError(err, `deleting ${path}`);
+  }
 }

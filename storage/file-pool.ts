@@ -14,6 +14,7 @@
 import { writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
+import type { BackgroundErrorSink } from './errors.ts';
 
 interface Entry {
   path: string;
@@ -29,21 +30,28 @@ export interface HandleLease {
 }
 
 export interface FileHandlePoolOptions {
+  /** Open descriptors the cache keeps, at most (idle ones are closed first). */
+  maxOpenFiles?: number;
   /** Writes up to this many bytes are made in place on the calling thread. */
   syncWriteMaxBytes?: number;
+  /** Where a handle that fails to close is reported (nobody awaits the close). */
+  onError: BackgroundErrorSink;
 }
 
 export const DEFAULT_SYNC_WRITE_MAX_BYTES = 1024 * 1024;
+/** Sluice: the descriptors the handle cache holds by default (Kafka keeps every segment open). */
+export const DEFAULT_MAX_OPEN_FILES = 4096;
 
 export class FileHandlePool {
   private readonly entries = new Map<string, Entry>();
+  readonly maxOpenFiles: number;
   readonly syncWriteMaxBytes: number;
+  private readonly onError: BackgroundErrorSink;
 
-  constructor(
-    readonly maxOpen = 2048,
-    options: FileHandlePoolOptions = {},
-  ) {
+  constructor(options: FileHandlePoolOptions) {
+    this.maxOpenFiles = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES;
     this.syncWriteMaxBytes = options.syncWriteMaxBytes ?? DEFAULT_SYNC_WRITE_MAX_BYTES;
+    this.onError = options.onError;
   }
 
   /**
@@ -110,7 +118,7 @@ export class FileHandlePool {
         if (released) return;
         released = true;
         owner.leases--;
-        if (owner.leases === 0 && owner.stale) void closeQuietly(owner);
+        if (owner.leases === 0 && owner.stale) void this.close(owner);
       },
     };
   }
@@ -121,7 +129,7 @@ export class FileHandlePool {
     if (entry === undefined) return;
     this.entries.delete(path);
     entry.stale = true;
-    if (entry.leases === 0) void closeQuietly(entry);
+    if (entry.leases === 0) void this.close(entry);
   }
 
   /** Invalidates every handle under a directory prefix. */
@@ -137,26 +145,33 @@ export class FileHandlePool {
     const all = [...this.entries.values()];
     this.entries.clear();
     for (const e of all) e.stale = true;
-    await Promise.all(all.filter((e) => e.leases === 0).map(closeQuietly));
+    await Promise.all(all.filter((e) => e.leases === 0).map((e) => this.close(e)));
+  }
+
+  /** Closes an entry's handle; one that never opened has nothing to close. */
+  private async close(entry: Entry): Promise<void> {
+    let handle: FileHandle;
+    try {
+      handle = await entry.opening;
+    } catch {
+      // The open failed, and was reported to the caller that asked for it.
+      return;
+    }
+    try {
+      await handle.close();
+    } catch (err) {
+      this.onError(err, `closing ${entry.path}`);
+    }
   }
 
   private evict(): void {
-    if (this.entries.size <= this.maxOpen) return;
+    if (this.entries.size <= this.maxOpenFiles) return;
     for (const entry of this.entries.values()) {
-      if (this.entries.size <= this.maxOpen) break;
+      if (this.entries.size <= this.maxOpenFiles) break;
       if (entry.leases > 0 || entry.handle === null) continue;
       this.entries.delete(entry.path);
       entry.stale = true;
-      void closeQuietly(entry);
+      void this.close(entry);
     }
-  }
-}
-
-async function closeQuietly(entry: Entry): Promise<void> {
-  try {
-    const h = await entry.opening;
-    await h.close();
-  } catch {
-    // Already closed or never opened: nothing to release.
   }
 }

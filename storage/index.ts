@@ -9,7 +9,8 @@ export {
   REPLICATION_OFFSET_CHECKPOINT,
   CLEANER_OFFSET_CHECKPOINT,
 } from './log-manager.ts';
-export type { LogManagerOptions } from './log-manager.ts';
+export { DEFAULT_LOAD_CONCURRENCY } from './log-manager.ts';
+export type { LogManagerOptions, LogManagerTasks, RecoverySummary } from './log-manager.ts';
 export { PartitionLog } from './log.ts';
 export type {
   AppendListener,
@@ -19,15 +20,7 @@ export type {
   PartitionLogOptions,
   TimestampAndOffset,
 } from './log.ts';
-export {
-  DEFAULT_LOG_CONFIG,
-  NEVER,
-  TOPIC_CONFIG_NAMES,
-  logConfigFromProperties,
-  normalizeCleanupPolicy,
-  isCompacted,
-  hasDeletePolicy,
-} from './config.ts';
+export { NEVER, isCompacted, hasDeletePolicy } from './config.ts';
 export type { LogConfig, CleanupPolicy, MessageTimestampType } from './config.ts';
 export {
   StorageError,
@@ -39,12 +32,13 @@ export {
   StorageIOError,
   ProducerStateError,
 } from './errors.ts';
-export type { ProducerErrorCode } from './errors.ts';
+export type { BackgroundErrorSink, ProducerErrorCode } from './errors.ts';
 export { LeaderEpochCache, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts';
 export type { EpochEntry } from './leader-epoch-cache.ts';
 export { ProducerStateManager, NUM_BATCHES_TO_RETAIN } from './producer-state.ts';
 export type { ProducerCheck, ProducerDescription, ProducerStateEntry, BatchMetadata, AppendOrigin } from './producer-state.ts';
-export { LogCleaner } from './cleaner.ts';
+export { LogCleaner, CLEANER_MAX_MAP_KEYS, CLEANER_SLICE_MS } from './cleaner.ts';
 export type { CleanerOptions, CleanResult } from './cleaner.ts';
-export { FileHandlePool } from './file-pool.ts';
+export { FileHandlePool, DEFAULT_MAX_OPEN_FILES } from './file-pool.ts';
+export type { FileHandlePoolOptions } from './file-pool.ts';
 export { readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';

@@ -19,7 +19,6 @@ export class LeaderEpochCache {
 
   private constructor(private readonly path: string) {}
 
-  /** `exists: false` skips the read when the caller already listed the directory. */
   /**
    * `exists: false` skips the read when the caller already listed the directory. A file that
    * cannot be parsed (torn by a crash on a file system without atomic rename) loads empty
@@ -55,7 +54,7 @@ export class LeaderEpochCache {
   }
 
   get latestEpoch(): number {
-    return this.entries.length === 0 ? UNDEFINED_EPOCH : this.entries[this.entries.length - 1]!.epoch;
+    return this.entries[this.entries.length - 1]?.epoch ?? UNDEFINED_EPOCH;
   }
 
   /** Records that `epoch` starts at `startOffset`; entries it supersedes are dropped. Returns true if changed. */
@@ -103,12 +102,16 @@ export class LeaderEpochCache {
 
   /** Log start moved to `startOffset`: the epoch covering it now starts there. */
   truncateFromStart(startOffset: number): boolean {
+    // The last entry starting at or before the new start covers it; earlier ones go.
     let firstKept = 0;
-    while (firstKept + 1 < this.entries.length && this.entries[firstKept + 1]!.startOffset <= startOffset) firstKept++;
-    const changed = firstKept > 0 || (this.entries[0] !== undefined && this.entries[0].startOffset < startOffset);
-    if (!changed) return false;
-    this.entries = this.entries.slice(firstKept);
-    if (this.entries[0]!.startOffset < startOffset) this.entries[0] = { epoch: this.entries[0]!.epoch, startOffset };
+    for (let next = this.entries[1]; next !== undefined && next.startOffset <= startOffset; next = this.entries[firstKept + 1]) {
+      firstKept++;
+    }
+    const kept = this.entries.slice(firstKept);
+    const first = kept[0];
+    if (first === undefined || (firstKept === 0 && first.startOffset >= startOffset)) return false;
+    if (first.startOffset < startOffset) kept[0] = { epoch: first.epoch, startOffset };
+    this.entries = kept;
     return true;
   }
 

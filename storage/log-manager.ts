@@ -3,14 +3,14 @@
 // every log.retention.check.interval.ms and the cleaner, and keeps the checkpoint files
 // and the clean-shutdown marker.
 
-import { mkdir, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_LOG_CONFIG, isCompacted } from './config.ts';
+import { isCompacted } from './config.ts';
 import type { LogConfig } from './config.ts';
 import { fsyncDir, parseTopicPartition, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';
 import { LogCleaner } from './cleaner.ts';
 import type { CleanerOptions } from './cleaner.ts';
-import { toStorageIOError } from './errors.ts';
+import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
 import { FileHandlePool } from './file-pool.ts';
 import { PartitionLog } from './log.ts';
 
@@ -20,30 +20,42 @@ export const LOG_START_OFFSET_CHECKPOINT = 'log-start-offset-checkpoint';
 export const REPLICATION_OFFSET_CHECKPOINT = 'replication-offset-checkpoint';
 export const CLEANER_OFFSET_CHECKPOINT = 'cleaner-offset-checkpoint';
 
+/**
+ * The periodic work of a LogManager, each interval a broker config (no defaults here: the
+ * broker passes its effective values, Kafka's defaults unless set).
+ */
+export interface LogManagerTasks {
+  /** log.retention.check.interval.ms */
+  retentionCheckIntervalMs: number;
+  /** log.flush.offset.checkpoint.interval.ms */
+  flushOffsetCheckpointIntervalMs: number;
+  /** log.flush.start.offset.checkpoint.interval.ms */
+  flushStartOffsetCheckpointIntervalMs: number;
+  /** replica.high.watermark.checkpoint.interval.ms */
+  highWatermarkCheckpointIntervalMs: number;
+  /** log.cleaner.enable */
+  cleanerEnable: boolean;
+  /** log.cleaner.backoff.ms */
+  cleanerBackoffMs: number;
+}
+
+/** Sluice: partition logs opened (and closed) at once at start-up and shutdown, a file-system latency bound. */
+export const DEFAULT_LOAD_CONCURRENCY = 8;
+
 export interface LogManagerOptions {
   /** log.dirs */
   logDirs: string[];
-  /** Broker-level defaults for topic configs (log.retention.ms etc. already mapped). */
-  defaultConfig?: Partial<LogConfig>;
-  /** Per-topic overrides, consulted when a log is loaded or created. */
+  /** The broker-level topic config (log.retention.ms etc. already mapped): every log's base. */
+  defaultConfig: LogConfig;
+  /** A topic's own config over defaultConfig, consulted when a log is loaded or created. */
   topicConfig?: (topic: string) => Partial<LogConfig> | undefined;
-  /** log.retention.check.interval.ms (default 300000) */
-  retentionCheckIntervalMs?: number;
-  /** log.flush.offset.checkpoint.interval.ms (default 60000) */
-  flushOffsetCheckpointIntervalMs?: number;
-  /** log.flush.start.offset.checkpoint.interval.ms (default 60000) */
-  flushStartOffsetCheckpointIntervalMs?: number;
-  /** replica.high.watermark.checkpoint.interval.ms (default 5000) */
-  highWatermarkCheckpointIntervalMs?: number;
-  /** log.cleaner.enable (default true) */
-  cleanerEnable?: boolean;
-  cleaner?: Partial<CleanerOptions>;
-  /** Upper bound on open file descriptors held by the handle cache. */
+  /** The periodic tasks to run; without them nothing runs in the background (tests drive it by hand). */
+  tasks?: LogManagerTasks;
+  cleaner?: Partial<Omit<CleanerOptions, 'onError' | 'time'>>;
+  /** Upper bound on open file descriptors held by the handle cache (DEFAULT_MAX_OPEN_FILES). */
   maxOpenFiles?: number;
-  /** How many partition logs load at once at startup. */
+  /** How many partition logs load at once at startup (DEFAULT_LOAD_CONCURRENCY). */
   loadConcurrency?: number;
-  /** Start the periodic tasks (default true; tests drive them by hand). */
-  scheduleTasks?: boolean;
   /**
    * Topics whose partition dirs in log.dirs belong to another owner and are never loaded,
    * retained or cleaned here (the Raft metadata log, as Kafka's LogManager skips
@@ -52,11 +64,11 @@ export interface LogManagerOptions {
   skipTopics?: readonly string[];
   time?: () => number;
   /**
-   * Where a background task (retention, checkpoints, the cleaner, flushes) reports a failure;
-   * storage cannot reach the broker's logger, so the broker passes its guard's sink. The
-   * task fails alone and runs again on its next tick.
+   * Where a background task (retention, checkpoints, the cleaner, flushes, deferred
+   * deletions) reports a failure; storage cannot reach the broker's logger, so the broker
+   * passes its guard's sink. The task fails alone and runs again on its next tick.
    */
-  onBackgroundError?: (err: unknown, what: string) => void;
+  onBackgroundError: BackgroundErrorSink;
 }
 
 /** What start-up found and repaired in the log dirs, for the one line the broker prints. */
@@ -97,9 +109,9 @@ export class LogManager {
   readonly hadCleanShutdown = new Map<string, boolean>();
 
   private constructor(readonly options: LogManagerOptions) {
-    this.pool = new FileHandlePool(options.maxOpenFiles ?? 4096);
+    this.pool = new FileHandlePool({ maxOpenFiles: options.maxOpenFiles, onError: this.backgroundErrorSink });
     this.time = options.time ?? Date.now;
-    this.cleaner = new LogCleaner({ ...options.cleaner, time: this.time, onError: (err, what) => this.reportBackgroundError(err, what) });
+    this.cleaner = new LogCleaner({ ...options.cleaner, time: this.time, onError: this.backgroundErrorSink });
     for (const dir of options.logDirs) this.logCounts.set(dir, 0);
   }
 
@@ -107,7 +119,7 @@ export class LogManager {
     const manager = new LogManager(options);
     for (const dir of options.logDirs) await manager.loadLogDir(dir);
     for (const dir of options.logDirs) await manager.checkpointDir(dir);
-    if (options.scheduleTasks ?? true) manager.scheduleTasks();
+    if (options.tasks !== undefined) manager.scheduleTasks(options.tasks);
     return manager;
   }
 
@@ -131,7 +143,7 @@ export class LogManager {
         if ((err as { code?: string }).code !== 'EINVAL') throw err;
         // Unreadable: every log is recovered as after an unclean stop, from its start.
         damaged = true;
-        this.options.onBackgroundError?.(err, `reading ${name} in ${logDir}`);
+        this.reportBackgroundError(err, `reading ${name} in ${logDir} (every log is recovered from its start)`);
         return new Map();
       }
     };
@@ -141,11 +153,11 @@ export class LogManager {
     const cleanerOffsets = await readOrEmpty(CLEANER_OFFSET_CHECKPOINT);
     const loadClean = clean && !damaged;
     const names = await readdir(logDir, { withFileTypes: true });
-    const toLoad: string[] = [];
+    const toLoad: { name: string; topic: string; partition: number }[] = [];
     for (const entry of names) {
       if (entry.isFile() && entry.name.endsWith('.tmp')) {
         // A checkpoint write the crash interrupted; the previous file is intact.
-        await unlink(join(logDir, entry.name)).catch(() => undefined);
+        await removeFile(join(logDir, entry.name), this.backgroundErrorSink);
         this.recovery.removedTmpFiles++;
         continue;
       }
@@ -156,13 +168,12 @@ export class LogManager {
         continue;
       }
       const tp = parseTopicPartition(entry.name);
-      if (tp !== null && !this.options.skipTopics?.includes(tp.topic)) toLoad.push(entry.name);
+      if (tp !== null && !this.options.skipTopics?.includes(tp.topic)) toLoad.push({ name: entry.name, ...tp });
     }
-    await forEachConcurrently(toLoad, this.options.loadConcurrency ?? 8, async (name) => {
-      const tp = parseTopicPartition(name)!;
+    await forEachConcurrently(toLoad, this.options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, async ({ name, topic, partition }) => {
       const log = await PartitionLog.open({
         dir: join(logDir, name),
-        config: this.configFor(tp.topic),
+        config: this.configFor(topic),
         pool: this.pool,
         // Without a checkpoint entry the whole log is suspect after an unclean stop.
         recoveryPoint: recoveryPoints.get(name),
@@ -172,26 +183,30 @@ export class LogManager {
         time: this.time,
         onBackgroundError: this.backgroundErrorSink,
       });
-      this.register(tp.topic, tp.partition, logDir, log);
+      this.register(topic, partition, logDir, log);
       this.recovery.partitions++;
       if (!loadClean) this.recovery.recoveredUnclean++;
-      this.recovery.truncatedBytes += log.truncatedOnRecovery;
+      this.recovery.truncatedBytes += log.truncatedOnRecoveryBytes;
       const firstDirty = cleanerOffsets.get(name);
       if (firstDirty !== undefined) this.cleaner.setFirstDirtyOffset(log, firstDirty);
     });
-    if (clean) await unlink(marker).catch(() => undefined);
+    // Left in place, the marker would make the next start after a crash trust it: reported.
+    if (clean) await removeFile(marker, this.backgroundErrorSink);
   }
 
   private configFor(topic: string, overrides?: Partial<LogConfig>): LogConfig {
     // A caller that passes the topic's config spares the lookup (one per partition created).
-    return { ...DEFAULT_LOG_CONFIG, ...this.options.defaultConfig, ...(overrides ?? this.options.topicConfig?.(topic)) };
+    return { ...this.options.defaultConfig, ...(overrides ?? this.options.topicConfig?.(topic)) };
   }
 
   private register(topic: string, partition: number, logDir: string, log: PartitionLog): void {
     const loaded: LoadedLog = { topic, partition, logDir, log };
     this.logs.set(`${topic}-${partition}`, loaded);
     let ofTopic = this.logsByTopic.get(topic);
-    if (ofTopic === undefined) this.logsByTopic.set(topic, (ofTopic = new Set()));
+    if (ofTopic === undefined) {
+      ofTopic = new Set();
+      this.logsByTopic.set(topic, ofTopic);
+    }
     ofTopic.add(loaded);
     this.logCounts.set(logDir, (this.logCounts.get(logDir) ?? 0) + 1);
     if (isCompacted(log.config)) this.cleaner.register(log);
@@ -267,8 +282,16 @@ export class LogManager {
   }
 
   private leastLoadedDir(): string {
-    let best = this.options.logDirs[0]!;
-    for (const d of this.options.logDirs) if (this.logCounts.get(d)! < this.logCounts.get(best)!) best = d;
+    let best: string | undefined;
+    let bestCount = Infinity;
+    for (const dir of this.options.logDirs) {
+      const count = this.logCounts.get(dir) ?? 0;
+      if (count < bestCount) {
+        best = dir;
+        bestCount = count;
+      }
+    }
+    if (best === undefined) throw new Error('no log dirs configured');
     return best;
   }
 
@@ -294,7 +317,7 @@ export class LogManager {
 
   private reportBackgroundError(err: unknown, what: string): void {
     try {
-      this.options.onBackgroundError?.(err, what);
+      this.options.onBackgroundError(err, what);
     } catch {
       // A sink that throws has nowhere left to report to.
     }
@@ -338,7 +361,7 @@ export class LogManager {
     await writeOffsetCheckpoint(join(logDir, CLEANER_OFFSET_CHECKPOINT), cleaned);
   }
 
-  private scheduleTasks(): void {
+  private scheduleTasks(tasks: LogManagerTasks): void {
     const every = (ms: number, what: string, task: () => Promise<unknown>): void => {
       let running = false;
       const t = setInterval(() => {
@@ -359,14 +382,14 @@ export class LogManager {
       t.unref();
       this.timers.push(t);
     };
-    every(this.options.retentionCheckIntervalMs ?? 300_000, 'log retention', () => this.runRetention());
+    every(tasks.retentionCheckIntervalMs, 'log retention', () => this.runRetention());
     const checkpointMs = Math.min(
-      this.options.flushOffsetCheckpointIntervalMs ?? 60_000,
-      this.options.flushStartOffsetCheckpointIntervalMs ?? 60_000,
-      this.options.highWatermarkCheckpointIntervalMs ?? 5_000,
+      tasks.flushOffsetCheckpointIntervalMs,
+      tasks.flushStartOffsetCheckpointIntervalMs,
+      tasks.highWatermarkCheckpointIntervalMs,
     );
     every(checkpointMs, 'offset checkpoints', () => this.checkpointAll());
-    if (this.options.cleanerEnable ?? true) this.cleaner.start();
+    if (tasks.cleanerEnable) this.cleaner.start(tasks.cleanerBackoffMs);
   }
 
   /** Stops tasks, closes every log (flush + producer snapshot), checkpoints, marks a clean shutdown. */
@@ -374,7 +397,7 @@ export class LogManager {
     this.shuttingDown = true;
     for (const t of this.timers) clearInterval(t);
     await this.cleaner.stop();
-    await forEachConcurrently([...this.logs.values()], this.options.loadConcurrency ?? 8, (l) => l.log.close());
+    await forEachConcurrently([...this.logs.values()], this.options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, (l) => l.log.close());
     for (const dir of this.options.logDirs) {
       await this.checkpointDir(dir);
       try {
@@ -390,9 +413,10 @@ export class LogManager {
 
 /** Runs `task` over `items` with at most `concurrency` in flight (file system latency bound). */
 async function forEachConcurrently<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
+  const queue = items[Symbol.iterator]();
   const worker = async (): Promise<void> => {
-    while (next < items.length) await task(items[next++]!);
+    // One shared iterator: each item goes to exactly one worker.
+    for (let next = queue.next(); !next.done; next = queue.next()) await task(next.value);
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }

@@ -3,32 +3,35 @@
 // retention, segment swaps) run one at a time under a per-log lock; reads never take it
 // and work on the segment list current when they start.
 
-import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../protocol/records/batch.ts';
-import { DEFAULT_LOG_CONFIG, NEVER, hasDeletePolicy } from './config.ts';
+import { NEVER, hasDeletePolicy } from './config.ts';
 import type { LogConfig } from './config.ts';
 import {
+  type BackgroundErrorSink,
   CorruptRecordError,
   LogClosedError,
   OffsetOutOfRangeError,
   RecordTooLargeError,
   UnexpectedAppendOffsetError,
+  isMissingFile,
+  removeFile,
   toStorageIOError,
 } from './errors.ts';
 import { FileHandlePool } from './file-pool.ts';
 import { LEADER_EPOCH_CHECKPOINT, LeaderEpochCache } from './leader-epoch-cache.ts';
 import { ProducerStateManager } from './producer-state.ts';
 import type { AppendOrigin, ProducerCheck, ProducerDescription } from './producer-state.ts';
-import { INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, segmentFileName } from './segment.ts';
-import type { BatchExtent } from './segment.ts';
+import { type BatchExtent, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, extentOf, segmentFileName } from './segment.ts';
 import { firstRecordAtOrAfter, offsetOfMaxTimestamp } from './records.ts';
 
 export interface PartitionLogOptions {
   /** The partition directory, `<log dir>/<topic>-<partition>`. */
   dir: string;
-  config?: Partial<LogConfig>;
+  /** The topic's settings, whole: storage has no defaults of its own (the broker's are Kafka's). */
+  config: LogConfig;
   pool?: FileHandlePool;
   /**
    * Offset below which the log is known to be fsynced (recovery-point-offset-checkpoint).
@@ -41,8 +44,11 @@ export interface PartitionLogOptions {
   cleanShutdown?: boolean;
   /** Injectable clock (ms since epoch), for LogAppendTime, segment.ms, retention and flush.ms. */
   time?: () => number;
-  /** Where a background flush that failed is reported (the next flush retries it). */
-  onBackgroundError?: (err: unknown, what: string) => void;
+  /**
+   * Where failures nobody awaits are reported: a background flush (the next flush retries
+   * it), a deferred file deletion, a producer snapshot skipped as unreadable.
+   */
+  onBackgroundError: BackgroundErrorSink;
 }
 
 export interface AppendOptions {
@@ -61,10 +67,10 @@ export interface AppendOptions {
 export interface LogAppendInfo {
   firstOffset: number;
   lastOffset: number;
-  maxTimestamp: number;
+  maxTimestampMs: number;
   offsetOfMaxTimestamp: number;
   /** The broker time written into the batches for LogAppendTime topics, else -1. */
-  logAppendTime: number;
+  logAppendTimeMs: number;
   logStartOffset: number;
   /** Bytes appended (0 for a duplicate). */
   validBytes: number;
@@ -92,10 +98,10 @@ export interface LogReadResult {
 }
 
 export interface TimestampAndOffset {
-  timestamp: number;
-  offset: number;
+  readonly timestampMs: number;
+  readonly offset: number;
   /** Leader epoch of the batch holding the offset, or -1. */
-  leaderEpoch: number;
+  readonly leaderEpoch: number;
 }
 
 export type AppendListener = (info: LogAppendInfo) => void;
@@ -140,7 +146,6 @@ export class PartitionLog {
   private hw = 0;
   private recoveryPointOffset = 0;
   private readonly lock = new Mutex();
-  private onBackgroundError: (err: unknown, what: string) => void = () => {};
   private flushChain: Promise<void> = Promise.resolve();
   private truncations = 0;
   private unflushedMessages = 0;
@@ -152,7 +157,7 @@ export class PartitionLog {
   private readonly listeners = new Set<AppendListener>();
   private closed = false;
   /** Bytes cut off invalid tails when the log was opened after an unclean stop. */
-  truncatedOnRecovery = 0;
+  truncatedOnRecoveryBytes = 0;
   readonly epochCache: LeaderEpochCache;
   readonly producerState: ProducerStateManager;
   readonly time: () => number;
@@ -163,18 +168,19 @@ export class PartitionLog {
     readonly pool: FileHandlePool,
     epochCache: LeaderEpochCache,
     time: () => number,
+    private readonly onBackgroundError: BackgroundErrorSink,
   ) {
     this.dir = dir;
     this.config = config;
     this.epochCache = epochCache;
-    this.producerState = new ProducerStateManager(dir);
+    this.producerState = new ProducerStateManager(dir, onBackgroundError);
     this.time = time;
     this.lastFlushMs = time();
   }
 
   /** Opens (creating if needed) the log in `opts.dir`, recovering it after an unclean stop. */
   static async open(opts: PartitionLogOptions): Promise<PartitionLog> {
-    const config = { ...DEFAULT_LOG_CONFIG, ...opts.config };
+    const config = { ...opts.config };
     const time = opts.time ?? Date.now;
     let names: string[];
     try {
@@ -189,8 +195,14 @@ export class PartitionLog {
       names = [];
     }
     const epochCache = await LeaderEpochCache.load(opts.dir, names.includes(LEADER_EPOCH_CHECKPOINT));
-    const log = new PartitionLog(opts.dir, config, opts.pool ?? new FileHandlePool(), epochCache, time);
-    if (opts.onBackgroundError !== undefined) log.onBackgroundError = opts.onBackgroundError;
+    const log = new PartitionLog(
+      opts.dir,
+      config,
+      opts.pool ?? new FileHandlePool({ onError: opts.onBackgroundError }),
+      epochCache,
+      time,
+      opts.onBackgroundError,
+    );
     await log.load(opts, names);
     return log;
   }
@@ -214,16 +226,17 @@ export class PartitionLog {
   get segmentCount(): number {
     return this.segments.length;
   }
+  /** The segment appends go to: the last one (a log always keeps at least one). */
   get activeSegment(): LogSegment {
-    return this.segments[this.segments.length - 1]!;
+    return lastOf(this.segments, this.dir);
   }
   /** Segments, oldest first (read-only view for the cleaner and tests). */
   get allSegments(): readonly LogSegment[] {
     return this.segments;
   }
-  get size(): number {
+  get sizeBytes(): number {
     let total = 0;
-    for (const s of this.segments) total += s.size;
+    for (const s of this.segments) total += s.sizeBytes;
     return total;
   }
   get latestEpoch(): number {
@@ -247,11 +260,12 @@ export class PartitionLog {
 
   private async load(opts: PartitionLogOptions, listed: string[]): Promise<void> {
     let names = listed;
-    if (names.some((n) => n.endsWith('.swap'))) names = await completeOrDiscardSwaps(this.dir, names);
+    if (names.some((n) => n.endsWith('.swap'))) names = await completeOrDiscardSwaps(this.dir, names, this.onBackgroundError);
     const bases: number[] = [];
     for (const name of names) {
       if (name.endsWith('.deleted') || name.endsWith('.cleaned') || name.endsWith('.tmp')) {
-        await unlink(join(this.dir, name)).catch(() => undefined);
+        // Left by a crash: deleting it is tidying up; one that stays is reported, not fatal.
+        await removeFile(join(this.dir, name), this.onBackgroundError);
       } else if (name.endsWith(LOG_SUFFIX)) {
         const base = Number(name.slice(0, -LOG_SUFFIX.length));
         if (Number.isSafeInteger(base)) bases.push(base);
@@ -271,7 +285,7 @@ export class PartitionLog {
     if (cleanShutdown) {
       const active = this.activeSegment;
       const rp = opts.recoveryPoint;
-      if (rp !== undefined && (rp > active.baseOffset || (rp === active.baseOffset && active.size === 0))) {
+      if (rp !== undefined && (rp > active.baseOffset || (rp === active.baseOffset && active.sizeBytes === 0))) {
         // A clean shutdown flushed everything, so the recovery point is the log end: the
         // active segment's indexes can wait for its first read or append.
         this.nextOffsetMetadata = rp;
@@ -283,7 +297,7 @@ export class PartitionLog {
     } else {
       await this.recover(this.epochCache.damaged ? 0 : (opts.recoveryPoint ?? 0));
     }
-    this.startOffset = Math.min(Math.max(requestedStart, this.segments[0]!.baseOffset), this.nextOffsetMetadata);
+    this.startOffset = Math.min(Math.max(requestedStart, firstOf(this.segments, this.dir).baseOffset), this.nextOffsetMetadata);
     this.hw = Math.min(Math.max(opts.highWatermark ?? 0, this.startOffset), this.nextOffsetMetadata);
     let epochsChanged = this.epochCache.truncateFromEnd(this.nextOffsetMetadata);
     epochsChanged = this.epochCache.truncateFromStart(this.startOffset) || epochsChanged;
@@ -295,22 +309,22 @@ export class PartitionLog {
     let first = this.segmentIndexFor(recoveryPoint);
     if (first < 0) first = 0;
     // Recovery rewrites the tail, so the producer state is rebuilt from the last snapshot.
-    for (let i = first; i < this.segments.length; i++) {
-      const seg = this.segments[i]!;
+    for (const [i, seg] of this.segments.entries()) {
+      if (i < first) continue;
       const truncatedBytes = await seg.recover(this.config.indexIntervalBytes, (b) => {
         if (b.partitionLeaderEpoch >= 0) this.epochCache.assign(b.partitionLeaderEpoch, b.baseOffset);
       });
-      this.truncatedOnRecovery += truncatedBytes;
+      this.truncatedOnRecoveryBytes += truncatedBytes;
       if (truncatedBytes > 0) {
         // Everything after an invalid byte is unusable, including later segments.
         const dropped = this.segments.splice(i + 1);
-        for (const d of dropped) await d.markDeleted(0);
+        for (const d of dropped) await d.markDeleted(0, this.onBackgroundError);
         break;
       }
     }
     await this.activeSegment.ensureLoaded(this.config.indexIntervalBytes);
     this.nextOffsetMetadata = this.activeSegment.nextOffset;
-    for (let i = Math.max(first, 0); i < this.segments.length; i++) await this.segments[i]!.fsync();
+    for (const seg of this.segments.slice(first)) await seg.fsync();
     this.recoveryPointOffset = this.nextOffsetMetadata;
     await this.producerState.deleteSnapshots((o) => o > this.nextOffsetMetadata);
     await this.epochCache.persist();
@@ -340,8 +354,7 @@ export class PartitionLog {
   /** Visits the header of every batch with lastOffset >= `fromOffset`, in order. */
   async forEachBatchHeader(fromOffset: number, visit: (b: RecordBatch) => void): Promise<void> {
     const segments = this.segments;
-    for (let i = 0; i < segments.length; i++) {
-      const seg = segments[i]!;
+    for (const [i, seg] of segments.entries()) {
       const nextBase = segments[i + 1]?.baseOffset ?? Infinity;
       if (nextBase <= fromOffset) continue;
       await seg.ensureLoaded(this.config.indexIntervalBytes);
@@ -395,15 +408,15 @@ export class PartitionLog {
     let pos = 0;
     let expectNext = -1;
     while (pos < batches.length) {
-      let size: number;
+      let sizeBytes: number;
       try {
-        size = validateBatchAt(batches, pos, batches.length, true);
+        sizeBytes = validateBatchAt(batches, pos, batches.length, true);
       } catch (err) {
         if (err instanceof InvalidRecordBatchError) throw new CorruptRecordError(`batch at byte ${pos}: ${err.message}`, err.kind);
         throw err;
       }
-      if (size > this.config.maxMessageBytes) {
-        throw new RecordTooLargeError(`batch of ${size} bytes exceeds max.message.bytes ${this.config.maxMessageBytes}`);
+      if (sizeBytes > this.config.maxMessageBytes) {
+        throw new RecordTooLargeError(`batch of ${sizeBytes} bytes exceeds max.message.bytes ${this.config.maxMessageBytes}`);
       }
       const view = new RecordBatch(batches, pos);
       if (assignOffsets) {
@@ -418,7 +431,7 @@ export class PartitionLog {
         expectNext = view.nextOffset;
       }
       views.push(view);
-      pos += size;
+      pos += sizeBytes;
     }
     return views;
   }
@@ -426,13 +439,15 @@ export class PartitionLog {
   private async appendLocked(data: Buffer, views: RecordBatch[], assignOffsets: boolean, opts: AppendOptions): Promise<LogAppendInfo> {
     if (this.closed) throw new LogClosedError(`log ${this.dir} is closed`);
     const origin = opts.origin ?? (assignOffsets ? 'client' : 'replication');
-    if (views.length === 0) {
+    const first = views[0];
+    const last = views[views.length - 1];
+    if (first === undefined || last === undefined) {
       return {
         firstOffset: -1,
         lastOffset: -1,
-        maxTimestamp: -1,
+        maxTimestampMs: -1,
         offsetOfMaxTimestamp: -1,
-        logAppendTime: -1,
+        logAppendTimeMs: -1,
         logStartOffset: this.startOffset,
         validBytes: 0,
         batchCount: 0,
@@ -446,9 +461,9 @@ export class PartitionLog {
         return {
           firstOffset: check.firstOffset,
           lastOffset: check.lastOffset,
-          maxTimestamp: -1,
+          maxTimestampMs: -1,
           offsetOfMaxTimestamp: -1,
-          logAppendTime: -1,
+          logAppendTimeMs: -1,
           logStartOffset: this.startOffset,
           validBytes: 0,
           batchCount: 0,
@@ -456,38 +471,37 @@ export class PartitionLog {
         };
       }
     }
-    const now = this.time();
-    let logAppendTime = -1;
+    const nowMs = this.time();
+    let logAppendTimeMs = -1;
     if (assignOffsets) {
       let next = this.nextOffsetMetadata;
       const epoch = opts.leaderEpoch ?? -1;
       const useAppendTime = this.config.messageTimestampType === 'LogAppendTime';
-      if (useAppendTime) logAppendTime = now;
+      if (useAppendTime) logAppendTimeMs = nowMs;
       for (const v of views) {
         v.setBaseOffset(next);
         v.setPartitionLeaderEpoch(epoch);
-        if (useAppendTime) v.setLogAppendTime(now);
+        if (useAppendTime) v.setLogAppendTime(nowMs);
         next = v.nextOffset;
       }
-    } else if (views[0]!.baseOffset < this.nextOffsetMetadata) {
-      throw new UnexpectedAppendOffsetError(`first offset ${views[0]!.baseOffset} is below the log end offset ${this.nextOffsetMetadata}`);
+    } else if (first.baseOffset < this.nextOffsetMetadata) {
+      throw new UnexpectedAppendOffsetError(`first offset ${first.baseOffset} is below the log end offset ${this.nextOffsetMetadata}`);
     }
-    const firstOffset = views[0]!.baseOffset;
-    const last = views[views.length - 1]!;
+    const firstOffset = first.baseOffset;
     const lastOffset = last.lastOffset;
-    let maxTimestamp = -1;
+    let maxTimestampMs = -1;
     let offsetOfMaxTimestamp = -1;
     const extents: BatchExtent[] = views.map((v) => {
-      const e = { baseOffset: v.baseOffset, lastOffset: v.lastOffset, maxTimestamp: v.maxTimestamp, size: v.sizeInBytes };
-      if (e.maxTimestamp > maxTimestamp) {
-        maxTimestamp = e.maxTimestamp;
+      const e = extentOf(v);
+      if (e.maxTimestampMs > maxTimestampMs) {
+        maxTimestampMs = e.maxTimestampMs;
         offsetOfMaxTimestamp = e.lastOffset;
       }
       return e;
     });
     const active = this.activeSegment;
     if (!active.loaded) await active.ensureLoaded(this.config.indexIntervalBytes);
-    if (this.shouldRoll(data.length, lastOffset, now)) await this.rollLocked(firstOffset);
+    if (this.shouldRoll(data.length, lastOffset, nowMs)) await this.rollLocked(firstOffset);
     const writing = this.activeSegment.append(data, extents, this.config.indexIntervalBytes);
     if (writing !== undefined) await writing;
     this.nextOffsetMetadata = lastOffset + 1;
@@ -495,16 +509,16 @@ export class PartitionLog {
     for (const v of views) {
       const epoch = v.partitionLeaderEpoch;
       if (epoch >= 0 && epoch > this.epochCache.latestEpoch) epochsChanged = this.epochCache.assign(epoch, v.baseOffset) || epochsChanged;
-      this.producerState.update(v, logAppendTime);
+      this.producerState.update(v, logAppendTimeMs);
     }
     if (epochsChanged) await this.epochCache.persist();
     this.unflushedMessages += lastOffset - firstOffset + 1;
     return {
       firstOffset,
       lastOffset,
-      maxTimestamp,
+      maxTimestampMs,
       offsetOfMaxTimestamp,
-      logAppendTime,
+      logAppendTimeMs,
       logStartOffset: this.startOffset,
       validBytes: data.length,
       batchCount: views.length,
@@ -513,13 +527,13 @@ export class PartitionLog {
   }
 
   /** Whether the active segment must roll before taking `bytes` ending at `lastOffset`; it must be loaded. */
-  private shouldRoll(bytes: number, lastOffset: number, now: number): boolean {
+  private shouldRoll(bytes: number, lastOffset: number, nowMs: number): boolean {
     const seg = this.activeSegment;
     const c = this.config;
-    const timeWaited = now - (seg.rollingBasedTimestamp >= 0 ? seg.rollingBasedTimestamp : seg.createdMs);
+    const waitedMs = nowMs - (seg.rollingBasedTimestampMs >= 0 ? seg.rollingBasedTimestampMs : seg.createdMs);
     return (
-      (seg.size > 0 && (seg.size + bytes > c.segmentBytes || timeWaited > c.segmentMs - c.segmentJitterMs)) ||
-      (seg.size > 0 && seg.isIndexFull(c.segmentIndexBytes)) ||
+      (seg.sizeBytes > 0 && (seg.sizeBytes + bytes > c.segmentBytes || waitedMs > c.segmentMs - c.segmentJitterMs)) ||
+      (seg.sizeBytes > 0 && seg.isIndexFull(c.segmentIndexBytes)) ||
       !seg.canHoldOffset(lastOffset)
     );
   }
@@ -544,11 +558,11 @@ export class PartitionLog {
   private async rollLocked(newBase: number): Promise<void> {
     const active = this.activeSegment;
     const base = Math.max(newBase, this.nextOffsetMetadata);
-    if (active.size === 0 && active.baseOffset === base) return;
-    if (active.size === 0) {
+    if (active.sizeBytes === 0 && active.baseOffset === base) return;
+    if (active.sizeBytes === 0) {
       // An empty active segment at a lower base (a follower skipping a gap) is replaced.
       this.segments.pop();
-      await active.markDeleted(0);
+      await active.markDeleted(0, this.onBackgroundError);
     } else {
       await active.onBecomeInactive();
     }
@@ -637,10 +651,9 @@ export class PartitionLog {
       logEndOffset: leo,
     });
     if (fetchOffset === leo || fetchOffset >= maxOffset) return empty(undefined);
-    let i = Math.max(0, floorIndex(segments, fetchOffset));
-    for (; i < segments.length; i++) {
-      const seg = segments[i]!;
-      if (seg.baseOffset >= maxOffset) break;
+    for (let i = Math.max(0, floorIndex(segments, fetchOffset)); i < segments.length; i++) {
+      const seg = segments[i];
+      if (seg === undefined || seg.baseOffset >= maxOffset) break;
       const r = await seg.read(fetchOffset, maxBytes, maxOffset, minOneBatch, this.config.indexIntervalBytes);
       if (r === undefined) continue;
       if (r === null) return empty(seg);
@@ -660,47 +673,47 @@ export class PartitionLog {
 
   // ---- offsets by time ----
 
-  /** The earliest offset whose record timestamp is >= `timestamp` (ListOffsets), or null. */
-  async offsetForTimestamp(timestamp: number): Promise<TimestampAndOffset | null> {
+  /** The earliest offset whose record timestamp is >= `timestampMs` (ListOffsets), or null. */
+  async offsetForTimestamp(timestampMs: number): Promise<TimestampAndOffset | null> {
     const segments = this.segments;
-    for (let i = 0; i < segments.length; i++) {
-      const seg = segments[i]!;
+    const last = segments[segments.length - 1];
+    for (const seg of segments) {
       const largest = await seg.largestTimestampCheap();
-      if (largest.timestamp < timestamp && seg !== segments[segments.length - 1]) continue;
+      if (largest.timestampMs < timestampMs && seg !== last) continue;
       await seg.ensureLoaded(this.config.indexIntervalBytes);
-      if (seg.maxTimestampSoFar < timestamp) continue;
-      const from = Math.max(seg.lookupTimestamp(timestamp), this.startOffset);
-      let hit: BatchExtent | null = null;
-      let hitEpoch = -1;
+      if (seg.maxTimestampSoFarMs < timestampMs) continue;
+      const from = Math.max(seg.lookupTimestamp(timestampMs), this.startOffset);
+      let hit: { extent: BatchExtent; leaderEpoch: number } | null = null;
       await seg.scan(seg.lookupPosition(from), false, (b, _pos, view) => {
-        if (b.lastOffset >= from && b.maxTimestamp >= timestamp) {
-          hit = b;
-          hitEpoch = view.partitionLeaderEpoch;
+        if (b.lastOffset >= from && b.maxTimestampMs >= timestampMs) {
+          hit = { extent: b, leaderEpoch: view.partitionLeaderEpoch };
           return false;
         }
         return true;
       });
-      if (hit === null) continue;
-      const batch = hit as BatchExtent;
-      const r = await seg.read(batch.baseOffset, batch.size, Infinity, true, this.config.indexIntervalBytes);
-      const record = r == null ? null : await firstRecordAtOrAfter(r.records, timestamp);
+      // The callback's assignment is invisible to the narrowing: re-read through a cast.
+      const found = hit as { extent: BatchExtent; leaderEpoch: number } | null;
+      if (found === null) continue;
+      const batch = found.extent;
+      const r = await seg.read(batch.baseOffset, batch.sizeBytes, Infinity, true, this.config.indexIntervalBytes);
+      const record = r == null ? null : await firstRecordAtOrAfter(r.records, timestampMs);
       const offset = Math.max(record?.offset ?? batch.baseOffset, this.startOffset);
-      return { offset, timestamp: record?.timestamp ?? batch.maxTimestamp, leaderEpoch: hitEpoch };
+      return { offset, timestampMs: record?.timestampMs ?? batch.maxTimestampMs, leaderEpoch: found.leaderEpoch };
     }
     return null;
   }
 
   /** The offset holding the largest timestamp (ListOffsets -3, KIP-734), or null when empty. */
   async maxTimestampOffset(): Promise<TimestampAndOffset | null> {
-    let best: { timestamp: number; offset: number } | null = null;
+    let best: { timestampMs: number; offset: number } | null = null;
     for (const seg of this.segments) {
-      if (seg.size === 0) continue;
+      if (seg.sizeBytes === 0) continue;
       let t = await this.largestTimestampOf(seg);
       if (t.offset < 0) {
         await seg.ensureLoaded(this.config.indexIntervalBytes);
-        t = { timestamp: seg.maxTimestampSoFar, offset: seg.offsetOfMaxTimestampSoFar };
+        t = { timestampMs: seg.maxTimestampSoFarMs, offset: seg.offsetOfMaxTimestampSoFar };
       }
-      if (best === null || t.timestamp > best.timestamp) best = t;
+      if (best === null || t.timestampMs > best.timestampMs) best = t;
     }
     if (best === null || best.offset < this.startOffset) return null;
     // The indexes know the batch; the record inside it is what ListOffsets reports.
@@ -711,7 +724,7 @@ export class PartitionLog {
     } catch (err) {
       if (!(err instanceof OffsetOutOfRangeError)) throw err;
     }
-    return { timestamp: best.timestamp, offset, leaderEpoch: this.epochCache.epochForOffset(offset) };
+    return { timestampMs: best.timestampMs, offset, leaderEpoch: this.epochCache.epochForOffset(offset) };
   }
 
   /** OffsetForLeaderEpoch: the end offset of `epoch` in this log. */
@@ -749,14 +762,14 @@ export class PartitionLog {
     return this.lock.run(async () => {
       if (offset < 0) throw new RangeError(`cannot truncate to negative offset ${offset}`);
       if (offset >= this.nextOffsetMetadata) return;
-      if (offset < this.segments[0]!.baseOffset) {
+      if (offset < firstOf(this.segments, this.dir).baseOffset) {
         await this.truncateFullyLocked(offset);
         return;
       }
       this.truncations++;
       const doomed = this.segments.filter((s) => s.baseOffset > offset);
       this.segments = this.segments.filter((s) => s.baseOffset <= offset);
-      for (const s of doomed) await s.markDeleted(0);
+      for (const s of doomed) await s.markDeleted(0, this.onBackgroundError);
       const cutBase = await this.activeSegment.truncateTo(offset, this.config.indexIntervalBytes);
       // A cut inside a batch ends the log at that batch's base; a cut in a gap keeps `offset`.
       offset = Math.min(offset, cutBase ?? offset);
@@ -781,7 +794,7 @@ export class PartitionLog {
     this.truncations++;
     const doomed = this.segments;
     this.segments = [];
-    for (const s of doomed) await s.markDeleted(0);
+    for (const s of doomed) await s.markDeleted(0, this.onBackgroundError);
     this.segments = [await LogSegment.create(this.dir, offset, this.pool, this.time())];
     this.nextOffsetMetadata = offset;
     this.startOffset = offset;
@@ -807,14 +820,16 @@ export class PartitionLog {
       const c = this.config;
       if (hasDeletePolicy(c)) {
         if (c.retentionMs >= 0) {
-          const now = this.time();
-          deleted += await this.deleteSegmentsWhile(async (seg) => now - (await this.largestTimestampOf(seg)).timestamp > c.retentionMs);
+          const nowMs = this.time();
+          deleted += await this.deleteSegmentsWhile(
+            async (seg) => nowMs - (await this.largestTimestampOf(seg)).timestampMs > c.retentionMs,
+          );
         }
         if (c.retentionBytes >= 0) {
-          let excess = this.size - c.retentionBytes;
+          let excessBytes = this.sizeBytes - c.retentionBytes;
           deleted += await this.deleteSegmentsWhile((seg) => {
-            if (excess - seg.size < 0) return false;
-            excess -= seg.size;
+            if (excessBytes - seg.sizeBytes < 0) return false;
+            excessBytes -= seg.sizeBytes;
             return true;
           });
         }
@@ -828,11 +843,10 @@ export class PartitionLog {
     predicate: (seg: LogSegment, next: LogSegment | undefined) => boolean | Promise<boolean>,
   ): Promise<number> {
     const deletable: LogSegment[] = [];
-    for (let i = 0; i < this.segments.length; i++) {
-      const seg = this.segments[i]!;
+    for (const [i, seg] of this.segments.entries()) {
       const next = this.segments[i + 1];
       const upperBound = next?.baseOffset ?? this.nextOffsetMetadata;
-      const lastAndEmpty = next === undefined && seg.size === 0;
+      const lastAndEmpty = next === undefined && seg.sizeBytes === 0;
       if (this.hw >= upperBound && !lastAndEmpty && (await predicate(seg, next))) deletable.push(seg);
       else break;
     }
@@ -840,8 +854,8 @@ export class PartitionLog {
     // A log always keeps one segment: roll first when every segment is going.
     if (deletable.length === this.segments.length) await this.rollLocked(this.nextOffsetMetadata);
     this.segments = this.segments.slice(deletable.length);
-    for (const s of deletable) await s.markDeleted(this.config.fileDeleteDelayMs);
-    const firstBase = this.segments[0]!.baseOffset;
+    for (const s of deletable) await s.markDeleted(this.config.fileDeleteDelayMs, this.onBackgroundError);
+    const firstBase = firstOf(this.segments, this.dir).baseOffset;
     if (firstBase > this.startOffset) await this.advanceLogStartOffset(firstBase);
     await this.producerState.deleteSnapshots((o) => o < firstBase);
     return deletable.length;
@@ -859,7 +873,7 @@ export class PartitionLog {
    * already in place. Only from inside `runLocked`.
    */
   replaceSegmentsLocked(old: readonly LogSegment[], replacement: LogSegment): void {
-    const at = this.segments.indexOf(old[0]!);
+    const at = this.segments.indexOf(firstOf(old, this.dir));
     this.segments = [...this.segments.slice(0, at), replacement, ...this.segments.slice(at + old.length)];
   }
 
@@ -906,7 +920,7 @@ export class PartitionLog {
    * A segment's largest timestamp and its offset. Inactive segments answer from the last
    * time index entry; the active one has no closing entry yet, so it is loaded.
    */
-  private async largestTimestampOf(seg: LogSegment): Promise<{ timestamp: number; offset: number }> {
+  private async largestTimestampOf(seg: LogSegment): Promise<{ timestampMs: number; offset: number }> {
     if (seg === this.activeSegment) await seg.ensureLoaded(this.config.indexIntervalBytes);
     return seg.largestTimestampCheap();
   }
@@ -916,6 +930,20 @@ export class PartitionLog {
   }
 }
 
+/** The first of `segments`; a log (and a run of segments to replace) is never empty. */
+function firstOf(segments: readonly LogSegment[], dir: string): LogSegment {
+  const first = segments[0];
+  if (first === undefined) throw new Error(`log ${dir} has no segment`);
+  return first;
+}
+
+/** The last of `segments`: a log's active segment. */
+function lastOf(segments: readonly LogSegment[], dir: string): LogSegment {
+  const last = segments[segments.length - 1];
+  if (last === undefined) throw new Error(`log ${dir} has no segment`);
+  return last;
+}
+
 /** Index of the last segment with baseOffset <= offset, or -1. */
 function floorIndex(segments: readonly LogSegment[], offset: number): number {
   let lo = 0;
@@ -923,7 +951,8 @@ function floorIndex(segments: readonly LogSegment[], offset: number): number {
   let found = -1;
   while (lo <= hi) {
     const mid = (lo + hi) >>> 1;
-    if (segments[mid]!.baseOffset <= offset) {
+    const seg = segments[mid];
+    if (seg !== undefined && seg.baseOffset <= offset) {
       found = mid;
       lo = mid + 1;
     } else hi = mid - 1;
@@ -936,19 +965,25 @@ function floorIndex(segments: readonly LogSegment[], offset: number): number {
  * point: if present its index swaps (if any) and itself are renamed into place; without it
  * every `.swap`/`.cleaned` file is discarded.
  */
-async function completeOrDiscardSwaps(dir: string, names: string[]): Promise<string[]> {
+async function completeOrDiscardSwaps(dir: string, names: string[], onError: BackgroundErrorSink): Promise<string[]> {
   const committed = new Set(names.filter((n) => n.endsWith(`${LOG_SUFFIX}.swap`)).map((n) => n.slice(0, -`${LOG_SUFFIX}.swap`.length)));
   for (const name of names.filter((n) => n.endsWith('.swap'))) {
     const finalName = name.slice(0, -'.swap'.length);
     const stem = finalName.slice(0, finalName.lastIndexOf('.'));
     if (committed.has(stem)) continue;
-    await unlink(join(dir, name)).catch(() => undefined);
+    await removeFile(join(dir, name), onError);
   }
   for (const stem of committed) {
     for (const suffix of [INDEX_SUFFIX, TIME_INDEX_SUFFIX]) {
       const swap = join(dir, `${stem}${suffix}.swap`);
-      // Without a swapped index the old one is stale: remove it so it is rebuilt.
-      await rename(swap, join(dir, `${stem}${suffix}`)).catch(() => unlink(join(dir, `${stem}${suffix}`)).catch(() => undefined));
+      const final = join(dir, `${stem}${suffix}`);
+      try {
+        await rename(swap, final);
+      } catch (err) {
+        if (!isMissingFile(err)) onError(err, `completing the compaction swap ${swap}`);
+        // Without a swapped index the old one is stale: remove it so it is rebuilt.
+        await removeFile(final, onError);
+      }
     }
     await rename(join(dir, `${stem}${LOG_SUFFIX}.swap`), join(dir, `${stem}${LOG_SUFFIX}`));
   }

@@ -4,12 +4,12 @@
 // with their original offsets. Snapshotted to `%020d.snapshot` files at segment roll and
 // close; after a crash the state is the latest snapshot plus a replay of the log after it.
 
-import { readdir, readFile, unlink } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordBatch } from '../protocol/records/batch.ts';
 import { crc32c } from '../protocol/crc.ts';
 import { writeFileAtomically } from './checkpoint.ts';
-import { ProducerStateError } from './errors.ts';
+import { type BackgroundErrorSink, ProducerStateError, isMissingFile, removeFile } from './errors.ts';
 
 export const NUM_BATCHES_TO_RETAIN = 5;
 const SNAPSHOT_SUFFIX = '.snapshot';
@@ -21,7 +21,7 @@ export interface BatchMetadata {
   lastSeq: number;
   firstOffset: number;
   lastOffset: number;
-  timestamp: number;
+  timestampMs: number;
 }
 
 export interface ProducerStateEntry {
@@ -30,24 +30,25 @@ export interface ProducerStateEntry {
   /** Oldest first, at most NUM_BATCHES_TO_RETAIN. */
   batches: BatchMetadata[];
   coordinatorEpoch: number;
-  lastTimestamp: number;
+  lastTimestampMs: number;
   /** First offset of the open transaction, or -1. */
   currentTxnFirstOffset: number;
 }
 
 /** What DescribeProducers reports per producer. */
 export interface ProducerDescription {
-  producerId: bigint;
-  producerEpoch: number;
-  lastSequence: number;
-  lastTimestamp: number;
-  coordinatorEpoch: number;
-  currentTxnStartOffset: number;
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  readonly lastSequence: number;
+  readonly lastTimestampMs: number;
+  readonly coordinatorEpoch: number;
+  /** First offset of the producer's open transaction, -1 when none. */
+  readonly currentTxnStartOffset: number;
 }
 
 export type ProducerCheck =
   | { result: 'ok' }
-  | { result: 'duplicate'; firstOffset: number; lastOffset: number; timestamp: number }
+  | { result: 'duplicate'; firstOffset: number; lastOffset: number; timestampMs: number }
   | { result: 'error'; code: 'OUT_OF_ORDER_SEQUENCE_NUMBER' | 'INVALID_PRODUCER_EPOCH'; message: string };
 
 export type AppendOrigin = 'client' | 'replication' | 'coordinator';
@@ -66,7 +67,11 @@ export class ProducerStateManager {
   /** The state reflects the log up to (not including) this offset. */
   mapEndOffset = 0;
 
-  constructor(readonly dir: string) {}
+  /** `onError`: where unreadable snapshots (skipped) and failed snapshot deletions are reported. */
+  constructor(
+    readonly dir: string,
+    private readonly onError: BackgroundErrorSink,
+  ) {}
 
   get(producerId: bigint): ProducerStateEntry | undefined {
     return this.producers.get(producerId);
@@ -81,7 +86,7 @@ export class ProducerStateManager {
       producerId: e.producerId,
       producerEpoch: e.producerEpoch,
       lastSequence: lastSeqOf(e),
-      lastTimestamp: e.lastTimestamp,
+      lastTimestampMs: e.lastTimestampMs,
       coordinatorEpoch: e.coordinatorEpoch,
       currentTxnStartOffset: e.currentTxnFirstOffset,
     }));
@@ -103,7 +108,7 @@ export class ProducerStateManager {
       if (seen === undefined && current !== undefined && epoch === current.producerEpoch) {
         const dup = current.batches.find((b) => b.firstSeq === firstSeq && b.lastSeq === batch.lastSequence);
         if (dup !== undefined) {
-          return { result: 'duplicate', firstOffset: dup.firstOffset, lastOffset: dup.lastOffset, timestamp: dup.timestamp };
+          return { result: 'duplicate', firstOffset: dup.firstOffset, lastOffset: dup.lastOffset, timestampMs: dup.timestampMs };
         }
       }
       const currentEpoch = seen?.epoch ?? current?.producerEpoch ?? -1;
@@ -146,8 +151,8 @@ export class ProducerStateManager {
     return r;
   }
 
-  /** Records an appended batch (offsets already assigned). */
-  update(batch: RecordBatch, appendTimestamp: number): void {
+  /** Records an appended batch (offsets already assigned); `logAppendTimeMs` -1 for CreateTime. */
+  update(batch: RecordBatch, logAppendTimeMs: number): void {
     const end = batch.nextOffset;
     if (end > this.mapEndOffset) this.mapEndOffset = end;
     if (!batch.hasProducerId) return;
@@ -155,15 +160,15 @@ export class ProducerStateManager {
     const epoch = batch.producerEpoch;
     let entry = this.producers.get(pid);
     if (entry === undefined) {
-      entry = { producerId: pid, producerEpoch: epoch, batches: [], coordinatorEpoch: -1, lastTimestamp: -1, currentTxnFirstOffset: -1 };
+      entry = { producerId: pid, producerEpoch: epoch, batches: [], coordinatorEpoch: -1, lastTimestampMs: -1, currentTxnFirstOffset: -1 };
       this.producers.set(pid, entry);
     }
     if (epoch > entry.producerEpoch || (epoch !== entry.producerEpoch && !batch.isControl)) {
       entry.producerEpoch = epoch;
       entry.batches = [];
     }
-    const timestamp = appendTimestamp >= 0 ? appendTimestamp : batch.maxTimestamp;
-    entry.lastTimestamp = timestamp;
+    const timestampMs = logAppendTimeMs >= 0 ? logAppendTimeMs : batch.maxTimestamp;
+    entry.lastTimestampMs = timestampMs;
     if (batch.isControl) {
       // A commit or abort marker closes the producer's open transaction.
       entry.currentTxnFirstOffset = -1;
@@ -176,7 +181,7 @@ export class ProducerStateManager {
         lastSeq: batch.lastSequence,
         firstOffset: batch.baseOffset,
         lastOffset: batch.lastOffset,
-        timestamp,
+        timestampMs,
       });
       if (entry.batches.length > NUM_BATCHES_TO_RETAIN) entry.batches.shift();
     }
@@ -197,7 +202,14 @@ export class ProducerStateManager {
 
   /** Offsets of the snapshot files present, ascending. */
   async snapshotOffsets(): Promise<number[]> {
-    const names = await readdir(this.dir).catch(() => [] as string[]);
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      // A partition directory deleted meanwhile has no snapshots; anything else is reported.
+      if (!isMissingFile(err)) this.onError(err, `listing the producer snapshots of ${this.dir}`);
+      return [];
+    }
     return names
       .filter((n) => n.endsWith(SNAPSHOT_SUFFIX))
       .map((n) => Number(n.slice(0, -SNAPSHOT_SUFFIX.length)))
@@ -224,12 +236,15 @@ export class ProducerStateManager {
   async loadLatestSnapshot(maxOffset: number, floorOffset: number): Promise<number> {
     const offsets = (await this.snapshotOffsets()).filter((o) => o <= maxOffset).reverse();
     for (const offset of offsets) {
+      const path = this.snapshotPath(offset);
       try {
-        this.decode(await readFile(this.snapshotPath(offset)));
+        this.decode(await readFile(path));
         this.mapEndOffset = offset;
         return offset;
-      } catch {
-        await unlink(this.snapshotPath(offset)).catch(() => undefined);
+      } catch (err) {
+        // The previous snapshot and a longer replay of the log take its place.
+        this.onError(err, `reading the producer snapshot ${path} (skipped and deleted)`);
+        await removeFile(path, this.onError);
       }
     }
     this.reset(floorOffset);
@@ -239,7 +254,7 @@ export class ProducerStateManager {
   /** Deletes snapshots above `offset` (log truncation) or below it (log start moved). */
   async deleteSnapshots(predicate: (offset: number) => boolean): Promise<void> {
     for (const o of await this.snapshotOffsets()) {
-      if (predicate(o)) await unlink(this.snapshotPath(o)).catch(() => undefined);
+      if (predicate(o)) await removeFile(this.snapshotPath(o), this.onError);
     }
   }
 
@@ -261,7 +276,7 @@ export class ProducerStateManager {
       p += 2;
       buf.writeInt32BE(e.coordinatorEpoch, p);
       p += 4;
-      buf.writeBigInt64BE(BigInt(e.lastTimestamp), p);
+      buf.writeBigInt64BE(BigInt(e.lastTimestampMs), p);
       p += 8;
       buf.writeBigInt64BE(BigInt(e.currentTxnFirstOffset), p);
       p += 8;
@@ -278,7 +293,7 @@ export class ProducerStateManager {
         p += 8;
         buf.writeBigInt64BE(BigInt(b.lastOffset), p);
         p += 8;
-        buf.writeBigInt64BE(BigInt(b.timestamp), p);
+        buf.writeBigInt64BE(BigInt(b.timestampMs), p);
         p += 8;
       }
     }
@@ -300,7 +315,7 @@ export class ProducerStateManager {
       p += 2;
       const coordinatorEpoch = buf.readInt32BE(p);
       p += 4;
-      const lastTimestamp = Number(buf.readBigInt64BE(p));
+      const lastTimestampMs = Number(buf.readBigInt64BE(p));
       p += 8;
       const currentTxnFirstOffset = Number(buf.readBigInt64BE(p));
       p += 8;
@@ -317,11 +332,11 @@ export class ProducerStateManager {
         p += 8;
         const lastOffset = Number(buf.readBigInt64BE(p));
         p += 8;
-        const timestamp = Number(buf.readBigInt64BE(p));
+        const timestampMs = Number(buf.readBigInt64BE(p));
         p += 8;
-        batches.push({ firstSeq, lastSeq, firstOffset, lastOffset, timestamp });
+        batches.push({ firstSeq, lastSeq, firstOffset, lastOffset, timestampMs });
       }
-      producers.set(producerId, { producerId, producerEpoch, batches, coordinatorEpoch, lastTimestamp, currentTxnFirstOffset });
+      producers.set(producerId, { producerId, producerEpoch, batches, coordinatorEpoch, lastTimestampMs, currentTxnFirstOffset });
     }
     this.producers = producers;
   }

@@ -15,10 +15,10 @@ import type { Record } from '../protocol/records/index.ts';
 
 export type { Record };
 
-/** The first record of the (single) batch in `batch` with timestamp >= `timestamp`. */
-export async function firstRecordAtOrAfter(batch: Buffer, timestamp: number): Promise<{ offset: number; timestamp: number } | null> {
+/** The first record of the (single) batch in `batch` with timestamp >= `timestampMs`. */
+export async function firstRecordAtOrAfter(batch: Buffer, timestampMs: number): Promise<{ offset: number; timestampMs: number } | null> {
   for await (const r of records(new RecordBatch(batch, 0))) {
-    if (r.timestamp >= timestamp) return { offset: r.offset, timestamp: r.timestamp };
+    if (r.timestamp >= timestampMs) return { offset: r.offset, timestampMs: r.timestamp };
   }
   return null;
 }

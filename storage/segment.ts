@@ -6,11 +6,11 @@
 // files are brought up to date on flush, roll and close, and rebuilt from the log whenever
 // they are missing or do not match it.
 
-import { open, readFile, rename, stat, truncate, unlink } from 'node:fs/promises';
+import { open, readFile, rename, stat, truncate } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch, validateBatchAt, InvalidRecordBatchError } from '../protocol/records/batch.ts';
-import { toStorageIOError } from './errors.ts';
+import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
 import type { FileHandlePool } from './file-pool.ts';
 
 export const LOG_SUFFIX = '.log';
@@ -34,8 +34,13 @@ export function segmentFileName(baseOffset: number, suffix: string): string {
 export interface BatchExtent {
   baseOffset: number;
   lastOffset: number;
-  maxTimestamp: number;
-  size: number;
+  maxTimestampMs: number;
+  sizeBytes: number;
+}
+
+/** The extent of the batch a header view shows. */
+export function extentOf(view: RecordBatch): BatchExtent {
+  return { baseOffset: view.baseOffset, lastOffset: view.lastOffset, maxTimestampMs: view.maxTimestamp, sizeBytes: view.sizeInBytes };
 }
 
 export interface SegmentReadResult {
@@ -82,17 +87,18 @@ class IndexBuffer {
 
 export class LogSegment {
   /** Bytes of whole batches written. */
-  size: number;
+  sizeBytes: number;
   /** True once indexes and tail state are in memory. */
   loaded = false;
   private offsetIndex: IndexBuffer | null = null;
   private timeIndex: IndexBuffer | null = null;
   private loading: Promise<void> | null = null;
-  bytesSinceLastIndexEntry = 0;
-  maxTimestampSoFar = -1;
+  /** Bytes appended since the last offset index entry (index.interval.bytes). */
+  unindexedBytes = 0;
+  maxTimestampSoFarMs = -1;
   offsetOfMaxTimestampSoFar = -1;
   /** Max timestamp of the first batch: the clock segment.ms rolls by. */
-  rollingBasedTimestamp = -1;
+  rollingBasedTimestampMs = -1;
   /** The offset after the last batch, known once loaded. */
   nextOffset: number;
   createdMs: number;
@@ -104,17 +110,18 @@ export class LogSegment {
   constructor(
     readonly dir: string,
     readonly baseOffset: number,
-    size: number,
+    sizeBytes: number,
     private readonly pool: FileHandlePool,
     createdMs = Date.now(),
   ) {
-    this.size = size;
+    this.sizeBytes = sizeBytes;
     this.nextOffset = baseOffset;
     this.createdMs = createdMs;
   }
 
   get logPath(): string {
-    return (this.logPathMemo ??= join(this.dir, segmentFileName(this.baseOffset, LOG_SUFFIX)));
+    this.logPathMemo ??= join(this.dir, segmentFileName(this.baseOffset, LOG_SUFFIX));
+    return this.logPathMemo;
   }
   get indexPath(): string {
     return join(this.dir, segmentFileName(this.baseOffset, INDEX_SUFFIX));
@@ -140,6 +147,18 @@ export class LogSegment {
     return seg;
   }
 
+  /** The offset index; only once loaded (a segment's readers and writers load it first). */
+  private offsets(): IndexBuffer {
+    if (this.offsetIndex === null) throw new Error(`${this.logPath}: offset index used before the segment was loaded`);
+    return this.offsetIndex;
+  }
+
+  /** The time index; only once loaded. */
+  private times(): IndexBuffer {
+    if (this.timeIndex === null) throw new Error(`${this.logPath}: time index used before the segment was loaded`);
+    return this.timeIndex;
+  }
+
   get offsetIndexEntries(): number {
     return this.offsetIndex?.count ?? 0;
   }
@@ -157,8 +176,8 @@ export class LogSegment {
   }
 
   /** The largest record timestamp, or the file's modification time when it has none (Kafka). */
-  async largestTimestamp(): Promise<number> {
-    if (this.loaded && this.maxTimestampSoFar >= 0) return this.maxTimestampSoFar;
+  async largestTimestampMs(): Promise<number> {
+    if (this.loaded && this.maxTimestampSoFarMs >= 0) return this.maxTimestampSoFarMs;
     try {
       return (await stat(this.logPath)).mtimeMs;
     } catch {
@@ -186,14 +205,14 @@ export class LogSegment {
   private async load(indexIntervalBytes: number): Promise<void> {
     // A segment no larger than one index interval cannot have offset index entries, and a
     // scan from its start yields all of its state: skip reading its index files.
-    const small = this.size <= indexIntervalBytes;
+    const small = this.sizeBytes <= indexIntervalBytes;
     const offsets = small ? Buffer.alloc(0) : await readFile(this.indexPath).catch(() => null);
     const times = small ? Buffer.alloc(0) : await readFile(this.timeIndexPath).catch(() => null);
     this.offsetIndex = new IndexBuffer(OFFSET_ENTRY_BYTES, offsets ?? Buffer.alloc(0));
     this.timeIndex = new IndexBuffer(TIME_ENTRY_BYTES, times ?? Buffer.alloc(0));
-    this.maxTimestampSoFar = -1;
+    this.maxTimestampSoFarMs = -1;
     this.offsetOfMaxTimestampSoFar = -1;
-    this.rollingBasedTimestamp = -1;
+    this.rollingBasedTimestampMs = -1;
     this.nextOffset = this.baseOffset;
     if (offsets === null || times === null || !this.indexesLookSane()) {
       await this.rebuildIndexes(indexIntervalBytes);
@@ -202,44 +221,44 @@ export class LogSegment {
     // Tail state: everything after the last indexed batch.
     const lastEntry = this.offsetIndex.count - 1;
     const startPos = lastEntry >= 0 ? this.offsetIndex.buf.readInt32BE(lastEntry * OFFSET_ENTRY_BYTES + 4) : 0;
-    const lastTime = this.timeIndex.count - 1;
-    if (lastTime >= 0) {
-      this.maxTimestampSoFar = Number(this.timeIndex.buf.readBigInt64BE(lastTime * TIME_ENTRY_BYTES));
-      this.offsetOfMaxTimestampSoFar = this.baseOffset + this.timeIndex.buf.readInt32BE(lastTime * TIME_ENTRY_BYTES + 8);
+    const lastTimeEntry = this.timeIndex.count - 1;
+    if (lastTimeEntry >= 0) {
+      this.maxTimestampSoFarMs = Number(this.timeIndex.buf.readBigInt64BE(lastTimeEntry * TIME_ENTRY_BYTES));
+      this.offsetOfMaxTimestampSoFar = this.baseOffset + this.timeIndex.buf.readInt32BE(lastTimeEntry * TIME_ENTRY_BYTES + 8);
     }
-    this.bytesSinceLastIndexEntry = 0;
+    this.unindexedBytes = 0;
     let first = true;
     const ok = await this.scan(startPos, false, (b, pos) => {
-      if (first && pos === 0) this.rollingBasedTimestamp = b.maxTimestamp;
+      if (first && pos === 0) this.rollingBasedTimestampMs = b.maxTimestampMs;
       first = false;
       this.trackBatch(b, pos, 0, false);
-      this.bytesSinceLastIndexEntry += b.size;
+      this.unindexedBytes += b.sizeBytes;
       return true;
     });
-    if (ok.validBytes !== this.size) {
+    if (ok.validBytes !== this.sizeBytes) {
       // The log disagrees with its index; trust only a full rescan.
       await this.rebuildIndexes(indexIntervalBytes);
       return;
     }
-    if (startPos > 0 && this.size > 0) {
+    if (startPos > 0 && this.sizeBytes > 0) {
       const head = await this.readHeader(0);
-      if (head !== null) this.rollingBasedTimestamp = head.maxTimestamp;
+      if (head !== null) this.rollingBasedTimestampMs = head.maxTimestampMs;
     }
     this.loaded = true;
   }
 
   private indexesLookSane(): boolean {
-    const oi = this.offsetIndex!;
+    const oi = this.offsets();
     let prevRel = -1;
     let prevPos = -1;
     for (let i = 0; i < oi.count; i++) {
       const rel = oi.buf.readInt32BE(i * OFFSET_ENTRY_BYTES);
       const pos = oi.buf.readInt32BE(i * OFFSET_ENTRY_BYTES + 4);
-      if (rel < prevRel || pos <= prevPos || pos >= this.size) return false;
+      if (rel < prevRel || pos <= prevPos || pos >= this.sizeBytes) return false;
       prevRel = rel;
       prevPos = pos;
     }
-    const ti = this.timeIndex!;
+    const ti = this.times();
     let prevTs = -Infinity;
     for (let i = 0; i < ti.count; i++) {
       const ts = Number(ti.buf.readBigInt64BE(i * TIME_ENTRY_BYTES));
@@ -259,7 +278,7 @@ export class LogSegment {
       this.onBatchAppended(b, pos, indexIntervalBytes);
       return true;
     });
-    if (r.validBytes < this.size) await this.truncateFileTo(r.validBytes);
+    if (r.validBytes < this.sizeBytes) await this.truncateFileTo(r.validBytes);
     this.maybeAppendTimeEntry();
     await this.rewriteIndexFiles();
     this.loaded = true;
@@ -275,7 +294,7 @@ export class LogSegment {
       (s) => s.size,
       () => 0,
     );
-    this.size = size;
+    this.sizeBytes = size;
     let expectNext = this.baseOffset;
     const r = await this.scan(0, true, (b, pos, view) => {
       if (b.baseOffset < expectNext || !this.canHoldOffset(b.lastOffset)) return false;
@@ -296,15 +315,15 @@ export class LogSegment {
   private resetIndexState(): void {
     this.offsetIndex = new IndexBuffer(OFFSET_ENTRY_BYTES);
     this.timeIndex = new IndexBuffer(TIME_ENTRY_BYTES);
-    this.bytesSinceLastIndexEntry = 0;
-    this.maxTimestampSoFar = -1;
+    this.unindexedBytes = 0;
+    this.maxTimestampSoFarMs = -1;
     this.offsetOfMaxTimestampSoFar = -1;
-    this.rollingBasedTimestamp = -1;
+    this.rollingBasedTimestampMs = -1;
     this.nextOffset = this.baseOffset;
   }
 
   /**
-   * Walks the batches from `startPos` to `this.size`. With `validate`, whole batches are read
+   * Walks the batches from `startPos` to `this.sizeBytes`. With `validate`, whole batches are read
    * and checked (CRC-32C included) and passed as views; otherwise only headers are read.
    * Stops at the first invalid or truncated batch or when `visit` returns false.
    */
@@ -319,20 +338,20 @@ export class LogSegment {
       let chunk: Buffer = Buffer.alloc(0);
       let chunkPos = pos;
       const chunkBytes = validate ? SCAN_CHUNK_BYTES : HEADER_PROBE_BYTES;
-      while (pos < this.size) {
+      while (pos < this.sizeBytes) {
         let rel = pos - chunkPos;
         if (chunk.length - rel < RECORD_BATCH_OVERHEAD) {
-          chunk = await readAt(lease.handle, pos, Math.min(this.size - pos, chunkBytes));
+          chunk = await readAt(lease.handle, pos, Math.min(this.sizeBytes - pos, chunkBytes));
           chunkPos = pos;
           rel = 0;
           if (chunk.length < RECORD_BATCH_OVERHEAD) break;
         }
         let view = new RecordBatch(chunk, rel);
         const size = view.sizeInBytes;
-        if (size < RECORD_BATCH_OVERHEAD || pos + size > this.size || chunk.readInt8(rel + MAGIC) !== 2) break;
+        if (size < RECORD_BATCH_OVERHEAD || pos + size > this.sizeBytes || chunk.readInt8(rel + MAGIC) !== 2) break;
         if (validate) {
           if (chunk.length - rel < size) {
-            chunk = await readAt(lease.handle, pos, Math.min(this.size - pos, Math.max(size, chunkBytes)));
+            chunk = await readAt(lease.handle, pos, Math.min(this.sizeBytes - pos, Math.max(size, chunkBytes)));
             chunkPos = pos;
             rel = 0;
             if (chunk.length < size) break;
@@ -345,7 +364,7 @@ export class LogSegment {
           }
           view = new RecordBatch(chunk, rel);
         }
-        const extent = { baseOffset: view.baseOffset, lastOffset: view.lastOffset, maxTimestamp: view.maxTimestamp, size };
+        const extent = extentOf(view);
         if (!visit(extent, pos, view)) break;
         pos += size;
       }
@@ -359,26 +378,26 @@ export class LogSegment {
 
   /** Updates index and timestamp state for a batch now at `position` (size not yet added). */
   onBatchAppended(b: BatchExtent, position: number, indexIntervalBytes: number): void {
-    if (position === 0 || (this.rollingBasedTimestamp < 0 && this.size === 0)) this.rollingBasedTimestamp = b.maxTimestamp;
+    if (position === 0 || (this.rollingBasedTimestampMs < 0 && this.sizeBytes === 0)) this.rollingBasedTimestampMs = b.maxTimestampMs;
     this.trackBatch(b, position, indexIntervalBytes, true);
-    this.bytesSinceLastIndexEntry += b.size;
+    this.unindexedBytes += b.sizeBytes;
   }
 
   private trackBatch(b: BatchExtent, position: number, indexIntervalBytes: number, mayIndex: boolean): void {
-    if (b.maxTimestamp > this.maxTimestampSoFar) {
-      this.maxTimestampSoFar = b.maxTimestamp;
+    if (b.maxTimestampMs > this.maxTimestampSoFarMs) {
+      this.maxTimestampSoFarMs = b.maxTimestampMs;
       this.offsetOfMaxTimestampSoFar = b.lastOffset;
     }
-    if (mayIndex && this.bytesSinceLastIndexEntry > indexIntervalBytes) {
+    if (mayIndex && this.unindexedBytes > indexIntervalBytes) {
       this.appendOffsetEntry(b.lastOffset, position);
       this.maybeAppendTimeEntry();
-      this.bytesSinceLastIndexEntry = 0;
+      this.unindexedBytes = 0;
     }
     if (b.lastOffset + 1 > this.nextOffset) this.nextOffset = b.lastOffset + 1;
   }
 
   private appendOffsetEntry(offset: number, position: number): void {
-    const oi = this.offsetIndex!;
+    const oi = this.offsets();
     const at = oi.slot();
     oi.buf.writeInt32BE(offset - this.baseOffset, at);
     oi.buf.writeInt32BE(position, at + 4);
@@ -386,21 +405,21 @@ export class LogSegment {
 
   /** Adds (maxTimestampSoFar, its offset) to the time index if it moved forward. */
   maybeAppendTimeEntry(): void {
-    const ti = this.timeIndex!;
-    if (this.maxTimestampSoFar < 0) return;
+    const ti = this.times();
+    if (this.maxTimestampSoFarMs < 0) return;
     if (ti.count > 0) {
       const last = (ti.count - 1) * TIME_ENTRY_BYTES;
       const lastTs = Number(ti.buf.readBigInt64BE(last));
-      if (this.maxTimestampSoFar <= lastTs) return;
+      if (this.maxTimestampSoFarMs <= lastTs) return;
     }
     const at = ti.slot();
-    ti.buf.writeBigInt64BE(BigInt(this.maxTimestampSoFar), at);
+    ti.buf.writeBigInt64BE(BigInt(this.maxTimestampSoFarMs), at);
     ti.buf.writeInt32BE(this.offsetOfMaxTimestampSoFar - this.baseOffset, at + 4 + 4);
   }
 
   /** Position of the batch holding the largest indexed offset <= `offset` (0 if none). */
   lookupPosition(offset: number): number {
-    const oi = this.offsetIndex!;
+    const oi = this.offsets();
     const rel = offset - this.baseOffset;
     let lo = 0;
     let hi = oi.count - 1;
@@ -415,15 +434,15 @@ export class LogSegment {
     return found < 0 ? 0 : oi.buf.readInt32BE(found * OFFSET_ENTRY_BYTES + 4);
   }
 
-  /** Offset of the largest time index entry with a timestamp strictly below `timestamp`, or the base offset. */
-  lookupTimestamp(timestamp: number): number {
-    const ti = this.timeIndex!;
+  /** Offset of the largest time index entry with a timestamp strictly below `timestampMs`, or the base offset. */
+  lookupTimestamp(timestampMs: number): number {
+    const ti = this.times();
     let lo = 0;
     let hi = ti.count - 1;
     let found = -1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      if (Number(ti.buf.readBigInt64BE(mid * TIME_ENTRY_BYTES)) < timestamp) {
+      if (Number(ti.buf.readBigInt64BE(mid * TIME_ENTRY_BYTES)) < timestampMs) {
         found = mid;
         lo = mid + 1;
       } else hi = mid - 1;
@@ -461,8 +480,8 @@ export class LogSegment {
   ): Promise<SegmentReadResult | null | undefined> {
     await this.ensureLoaded(indexIntervalBytes);
     const start = this.lookupPosition(offset);
-    if (start >= this.size) return undefined;
-    const want = Math.min(this.size - start, Math.max(maxBytes, 0) + indexIntervalBytes + READ_SLACK_BYTES);
+    if (start >= this.sizeBytes) return undefined;
+    const want = Math.min(this.sizeBytes - start, Math.max(maxBytes, 0) + indexIntervalBytes + READ_SLACK_BYTES);
     const lease = await this.lease();
     let data: Buffer;
     try {
@@ -480,11 +499,15 @@ export class LogSegment {
         p += size;
       }
       if (first === null) {
-        if (start + p >= this.size) return undefined;
+        if (start + p >= this.sizeBytes) return undefined;
         // The wanted batch lies beyond what was read (very large batches in between).
         const found = await this.findBatch(offset, indexIntervalBytes);
         if (found === null) return undefined;
-        data = await readAt(lease.handle, found.position, Math.min(this.size - found.position, Math.max(maxBytes, found.extent.size)));
+        data = await readAt(
+          lease.handle,
+          found.position,
+          Math.min(this.sizeBytes - found.position, Math.max(maxBytes, found.extent.sizeBytes)),
+        );
         return await this.collect(data, found.position, 0, offset, maxBytes, maxOffset, minOneBatch, lease.handle);
       }
       return await this.collect(data, start, p, offset, maxBytes, maxOffset, minOneBatch, lease.handle);
@@ -535,7 +558,7 @@ export class LogSegment {
     const inPlace = data.length <= this.pool.syncWriteMaxBytes;
     const handle = inPlace && this.loaded ? this.pool.openHandle(this.logPath) : null;
     if (handle === null) return this.appendWaiting(data, extents, indexIntervalBytes, inPlace);
-    const start = this.size;
+    const start = this.sizeBytes;
     try {
       this.pool.writeSync(handle, data, start);
     } catch (err) {
@@ -547,7 +570,7 @@ export class LogSegment {
 
   private async appendWaiting(data: Buffer, extents: readonly BatchExtent[], indexIntervalBytes: number, inPlace: boolean): Promise<void> {
     if (!this.loaded) await this.ensureLoaded(indexIntervalBytes);
-    const start = this.size;
+    const start = this.sizeBytes;
     try {
       const lease = await this.lease();
       try {
@@ -562,8 +585,17 @@ export class LogSegment {
     this.appended(extents, start, data.length, indexIntervalBytes);
   }
 
+  /**
+   * Cuts a failed append's partial write off again. Should the cut fail too, the error says
+   * so: the log then ends in a partial batch, which recovery truncates at the next start.
+   */
   private async cutFailedAppend(err: unknown, start: number): Promise<never> {
-    await truncate(this.logPath, start).catch(() => undefined);
+    try {
+      await truncate(this.logPath, start);
+    } catch (cutErr) {
+      const reason = cutErr instanceof Error ? cutErr.message : String(cutErr);
+      throw toStorageIOError(err, `appending to ${this.logPath} (and cutting the partial write failed: ${reason})`);
+    }
     throw toStorageIOError(err, `appending to ${this.logPath}`);
   }
 
@@ -571,9 +603,9 @@ export class LogSegment {
     let pos = start;
     for (const e of extents) {
       this.onBatchAppended(e, pos, indexIntervalBytes);
-      pos += e.size;
+      pos += e.sizeBytes;
     }
-    this.size = start + bytes;
+    this.sizeBytes = start + bytes;
   }
 
   /**
@@ -587,11 +619,11 @@ export class LogSegment {
     const position = found.position;
     await this.truncateFileTo(position);
     // Drop index entries at or past the cut, then recompute the tail state by rescanning.
-    const oi = this.offsetIndex!;
+    const oi = this.offsets();
     let keep = 0;
     while (keep < oi.count && oi.buf.readInt32BE(keep * OFFSET_ENTRY_BYTES + 4) < position) keep++;
     oi.truncate(keep);
-    const ti = this.timeIndex!;
+    const ti = this.times();
     let keepT = 0;
     while (keepT < ti.count && this.baseOffset + ti.buf.readInt32BE(keepT * TIME_ENTRY_BYTES + 8) < offset) keepT++;
     ti.truncate(keepT);
@@ -610,14 +642,14 @@ export class LogSegment {
     } finally {
       lease.release();
     }
-    this.size = position;
+    this.sizeBytes = position;
   }
 
   /** Writes index entries not yet in the files. */
   async flushIndexes(): Promise<void> {
     if (!this.loaded) return;
-    await this.writeIndexTail(this.indexPath, this.offsetIndex!);
-    await this.writeIndexTail(this.timeIndexPath, this.timeIndex!);
+    await this.writeIndexTail(this.indexPath, this.offsets());
+    await this.writeIndexTail(this.timeIndexPath, this.times());
   }
 
   private async writeIndexTail(path: string, idx: IndexBuffer): Promise<void> {
@@ -655,8 +687,8 @@ export class LogSegment {
 
   async rewriteIndexFiles(): Promise<void> {
     for (const [path, idx] of [
-      [this.indexPath, this.offsetIndex!],
-      [this.timeIndexPath, this.timeIndex!],
+      [this.indexPath, this.offsets()],
+      [this.timeIndexPath, this.times()],
     ] as const) {
       try {
         this.pool.invalidate(path);
@@ -701,9 +733,9 @@ export class LogSegment {
    * The largest timestamp without loading the indexes: the last time index entry of an
    * inactive segment is its maximum (written when it became inactive).
    */
-  async largestTimestampCheap(): Promise<{ timestamp: number; offset: number }> {
+  async largestTimestampCheap(): Promise<{ timestampMs: number; offset: number }> {
     if (this.loaded) {
-      if (this.maxTimestampSoFar >= 0) return { timestamp: this.maxTimestampSoFar, offset: this.offsetOfMaxTimestampSoFar };
+      if (this.maxTimestampSoFarMs >= 0) return { timestampMs: this.maxTimestampSoFarMs, offset: this.offsetOfMaxTimestampSoFar };
     } else {
       try {
         const lease = await this.pool.acquire(this.timeIndexPath);
@@ -713,7 +745,7 @@ export class LogSegment {
           if (entries > 0) {
             const buf = await readAt(lease.handle, (entries - 1) * TIME_ENTRY_BYTES, TIME_ENTRY_BYTES);
             if (buf.length === TIME_ENTRY_BYTES) {
-              return { timestamp: Number(buf.readBigInt64BE(0)), offset: this.baseOffset + buf.readInt32BE(8) };
+              return { timestampMs: Number(buf.readBigInt64BE(0)), offset: this.baseOffset + buf.readInt32BE(8) };
             }
           }
         } finally {
@@ -723,15 +755,18 @@ export class LogSegment {
         // No time index: fall back to the modification time below.
       }
     }
-    return { timestamp: await this.largestTimestamp(), offset: -1 };
+    return { timestampMs: await this.largestTimestampMs(), offset: -1 };
   }
 
   closeHandles(): void {
     for (const p of [this.logPath, this.indexPath, this.timeIndexPath]) this.pool.invalidate(p);
   }
 
-  /** Renames the files to `.deleted` and removes them after `delayMs` (readers may still hold them). */
-  async markDeleted(delayMs: number): Promise<void> {
+  /**
+   * Renames the files to `.deleted` and removes them after `delayMs` (readers may still hold
+   * them); a removal that fails then is reported to `onError` (restart removes the file).
+   */
+  async markDeleted(delayMs: number, onError: BackgroundErrorSink): Promise<void> {
     this.closeHandles();
     const paths = [this.logPath, this.indexPath, this.timeIndexPath];
     const renamed: string[] = [];
@@ -744,9 +779,11 @@ export class LogSegment {
       }
     }
     const remove = (): void => {
-      for (const p of renamed) void unlink(p).catch(() => undefined);
+      for (const p of renamed) void removeFile(p, onError);
     };
     if (delayMs <= 0) remove();
+    // unref: a deferred removal (file.delete.delay.ms, a minute by default) must not keep the
+    // process alive; a .deleted file still there at exit is removed when its log next loads.
     else setTimeout(remove, delayMs).unref();
   }
 
@@ -755,22 +792,21 @@ export class LogSegment {
     try {
       const buf = await readAt(lease.handle, position, 43);
       if (buf.length < 43) return null;
-      const v = new RecordBatch(buf, 0);
-      return { baseOffset: v.baseOffset, lastOffset: v.lastOffset, maxTimestamp: v.maxTimestamp, size: v.sizeInBytes };
+      return extentOf(new RecordBatch(buf, 0));
     } finally {
       lease.release();
     }
   }
 }
 
-/** Reads up to `length` bytes at `position`; shorter only at end of file. */
-export async function readAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length);
-  let filled = 0;
-  while (filled < length) {
-    const { bytesRead } = await handle.read(buf, filled, length - filled, position + filled);
+/** Reads up to `lengthBytes` at `position`; shorter only at end of file. */
+export async function readAt(handle: FileHandle, position: number, lengthBytes: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(lengthBytes);
+  let filledBytes = 0;
+  while (filledBytes < lengthBytes) {
+    const { bytesRead } = await handle.read(buf, filledBytes, lengthBytes - filledBytes, position + filledBytes);
     if (bytesRead === 0) break;
-    filled += bytesRead;
+    filledBytes += bytesRead;
   }
-  return filled === length ? buf : buf.subarray(0, filled);
+  return filledBytes === lengthBytes ? buf : buf.subarray(0, filledBytes);
 }

@@ -74,7 +74,11 @@ const COMPRESSION: Record<Codec, number> = {
 
 function toHeaders(headers: Header[]): IHeaders {
   const out: Record<string, string[]> = {};
-  for (const [k, v] of headers) (out[k] ??= []).push(v);
+  for (const [k, v] of headers) {
+    const values = out[k] ?? [];
+    values.push(v);
+    out[k] = values;
+  }
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.length === 1 ? v[0]! : v]));
 }
 

@@ -64,7 +64,7 @@ interface ScannedFrame {
   bytes: Buffer;
   /** Most bytes the frame can inflate to. */
   bound: number;
-  contentSize: number;
+  contentSizeBytes: number;
 }
 
 function scanFrame(data: Buffer, start: number): ScannedFrame {
@@ -83,11 +83,11 @@ function scanFrame(data: Buffer, start: number): ScannedFrame {
   if (blockSizeId < 4) throw corrupt(CompressionType.Lz4, `invalid block size id ${blockSizeId}`);
   const blockMaxBytes = 1 << (2 * blockSizeId + 8);
   let pos = start + 6;
-  let contentSize = -1;
+  let contentSizeBytes = -1;
   if (flg & FLG_CONTENT_SIZE) {
     need(pos, 9, 'content size');
     const declared = data.readBigUInt64LE(pos);
-    contentSize = declared > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(declared);
+    contentSizeBytes = declared > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(declared);
     pos += 8;
   }
   const descriptor = data.subarray(start, pos);
@@ -121,13 +121,14 @@ function scanFrame(data: Buffer, start: number): ScannedFrame {
     bytes = Buffer.from(bytes);
     bytes[checksumAt] = expected;
   }
-  return { bytes, bound: contentSize >= 0 ? contentSize : blocks * blockMaxBytes, contentSize };
+  return { bytes, bound: contentSizeBytes >= 0 ? contentSizeBytes : blocks * blockMaxBytes, contentSizeBytes };
 }
 
 export async function lz4Decompress(data: Buffer, maxOutputBytes: number): Promise<Buffer> {
   const frames = scanFrames(data, maxOutputBytes);
   const parts = await Promise.all(frames.map(decodeFrame));
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  const [only] = parts;
+  return parts.length === 1 && only !== undefined ? only : Buffer.concat(parts);
 }
 
 async function decodeFrame(frame: ScannedFrame): Promise<Buffer> {
@@ -137,7 +138,7 @@ async function decodeFrame(frame: ScannedFrame): Promise<Buffer> {
   } catch (err) {
     throw corrupt(CompressionType.Lz4, String((err as Error).message ?? err), err);
   }
-  if (out.length > frame.bound || (frame.contentSize >= 0 && out.length !== frame.contentSize)) {
+  if (out.length > frame.bound || (frame.contentSizeBytes >= 0 && out.length !== frame.contentSizeBytes)) {
     throw corrupt(CompressionType.Lz4, `frame inflated to ${out.length} bytes, which its descriptor does not allow`);
   }
   return out;
@@ -183,17 +184,17 @@ async function streamBlocks(frame: ScannedFrame, flg: number, sink: ChunkSink): 
       out = block;
     } else {
       const one = Buffer.concat([descriptor, bytes.subarray(pos, pos + 4 + length + blockChecksumBytes), Buffer.alloc(4)]);
-      out = await decodeFrame({ bytes: one, bound: frame.bound, contentSize: -1 });
+      out = await decodeFrame({ bytes: one, bound: frame.bound, contentSizeBytes: -1 });
     }
     pos += 4 + length + blockChecksumBytes;
     total += out.length;
-    if (total > frame.bound || (frame.contentSize >= 0 && total > frame.contentSize)) {
+    if (total > frame.bound || (frame.contentSizeBytes >= 0 && total > frame.contentSizeBytes)) {
       throw corrupt(CompressionType.Lz4, `frame inflated beyond the ${frame.bound} bytes its descriptor allows`);
     }
     if (!sink(out)) return false;
   }
-  if (frame.contentSize >= 0 && total !== frame.contentSize) {
-    throw corrupt(CompressionType.Lz4, `frame inflated to ${total} bytes, not the ${frame.contentSize} it declares`);
+  if (frame.contentSizeBytes >= 0 && total !== frame.contentSizeBytes) {
+    throw corrupt(CompressionType.Lz4, `frame inflated to ${total} bytes, not the ${frame.contentSizeBytes} it declares`);
   }
   return true;
 }

@@ -54,7 +54,8 @@ export async function snappyDecompress(data: Buffer, maxOutputBytes: number): Pr
     chunks.push(chunk);
   }
   const parts = await Promise.all(chunks.map((c) => uncompress(c)));
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, declared);
+  const [only] = parts;
+  return parts.length === 1 && only !== undefined ? only : Buffer.concat(parts, declared);
 }
 
 /** The raw chunks of a xerial-framed payload, each checked to lie within it. */

@@ -58,7 +58,8 @@ function decompressFrames(data: Buffer, maxOutputBytes: number): Buffer {
     input = input.subarray(consumed);
     pending = hint;
   }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  const [only] = chunks;
+  return chunks.length === 1 && only !== undefined ? only : Buffer.concat(chunks, total);
 }
 
 /** The content size the first frame declares, or null when it does not. */
@@ -81,7 +82,8 @@ let streamChunk: Buffer | null = null;
  */
 export function zstdDecompressStream(data: Buffer, sink: ChunkSink, maxOutputBytes: number): void {
   if (data.length === 0) throw corrupt(CompressionType.Zstd, 'empty payload');
-  const chunk = (streamChunk ??= Buffer.allocUnsafe(OUTPUT_CHUNK_BYTES));
+  streamChunk ??= Buffer.allocUnsafe(OUTPUT_CHUNK_BYTES);
+  const chunk = streamChunk;
   try {
     let total = 0;
     let input = data;

@@ -119,8 +119,8 @@ export class RecordBatchBuilder {
   };
   private count = 0;
   private lastOffsetDelta = -1;
-  private firstTimestamp: number | null = null;
-  private maxTimestamp = NO_TIMESTAMP;
+  private firstTimestampMs: number | null = null;
+  private maxTimestampMs = NO_TIMESTAMP;
 
   constructor(options: RecordBatchOptions = {}) {
     const o = {
@@ -171,29 +171,46 @@ export class RecordBatchBuilder {
     if (!Number.isSafeInteger(timestamp) || (timestamp < 0 && timestamp !== NO_TIMESTAMP)) {
       throw new EncodeError(`invalid timestamp ${timestamp}`);
     }
-    this.firstTimestamp ??= timestamp;
-    writeRecord(this.writer, offsetDelta, timestamp - this.firstTimestamp, record.key, record.value, record.headers);
+    this.firstTimestampMs ??= timestamp;
+    writeRecord(this.writer, offsetDelta, timestamp - this.firstTimestampMs, record.key, record.value, record.headers);
     this.count++;
     this.lastOffsetDelta = offsetDelta;
-    if (timestamp > this.maxTimestamp) this.maxTimestamp = timestamp;
+    if (timestamp > this.maxTimestampMs) this.maxTimestampMs = timestamp;
     return this;
   }
 
   async build(): Promise<Buffer> {
-    if (this.count === 0) throw new EncodeError('a record batch needs at least one record');
     const o = this.options;
-    const payload =
-      o.compression === CompressionType.None
-        ? this.writer.toChunks()
-        : [await compress(o.compression, this.writer.toBuffer(), o.compressionOptions)];
+    if (o.compression === CompressionType.None) return this.buildUncompressed();
+    const firstTimestampMs = this.checkNotEmpty();
+    return this.assemble(firstTimestampMs, [await compress(o.compression, this.writer.toBuffer(), o.compressionOptions)]);
+  }
+
+  /**
+   * The batch, synchronously: only for uncompressed batches (compression runs off the event
+   * loop). What the Raft log writes, whose appends cannot wait.
+   */
+  buildUncompressed(): Buffer {
+    if (this.options.compression !== CompressionType.None) throw new EncodeError('a compressed batch is built with build()');
+    return this.assemble(this.checkNotEmpty(), this.writer.toChunks());
+  }
+
+  /** The first record's timestamp (the batch's baseTimestamp); throws for an empty batch. */
+  private checkNotEmpty(): number {
+    if (this.firstTimestampMs === null) throw new EncodeError('a record batch needs at least one record');
+    return this.firstTimestampMs;
+  }
+
+  private assemble(baseTimestampMs: number, payload: readonly Buffer[]): Buffer {
+    const o = this.options;
     return assembleBatch(
       {
         baseOffset: BigInt(o.baseOffset),
         lastOffsetDelta: this.lastOffsetDelta,
         partitionLeaderEpoch: o.partitionLeaderEpoch,
         attributes: batchAttributes(o.compression, o.timestampType, o.isTransactional, o.isControl),
-        baseTimestamp: this.firstTimestamp!,
-        maxTimestamp: o.timestampType === TimestampType.LogAppendTime ? o.logAppendTimeMs : this.maxTimestamp,
+        baseTimestamp: baseTimestampMs,
+        maxTimestamp: o.timestampType === TimestampType.LogAppendTime ? o.logAppendTimeMs : this.maxTimestampMs,
         producerId: o.producerId,
         producerEpoch: o.producerEpoch,
         baseSequence: o.baseSequence,
@@ -209,6 +226,13 @@ export async function buildRecordBatch(options: RecordBatchOptions, records: Ite
   const builder = new RecordBatchBuilder(options);
   for (const record of records) builder.add(record);
   return builder.build();
+}
+
+/** Builds one uncompressed batch from `records`, synchronously (see buildUncompressed). */
+export function buildUncompressedRecordBatch(options: Omit<RecordBatchOptions, 'compression'>, records: Iterable<RecordInput>): Buffer {
+  const builder = new RecordBatchBuilder(options);
+  for (const record of records) builder.add(record);
+  return builder.buildUncompressed();
 }
 
 export interface EmptyBatchOptions {

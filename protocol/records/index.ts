@@ -51,6 +51,7 @@ export {
   batchAttributes,
   buildEmptyBatch,
   buildRecordBatch,
+  buildUncompressedRecordBatch,
   RecordBatchBuilder,
   type EmptyBatchOptions,
   type RecordBatchOptions,

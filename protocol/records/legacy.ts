@@ -148,8 +148,9 @@ async function expand(entry: LegacyMessage, options: LegacyReadOptions): Promise
     throw err;
   }
   const messages = [...legacyEntries(inner, options.checkCrc ?? true)];
-  if (messages.length === 0) throw new InvalidRecordBatchError('compressed message with no inner messages', 'corrupt');
-  const lastRelative = messages[messages.length - 1]!.offset;
+  const last = messages[messages.length - 1];
+  if (last === undefined) throw new InvalidRecordBatchError('compressed message with no inner messages', 'corrupt');
+  const lastRelative = last.offset;
   return messages.map((m) => {
     if (m.magic !== entry.magic) {
       throw new InvalidRecordBatchError(`inner message magic ${m.magic} differs from its wrapper's ${entry.magic}`, 'corrupt');
@@ -186,9 +187,10 @@ export async function convertLegacyToV2(buf: Buffer, options: ConvertLegacyOptio
   let nextOffset = options.baseOffset ?? 0;
   let plain: LegacyMessage[] = [];
   const flush = async (messages: LegacyMessage[], compression: CompressionType): Promise<void> => {
-    if (messages.length === 0) return;
-    const timestampType = messages[0]!.timestampType;
-    const maxTimestamp = messages.reduce((max, m) => Math.max(max, m.timestamp), NO_TIMESTAMP);
+    const [first] = messages;
+    if (first === undefined) return;
+    const timestampType = first.timestampType;
+    const maxTimestampMs = messages.reduce((max, m) => Math.max(max, m.timestamp), NO_TIMESTAMP);
     batches.push(
       await buildRecordBatch(
         {
@@ -196,7 +198,7 @@ export async function convertLegacyToV2(buf: Buffer, options: ConvertLegacyOptio
           compression,
           compressionOptions: options.compressionOptions,
           timestampType,
-          logAppendTimeMs: timestampType === TimestampType.LogAppendTime ? maxTimestamp : undefined,
+          logAppendTimeMs: timestampType === TimestampType.LogAppendTime ? maxTimestampMs : undefined,
         },
         messages.map((m) => ({ key: m.key, value: m.value, timestamp: m.timestamp })),
       ),
@@ -205,7 +207,8 @@ export async function convertLegacyToV2(buf: Buffer, options: ConvertLegacyOptio
   };
   for (const entry of legacyEntries(buf, options.checkCrc ?? true)) {
     if (entry.compression === CompressionType.None) {
-      if (plain.length > 0 && plain[0]!.timestampType !== entry.timestampType) {
+      const [run] = plain;
+      if (run !== undefined && run.timestampType !== entry.timestampType) {
         await flush(plain, CompressionType.None);
         plain = [];
       }
@@ -217,7 +220,7 @@ export async function convertLegacyToV2(buf: Buffer, options: ConvertLegacyOptio
     await flush(await expand(entry, options), entry.compression);
   }
   await flush(plain, CompressionType.None);
-  return batches.length === 1 ? batches[0]! : Buffer.concat(batches);
+  return concatOrOnly(batches);
 }
 
 export interface LegacyMessageSetOptions {
@@ -276,11 +279,11 @@ export async function buildLegacyMessageSet(options: LegacyMessageSetOptions, re
   const { magic } = options;
   const compression = options.compression ?? CompressionType.None;
   const timestampType = magic === 1 ? (options.timestampType ?? TimestampType.CreateTime) : TimestampType.CreateTime;
-  const logAppendTime = options.logAppendTimeMs ?? NO_TIMESTAMP;
+  const logAppendTimeMs = options.logAppendTimeMs ?? NO_TIMESTAMP;
   if (compression === CompressionType.Zstd) {
     throw new CompressionError('unsupported', compression, 'not allowed in message format v0/v1');
   }
-  if (timestampType === TimestampType.LogAppendTime && logAppendTime === NO_TIMESTAMP) {
+  if (timestampType === TimestampType.LogAppendTime && logAppendTimeMs === NO_TIMESTAMP) {
     throw new EncodeError('LogAppendTime message sets need logAppendTimeMs');
   }
   if (records.length === 0) return Buffer.alloc(0);
@@ -289,18 +292,18 @@ export async function buildLegacyMessageSet(options: LegacyMessageSetOptions, re
   const relative = magic === 1 && compression !== CompressionType.None;
   const inner = new Writer();
   let lastOffset: number | null = null;
-  let maxTimestamp = NO_TIMESTAMP;
+  let maxTimestampMs = NO_TIMESTAMP;
   for (const record of records) {
     const offset: number = record.offset ?? (lastOffset === null ? baseOffset : lastOffset + 1);
     if (lastOffset !== null && offset <= lastOffset) throw new EncodeError(`offset ${offset} does not follow ${lastOffset}`);
     let timestamp = magic === 0 ? NO_TIMESTAMP : (record.timestamp ?? NO_TIMESTAMP);
-    if (timestampType === TimestampType.LogAppendTime) timestamp = logAppendTime;
+    if (timestampType === TimestampType.LogAppendTime) timestamp = logAppendTimeMs;
     if (!Number.isSafeInteger(timestamp) || (timestamp < 0 && timestamp !== NO_TIMESTAMP)) {
       throw new EncodeError(`invalid timestamp ${timestamp}`);
     }
     writeLegacyMessage(inner, relative ? offset - baseOffset : offset, magic, typeBit, timestamp, record.key, record.value);
     lastOffset = offset;
-    if (timestamp > maxTimestamp) maxTimestamp = timestamp;
+    if (timestamp > maxTimestampMs) maxTimestampMs = timestamp;
   }
   if (compression === CompressionType.None) return inner.toBuffer();
   const compressed = await compress(compression, inner.toBuffer(), {
@@ -308,9 +311,11 @@ export async function buildLegacyMessageSet(options: LegacyMessageSetOptions, re
     // Kafka's v0 LZ4 wrappers carry the broken descriptor checksum old clients expect.
     lz4BrokenHeaderChecksum: magic === 0,
   });
+  // `records` is not empty: the loop set it.
+  if (lastOffset === null) throw new EncodeError('a message set needs at least one message');
   const wrapper = new Writer();
-  const wrapperTimestamp = timestampType === TimestampType.LogAppendTime ? logAppendTime : maxTimestamp;
-  writeLegacyMessage(wrapper, lastOffset!, magic, compression | typeBit, wrapperTimestamp, null, compressed);
+  const wrapperTimestampMs = timestampType === TimestampType.LogAppendTime ? logAppendTimeMs : maxTimestampMs;
+  writeLegacyMessage(wrapper, lastOffset, magic, compression | typeBit, wrapperTimestampMs, null, compressed);
   return wrapper.toBuffer();
 }
 
@@ -346,7 +351,8 @@ export async function v2ToLegacy(batches: Buffer, magic: LegacyMagic, options: D
     }
     let records = await readRecords(batch, { maxDecompressedBytes: options.maxDecompressedBytes });
     if (batch.compression === CompressionType.None) records = records.filter((r) => r.offset >= firstOffset);
-    if (records.length === 0) continue;
+    const [first] = records;
+    if (first === undefined) continue;
     parts.push(
       await buildLegacyMessageSet(
         {
@@ -354,11 +360,17 @@ export async function v2ToLegacy(batches: Buffer, magic: LegacyMagic, options: D
           compression: batch.compression,
           timestampType: batch.timestampType,
           logAppendTimeMs: batch.timestampType === TimestampType.LogAppendTime ? batch.maxTimestamp : undefined,
-          baseOffset: records[0]!.offset,
+          baseOffset: first.offset,
         },
         records.map((r) => ({ offset: r.offset, timestamp: r.timestamp, key: r.key, value: r.value })),
       ),
     );
   }
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  return concatOrOnly(parts);
+}
+
+/** The one buffer as it is (no copy), or several joined. */
+function concatOrOnly(parts: readonly Buffer[]): Buffer {
+  const [only] = parts;
+  return parts.length === 1 && only !== undefined ? only : Buffer.concat(parts);
 }

@@ -74,13 +74,13 @@ export function* iterateRecords(batch: RecordBatch, records: Buffer): Generator<
   const baseOffset = batch.baseOffset;
   const baseTimestamp = batch.baseTimestamp;
   // Kafka reports the log append time as every record's timestamp (DefaultRecordBatch).
-  const logAppendTime = batch.timestampType === TimestampType.LogAppendTime ? batch.maxTimestamp : null;
+  const logAppendTimeMs = batch.timestampType === TimestampType.LogAppendTime ? batch.maxTimestamp : null;
   const r = new Reader(records);
   for (let i = 0; i < count; i++) {
     if (r.remaining() === 0) {
       throw new InvalidRecordBatchError(`batch declares ${count} records but holds ${i}`, 'corrupt');
     }
-    yield readRecord(r, baseOffset, baseTimestamp, logAppendTime);
+    yield readRecord(r, baseOffset, baseTimestamp, logAppendTimeMs);
   }
   if (r.remaining() !== 0) {
     throw new InvalidRecordBatchError(`${r.remaining()} bytes follow the last of ${count} records`, 'corrupt');
@@ -97,7 +97,7 @@ export async function readRecords(batch: RecordBatch, options: ReadRecordsOption
   return [...iterateRecords(batch, await decompressedRecords(batch, options))];
 }
 
-function readRecord(r: Reader, baseOffset: number, baseTimestamp: number, logAppendTime: number | null): Record {
+function readRecord(r: Reader, baseOffset: number, baseTimestamp: number, logAppendTimeMs: number | null): Record {
   const start = r.offset;
   try {
     const length = r.varint();
@@ -130,7 +130,7 @@ function readRecord(r: Reader, baseOffset: number, baseTimestamp: number, logApp
     }
     return {
       offset: baseOffset + offsetDelta,
-      timestamp: logAppendTime ?? baseTimestamp + timestampDelta,
+      timestamp: logAppendTimeMs ?? baseTimestamp + timestampDelta,
       offsetDelta,
       timestampDelta,
       attributes,
@@ -223,12 +223,12 @@ export function writeRecord(
           if (typeof h.key !== 'string') throw new EncodeError('record header keys must be strings');
           return Buffer.from(h.key, 'utf8');
         });
-  let bodySize = 1 + sizeOfVarlong(timestampDelta) + sizeOfVarint(offsetDelta) + sizeOfBytes(key) + sizeOfBytes(value);
-  bodySize += sizeOfVarint(headers.length);
+  let bodyBytes = 1 + sizeOfVarlong(timestampDelta) + sizeOfVarint(offsetDelta) + sizeOfBytes(key) + sizeOfBytes(value);
+  bodyBytes += sizeOfVarint(headers.length);
   headers.forEach((h, i) => {
-    bodySize += sizeOfBytes(headerKeys[i]!) + sizeOfBytes(h.value);
+    bodyBytes += sizeOfBytes(headerKeys[i]!) + sizeOfBytes(h.value);
   });
-  w.varint(bodySize).int8(0);
+  w.varint(bodyBytes).int8(0);
   writeVarlong(w, timestampDelta);
   w.varint(offsetDelta);
   writeVarintBytes(w, key);
@@ -238,7 +238,7 @@ export function writeRecord(
     writeVarintBytes(w, headerKeys[i]!);
     writeVarintBytes(w, h.value);
   });
-  return sizeOfVarint(bodySize) + bodySize;
+  return sizeOfVarint(bodyBytes) + bodyBytes;
 }
 
 function writeVarintBytes(w: Writer, b: Buffer | null | undefined): void {

@@ -13,6 +13,7 @@
 // Apache Kafka (scripts/kafka-reference.sh) and Sluice/Kafka ratios are printed side by side.
 // Run: node --import tsx scripts/bench/broker.ts [--kafka] [--no-kafka] [--quick]
 //      [--only=produce,fetch,latency,memory]
+import { sluiceCommand } from '../../test/helpers/sluice-cli.ts';
 import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readFile, rm, truncate } from 'node:fs/promises';
@@ -144,25 +145,8 @@ async function startSluice(): Promise<Target> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-'));
   const t0 = performance.now();
   // The same process a user starts with `npm start` or the sluice command.
-  const child = spawn(
-    process.execPath,
-    [
-      ...BROKER_NODE_FLAGS,
-      '--import',
-      'tsx',
-      join(REPO, 'src/cli/main.ts'),
-      'dev',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-      '--override',
-      'log.level=warn',
-    ],
-    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const cmd = sluiceCommand(['dev', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--override', 'log.level=warn']);
+  const child = spawn(cmd.command, cmd.args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   const m = await waitForLine(child, /listening on [A-Z_]+:\/\/([^:,\s]+):(\d+)/, 60_000);
   const host = m[1]!;
   const port = Number(m[2]);

@@ -11,6 +11,7 @@
 //              way over the same connections.
 // The broker runs as its own process (`sluice dev`), as a user runs it.
 // Run: node --import tsx scripts/bench/groups.ts [--quick]
+import { sluiceCommand } from '../../test/helpers/sluice-cli.ts';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -69,24 +70,18 @@ interface BrokerProcess {
 
 async function startBrokerProcess(): Promise<BrokerProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-groups-'));
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(REPO, 'src/cli/main.ts'),
-      'dev',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-      '--override',
-      'group.initial.rebalance.delay.ms=0',
-    ],
-    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const cmd = sluiceCommand([
+    'dev',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--data-dir',
+    dataDir,
+    '--override',
+    'group.initial.rebalance.delay.ms=0',
+  ]);
+  const child = spawn(cmd.command, cmd.args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stderr!.on('data', (d: Buffer) => {
     log += d.toString();

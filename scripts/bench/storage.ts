@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RecordBatchBuilder, validateBatchAt } from '../../protocol/records/index.ts';
-import { LogManager, PartitionLog } from '../../storage/index.ts';
+import { LogManager, PartitionLog, type LogConfig } from '../../storage/index.ts';
+import { DEFAULT_LOG_CONFIG } from '../../src/config/topic-config.ts';
 
 const MIB = 1024 * 1024;
 const quick = process.argv.includes('--quick');
@@ -27,6 +28,9 @@ const only = process.argv
   .split(',');
 const wanted = (figure: string): boolean => only === undefined || only.includes(figure);
 const self = fileURLToPath(import.meta.url);
+/** Kafka's topic defaults with the bench's overrides; storage takes its config whole. */
+const logConfig = (overrides: Partial<LogConfig>): LogConfig => ({ ...DEFAULT_LOG_CONFIG, ...overrides });
+const onBackgroundError = (err: unknown, what: string): void => console.error(`storage: ${what} failed`, err);
 
 async function build16KiBBatch(): Promise<Buffer> {
   const b = new RecordBatchBuilder();
@@ -91,7 +95,11 @@ async function appendFigure(
     const rawSync = await rawWrite(join(root, `raw-${round}.bin`), batch, count, 'sync');
     const rawAsync = await rawWrite(join(root, `raw-${round}.bin`), batch, count, 'async');
     const raw = Math.max(rawSync, rawAsync);
-    const log = await PartitionLog.open({ dir: join(root, `append-${round}`), config: { segmentBytes: 256 * MIB } });
+    const log = await PartitionLog.open({
+      dir: join(root, `append-${round}`),
+      config: logConfig({ segmentBytes: 256 * MIB }),
+      onBackgroundError,
+    });
     settle();
     const t = process.hrtime.bigint();
     for (let i = 0; i < count; i++) await log.append(batch, { leaderEpoch: 0 });
@@ -128,7 +136,7 @@ function median(values: number[]): number {
 }
 
 async function readFigure(root: string, batch: Buffer, totalBytes: number): Promise<{ ratio: number; log: number; raw: number }> {
-  const log = await PartitionLog.open({ dir: join(root, 'read-0'), config: { segmentBytes: 64 * MIB } });
+  const log = await PartitionLog.open({ dir: join(root, 'read-0'), config: logConfig({ segmentBytes: 64 * MIB }), onBackgroundError });
   const count = Math.floor(totalBytes / batch.length);
   for (let i = 0; i < count; i++) await log.append(batch, { leaderEpoch: 0 });
   await log.flush();
@@ -180,8 +188,16 @@ async function lookupFigure(root: string, batch: Buffer, totalBytes: number): Pr
   const segmentsWanted = 1000;
   const count = Math.floor(totalBytes / batch.length);
   const perSegment = Math.max(1, Math.floor(count / segmentsWanted));
-  const many = await PartitionLog.open({ dir: join(root, 'lookup-many'), config: { segmentBytes: perSegment * batch.length } });
-  const one = await PartitionLog.open({ dir: join(root, 'lookup-one'), config: { segmentBytes: 1024 * MIB } });
+  const many = await PartitionLog.open({
+    dir: join(root, 'lookup-many'),
+    config: logConfig({ segmentBytes: perSegment * batch.length }),
+    onBackgroundError,
+  });
+  const one = await PartitionLog.open({
+    dir: join(root, 'lookup-one'),
+    config: logConfig({ segmentBytes: 1024 * MIB }),
+    onBackgroundError,
+  });
   for (let i = 0; i < perSegment * segmentsWanted; i++) {
     await many.append(batch, { leaderEpoch: 0 });
     await one.append(batch, { leaderEpoch: 0 });
@@ -216,7 +232,13 @@ async function openChild(dir: string): Promise<void> {
   gc?.();
   const before = process.memoryUsage();
   const t = process.hrtime.bigint();
-  const m = await LogManager.startup({ logDirs: [dir], scheduleTasks: false, maxOpenFiles: 512, loadConcurrency: 32 });
+  const m = await LogManager.startup({
+    logDirs: [dir],
+    defaultConfig: DEFAULT_LOG_CONFIG,
+    onBackgroundError,
+    maxOpenFiles: 512,
+    loadConcurrency: 32,
+  });
   const openSeconds = seconds(t);
   gc?.();
   const after = process.memoryUsage();
@@ -235,7 +257,7 @@ async function openChild(dir: string): Promise<void> {
 
 async function openFigure(root: string, batch: Buffer, partitions: number): Promise<void> {
   const dir = join(root, 'many-partitions');
-  const m = await LogManager.startup({ logDirs: [dir], scheduleTasks: false, maxOpenFiles: 512 });
+  const m = await LogManager.startup({ logDirs: [dir], defaultConfig: DEFAULT_LOG_CONFIG, onBackgroundError, maxOpenFiles: 512 });
   for (let p = 0; p < partitions; p++) {
     const log = await m.getOrCreateLog(`topic${p % 100}`, Math.floor(p / 100));
     await log.append(batch, { leaderEpoch: 0 });
@@ -262,8 +284,8 @@ async function recoveryFigure(root: string, batch: Buffer, logMiB: number[], tai
     for (const tail of tailMiB) {
       if (tail >= total) continue;
       const dir = join(root, `recovery-${total}-${tail}`);
-      const config = { segmentBytes: 4 * MIB };
-      const log = await PartitionLog.open({ dir, config });
+      const config = logConfig({ segmentBytes: 4 * MIB });
+      const log = await PartitionLog.open({ dir, config, onBackgroundError });
       const count = Math.floor((total * MIB) / batch.length);
       const flushedCount = Math.floor(((total - tail) * MIB) / batch.length);
       for (let i = 0; i < count; i++) {
@@ -273,7 +295,7 @@ async function recoveryFigure(root: string, batch: Buffer, logMiB: number[], tai
       const recoveryPoint = log.recoveryPoint;
       await log.close();
       const t = process.hrtime.bigint();
-      const recovered = await PartitionLog.open({ dir, config, cleanShutdown: false, recoveryPoint });
+      const recovered = await PartitionLog.open({ dir, config, cleanShutdown: false, recoveryPoint, onBackgroundError });
       const ms = seconds(t) * 1000;
       await recovered.delete();
       rows.push(`  log ${String(total).padStart(4)} MiB, unflushed tail ${String(tail).padStart(3)} MiB: ${ms.toFixed(1)} ms`);

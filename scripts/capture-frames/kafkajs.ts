@@ -48,7 +48,7 @@ const fetchSeen = new Promise<void>((resolve) => {
 });
 
 function partitionsOf(topics: { name: string }[] | null): { name: string }[] {
-  return topics && topics.length ? topics : [{ name: TOPIC }];
+  return topics?.length ? topics : [{ name: TOPIC }];
 }
 
 function respond(h: RequestHeader, body: unknown): unknown {

@@ -16,9 +16,8 @@ function intersect(a: Range | null, b: Range | null): Range | null {
   return lo <= hi ? { lo, hi } : null;
 }
 
-function hull(a: Range | null, b: Range | null): Range | null {
+function hull(a: Range | null, b: Range): Range {
   if (a === null) return b;
-  if (b === null) return a;
   return { lo: Math.min(a.lo, b.lo), hi: Math.max(a.hi, b.hi) };
 }
 
@@ -63,6 +62,13 @@ function sel(c: string, a: string, b: string): string {
 }
 
 /** Versions of `versions` that are not tagged: the field's regular (positional) versions. */
+/** The tagged fields of `struct` present in some version of `ctx`, in tag order. */
+function taggedIn(struct: Struct, ctx: Range): (Field & { tag: number })[] {
+  return struct.fields
+    .filter((f): f is Field & { tag: number } => f.tag !== null && cond(f.taggedVersions, ctx) !== 'false')
+    .sort((a, b) => a.tag - b.tag);
+}
+
 function regularRange(f: Field): Range | null {
   const v = f.versions;
   const t = f.taggedVersions;
@@ -107,7 +113,7 @@ class MessageEmitter {
 
   private visit(struct: Struct, ctx: Range): void {
     const before = this.ctx.get(struct.name) ?? null;
-    const merged = hull(before, ctx)!;
+    const merged = hull(before, ctx);
     if (before !== null && before.lo === merged.lo && before.hi === merged.hi) return;
     this.ctx.set(struct.name, merged);
     for (const f of struct.fields) {
@@ -477,7 +483,7 @@ class MessageEmitter {
         });
       }
     }
-    const tagged = struct.fields.filter((f) => f.tag !== null && cond(f.taggedVersions, ctx) !== 'false').sort((a, b) => a.tag! - b.tag!);
+    const tagged = taggedIn(struct, ctx);
     this.block(out, '  ', flex, (p) => {
       if (tagged.length === 0) {
         out.push(`${p}w.uvarint(0);`);
@@ -616,7 +622,7 @@ class MessageEmitter {
         this.block(out, '  ', regular, read, (p) => out.push(`${p}${local} = ${this.defaultExpr(f)};`));
       }
     }
-    const tagged = struct.fields.filter((f) => f.tag !== null && cond(f.taggedVersions, ctx) !== 'false').sort((a, b) => a.tag! - b.tag!);
+    const tagged = taggedIn(struct, ctx);
     this.block(out, '  ', flex, (p) => {
       if (tagged.length === 0) {
         out.push(`${p}r.taggedFields();`);
@@ -744,7 +750,8 @@ function schemaFields(emitter: MessageEmitter, message: Message, struct: Struct,
     if (d !== undefined) parts.push(`default: ${literal(d)}`);
     if (sname !== null) {
       if (seen.includes(sname)) throw new Error(`${message.name}: recursive struct ${sname}`);
-      const s = message.structs.find((x) => x.name === sname)!;
+      const s = message.structs.find((x) => x.name === sname);
+      if (s === undefined) throw new Error(`${message.name}: unknown struct ${sname}`);
       parts.push(`struct: '${s.tsName}'`);
       out.push(`${pad}{ ${parts.join(', ')}, fields: [`);
       out.push(...schemaFields(emitter, message, s, pad + '  ', [...seen, sname]));
@@ -815,19 +822,36 @@ function emitSchemas(groups: SpecGroup[]): string {
 
 // ---------------------------------------------------------------- index files
 
+/** A message with an api key: every request and response, and the typed records. */
+type Keyed = Message & { apiKey: number };
+
 function apiIndex(messages: Message[]): string {
-  const requests = messages.filter((m) => m.type === 'request').sort((a, b) => a.apiKey! - b.apiKey!);
+  const requests = messages.filter((m): m is Keyed => m.type === 'request' && m.apiKey !== null).sort((a, b) => a.apiKey - b.apiKey);
   const out: string[] = [BANNER, `import type { Reader, Writer } from '../primitives.ts';`];
   for (const req of requests) {
     const base = req.name.replace(/Request$/, '');
     out.push(
-      `import { decode${base}Request, decode${base}Response, encode${base}Request, encode${base}Response } from './${moduleName(req)}.ts';`,
+      `import { decode${base}Request, decode${base}Response, encode${base}Request, encode${base}Response, ` +
+        `type ${base}Request, type ${base}Response } from './${moduleName(req)}.ts';`,
     );
   }
   out.push('');
   out.push('export enum ApiKey {');
   for (const req of requests) out.push(`  ${req.name.replace(/Request$/, '')} = ${req.apiKey},`);
   out.push('}');
+  out.push('');
+  out.push("/** Each api key's request and response types, as its module decodes and encodes them. */");
+  out.push('export interface ApiMessages {');
+  for (const req of requests) {
+    const base = req.name.replace(/Request$/, '');
+    out.push(`  [ApiKey.${base}]: { request: ${base}Request; response: ${base}Response };`);
+  }
+  out.push('}');
+  out.push('');
+  out.push('/** The request type of api key `K`. */');
+  out.push("export type ApiRequest<K extends ApiKey> = ApiMessages[K]['request'];");
+  out.push('/** The response type of api key `K`. */');
+  out.push("export type ApiResponse<K extends ApiKey> = ApiMessages[K]['response'];");
   out.push(`
 export interface ApiDescriptor<Req = unknown, Res = unknown> {
   readonly apiKey: number;
@@ -893,7 +917,7 @@ export const records: ReadonlyMap<string, RecordDescriptor> = new Map<string, Re
     );
   }
   out.push(']);');
-  const typed = group.messages.filter((m) => m.apiKey !== null).sort((a, b) => a.apiKey! - b.apiKey!);
+  const typed = group.messages.filter((m): m is Keyed => m.apiKey !== null).sort((a, b) => a.apiKey - b.apiKey);
   if (typed.length) {
     out.push('', "/** Record type ids (the spec's apiKey), as written in front of each record. */");
     out.push('export enum RecordType {');

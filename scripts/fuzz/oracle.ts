@@ -93,7 +93,7 @@ export async function judgeProduce(res: ProduceResponse, produced: readonly Prod
   for (const b of produced) {
     const t = res.responses.find((r) => r.name === b.topic);
     const p = t?.partitionResponses.find((x) => x.index === b.partition);
-    if (!p || p.errorCode !== 0) continue;
+    if (p?.errorCode !== 0) continue;
     const judged = await judgeBatch(b);
     if (judged.invalid !== null) {
       verdict.acceptedInvalid.push({ batch: b, reason: judged.invalid });
@@ -103,9 +103,9 @@ export async function judgeProduce(res: ProduceResponse, produced: readonly Prod
     if (!LEDGER_TOPICS.includes(b.topic) || b.duplicate) continue;
     const base = Number(p.baseOffset);
     if (!Number.isSafeInteger(base) || base < 0) continue;
-    judged.records.forEach((r, i) =>
-      verdict.acked.push({ topic: b.topic, partition: b.partition, offset: base + i, key: r.key, value: r.value, ackedBy: label }),
-    );
+    judged.records.forEach((r, i) => {
+      verdict.acked.push({ topic: b.topic, partition: b.partition, offset: base + i, key: r.key, value: r.value, ackedBy: label });
+    });
   }
   return verdict;
 }
@@ -124,7 +124,7 @@ export async function probeApiVersions(host: string, port: number, timeoutMs: nu
       { clientSoftwareName: 'sluice-fuzz', clientSoftwareVersion: '0.1.0' },
       Math.max(1, deadline - Date.now()),
     );
-    if (!res || res.errorCode !== 0) return null;
+    if (res?.errorCode !== 0) return null;
     return new Map(res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]));
   } catch {
     return null;
@@ -209,7 +209,7 @@ export async function checkReadable(
         if (p.errorCode !== 0 || !p.records || p.records.length === 0) break;
         let progressed = false;
         for (const batch of batchesIn(p.records)) {
-          let records;
+          let records: Awaited<ReturnType<typeof readRecords>>;
           try {
             records = await readRecords(batch, { maxDecompressedBytes: 64 << 20 });
           } catch {

@@ -140,7 +140,6 @@ class Run {
   private readonly rng: Prng;
   private readonly log: (line: string) => void;
   private broker!: BrokerProcess;
-  private gen!: Generator;
   private advertised = new Map<number, [number, number]>();
   private readonly ledger = new Ledger();
   private readonly history: FrameRecord[] = [];
@@ -233,7 +232,6 @@ class Run {
     this.lastGoodProbeMs = Date.now();
     if (this.advertised.size > 0 && !sameAdvertised(this.advertised, adv)) this.pool.clear();
     this.advertised = adv;
-    this.gen = new Generator(this.rng.fork(), this.batchFactory, this.advertised);
     if (fresh) {
       await this.createTopics();
       if (this.sweep.length === 0 && this.batches === 0) {
@@ -396,7 +394,10 @@ class Run {
    */
   private async pooled(key: string, rng: Prng, make: () => Promise<GenRequest | null>): Promise<Pooled | null> {
     let list = this.pool.get(key);
-    if (!list) this.pool.set(key, (list = []));
+    if (!list) {
+      list = [];
+      this.pool.set(key, list);
+    }
     if (list.length >= POOL_SIZE) return list[rng.int(list.length)]!;
     const req = await make();
     if (!req) return null;

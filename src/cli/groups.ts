@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ApiKey } from '../../protocol/messages/index.ts';
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { Reader } from '../../protocol/primitives.ts';
 import { makeListGroupsRequest, type ListGroupsResponse } from '../../protocol/messages/list-groups.ts';
 import {
@@ -20,7 +20,6 @@ import {
 import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
 import { decodeConsumerProtocolAssignment } from '../../protocol/messages/consumer-protocol-assignment.ts';
 import { KafkaCluster, kafkaError, type BrokerAddress } from '../client/cluster.ts';
-import { KafkaError } from '../client/connection.ts';
 import { firstRecordAtOrAfter, listOffsets, tpKey, type TopicPartition } from '../client/offsets.ts';
 
 export const GROUPS_USAGE = `usage:
@@ -350,15 +349,19 @@ function formatAssignment(tps: readonly TopicPartition[]): string {
 }
 
 /** Entry point of `sluice groups ...`; argv may start with the word `groups`. */
+function parseGroupsArgs(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'bootstrap-server': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+}
+
 export async function runGroupsCommand(argv: string[], io: Output = stdio): Promise<number> {
   const args = argv[0] === 'groups' ? argv.slice(1) : argv;
-  let parsed;
+  let parsed: ReturnType<typeof parseGroupsArgs>;
   try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { 'bootstrap-server': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-    });
+    parsed = parseGroupsArgs(args);
   } catch (err) {
     io.err(`sluice groups: ${(err as Error).message}\n${GROUPS_USAGE}\n`);
     return 2;

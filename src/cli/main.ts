@@ -5,19 +5,24 @@
  *   sluice start --config server.properties [--override key=value ...]
  *   sluice groups list|describe GROUP [--bootstrap-server host:port]
  *
- * Prints one ready line on stdout once the listeners are bound; logs (JSON) go to stderr.
+ * Prints one ready line on stdout once the listeners are bound; logs go to stderr (text on a
+ * terminal, JSON lines otherwise, or as --log-format says).
  * SIGTERM/SIGINT: stop accepting, finish in-flight requests, close components, exit 0.
  */
 import { Broker } from '../broker.ts';
 import { ConfigException, type BrokerConfig } from '../config/index.ts';
-import { USAGE, UsageError, configFromArgs } from './args.ts';
+import { USAGE, UsageError, configFromArgs, logFormatFromArgs } from './args.ts';
+import type { LogFormat } from '../observability/logger.ts';
 import { runGroupsCommand } from './groups.ts';
+import { runContainer } from '../container/run.ts';
 
 /** Runs a broker node until SIGTERM/SIGINT. Returns the exit code, or -1 to keep running. */
 async function runBroker(argv: string[]): Promise<number> {
   let config: BrokerConfig;
+  let logFormat: LogFormat;
   try {
     config = configFromArgs(argv, process.env);
+    logFormat = logFormatFromArgs(argv, process.stderr.isTTY === true);
   } catch (err) {
     if (err instanceof UsageError || err instanceof ConfigException || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`sluice: ${(err as Error).message}\n\n${USAGE}\n`);
@@ -25,7 +30,7 @@ async function runBroker(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  const broker = new Broker({ config, logFd: 2 });
+  const broker = new Broker({ config, logFd: 2, logFormat });
   const logger = broker.logger;
   const started = broker.start();
   let stopping = false;
@@ -68,6 +73,7 @@ const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = 
   dev: runBroker,
   start: runBroker,
   groups: runGroupsCommand,
+  container: (argv) => runContainer(argv, runBroker),
 };
 
 async function main(argv: string[]): Promise<number> {

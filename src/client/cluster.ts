@@ -8,7 +8,7 @@
  *   await cluster.close();
  */
 import { ApiKey } from '../../protocol/messages/index.ts';
-import { Errors, errorByCode } from '../../protocol/errors.ts';
+import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import {
   makeMetadataRequest,
   makeMetadataRequestTopic,
@@ -16,7 +16,7 @@ import {
   type MetadataResponseTopic,
 } from '../../protocol/messages/metadata.ts';
 import { makeFindCoordinatorRequest, type FindCoordinatorResponse } from '../../protocol/messages/find-coordinator.ts';
-import { KafkaConnection, KafkaError, type ConnectionOptions } from './connection.ts';
+import { KafkaConnection, type ConnectionOptions } from './connection.ts';
 
 export interface BrokerAddress {
   nodeId: number;
@@ -45,7 +45,7 @@ export function parseHostPort(address: string): { host: string; port: number } {
 
 export function kafkaError(code: number, context: string): KafkaError {
   const e = errorByCode(code);
-  return new KafkaError(code, `${context}: ${e?.name ?? `error ${code}`}${e?.message ? ` (${e.message})` : ''}`);
+  return new KafkaError(e, `${context}: ${e.name}${e.message ? ` (${e.message})` : ''}`);
 }
 
 export class KafkaCluster {

@@ -13,7 +13,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { encodeRequestHeader, decodeResponseHeader } from '../../protocol/headers.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { makeApiVersionsRequest, type ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 
 export interface ConnectionOptions {
@@ -30,16 +30,6 @@ export interface ConnectionOptions {
 export interface VersionRange {
   minVersion: number;
   maxVersion: number;
-}
-
-export class KafkaError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'KafkaError';
-  }
 }
 
 export class ConnectionError extends Error {
@@ -135,11 +125,11 @@ export class KafkaConnection {
     const theirs = this.brokerVersions.get(apiKey);
     const name = ours?.name ?? `api ${apiKey}`;
     if (ours === undefined || theirs === undefined) {
-      throw new KafkaError(Errors.UNSUPPORTED_VERSION.code, `${this.host}:${this.port} does not support ${name}`);
+      throw new KafkaError(Errors.UNSUPPORTED_VERSION, `${this.host}:${this.port} does not support ${name}`);
     }
     const version = Math.min(ours.maxVersion, theirs.maxVersion, cap);
     if (version < Math.max(ours.minVersion, theirs.minVersion)) {
-      throw new KafkaError(Errors.UNSUPPORTED_VERSION.code, `no common ${name} version with ${this.host}:${this.port}`);
+      throw new KafkaError(Errors.UNSUPPORTED_VERSION, `no common ${name} version with ${this.host}:${this.port}`);
     }
     return version;
   }
@@ -209,7 +199,7 @@ export class KafkaConnection {
       res = await this.send<ApiVersionsResponse>(ApiKey.ApiVersions, request, Math.min(theirs?.maxVersion ?? 0, ours.maxVersion));
     }
     if (res.errorCode !== Errors.NONE.code) {
-      throw new KafkaError(res.errorCode, `ApiVersions failed at ${this.host}:${this.port}: error ${res.errorCode}`);
+      throw new KafkaError(errorByCode(res.errorCode), `ApiVersions failed at ${this.host}:${this.port}: error ${res.errorCode}`);
     }
     this.brokerVersions.clear();
     for (const k of res.apiKeys) this.brokerVersions.set(k.apiKey, { minVersion: k.minVersion, maxVersion: k.maxVersion });

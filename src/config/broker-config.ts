@@ -3,7 +3,9 @@
  * (server.properties < SLUICE_* environment < --override), then by dynamic configs from the
  * metadata log (cluster-wide default < this broker), as Kafka layers them.
  */
+import { NEVER } from '../../storage/config.ts';
 import { BROKER_CONFIG_DEFS, BROKER_CONFIG_DEF_BY_NAME } from './broker-defs.ts';
+import { effectiveTopicConfig } from './topic-config.ts';
 import { CONFIG_TYPE_CODE, ConfigException, ConfigSource, checkValue, parseList, type ConfigDef, type ConfigSourceCode } from './types.ts';
 
 export interface ConfigSynonym {
@@ -91,7 +93,7 @@ export class BrokerConfig {
   explicitValues(): Record<string, string> {
     const result: Record<string, string> = {};
     for (const def of BROKER_CONFIG_DEFS) {
-      if (this.isSet(def.name)) result[def.name] = def.sensitive ? '[hidden]' : this.get(def.name)!;
+      if (this.isSet(def.name)) result[def.name] = def.sensitive ? '[hidden]' : this.getString(def.name);
     }
     return result;
   }
@@ -129,7 +131,7 @@ export class BrokerConfig {
    * Number.MAX_SAFE_INTEGER, storage's NEVER.
    */
   getLong(name: string): number {
-    return Math.min(Number(this.getString(name)), Number.MAX_SAFE_INTEGER);
+    return Math.min(Number(this.getString(name)), NEVER);
   }
 
   getDouble(name: string): number {
@@ -161,17 +163,27 @@ export class BrokerConfig {
 
   /** Where the metadata log lives: metadata.log.dir, else the first log dir. */
   get metadataLogDir(): string {
-    return this.get('metadata.log.dir') ?? this.logDirs[0]!;
+    const dir = this.get('metadata.log.dir') ?? this.logDirs[0];
+    if (dir === undefined) throw new ConfigException('log.dirs', 'No log directory configured (log.dirs, log.dir)');
+    return dir;
   }
 
+  /**
+   * retention.ms as the broker sets it for topics: log.retention.ms, else .minutes, else
+   * .hours, through the same synonyms (and unit conversions) topics fall back to.
+   */
   get logRetentionMs(): number {
-    if (this.get('log.retention.ms') !== null) return this.getLong('log.retention.ms');
-    if (this.get('log.retention.minutes') !== null) return this.getInt('log.retention.minutes') * 60_000;
-    return this.getInt('log.retention.hours') * 3_600_000;
+    return this.topicDefault('retention.ms');
   }
 
+  /** segment.ms as the broker sets it for topics: log.roll.ms, else log.roll.hours. */
   get logRollMs(): number {
-    return this.get('log.roll.ms') !== null ? this.getLong('log.roll.ms') : this.getInt('log.roll.hours') * 3_600_000;
+    return this.topicDefault('segment.ms');
+  }
+
+  /** A numeric topic config's broker-level value (its synonyms, else Kafka's default), clamped as getLong. */
+  private topicDefault(topicConfigName: string): number {
+    return Math.min(Number(effectiveTopicConfig({}, this)[topicConfigName]), NEVER);
   }
 
   get securityProtocolMap(): Map<string, string> {
@@ -211,7 +223,8 @@ export class BrokerConfig {
           'controller.quorum.voters',
           `Invalid value ${entry} for configuration controller.quorum.voters: expected {id}@{host}:{port}`,
         );
-      return { nodeId: Number(m[1]), host: m[2]!.replace(/^\[|\]$/g, ''), port: Number(m[3]) };
+      const [, nodeId = '', host = '', port = ''] = m;
+      return { nodeId: Number(nodeId), host: host.replace(/^\[|\]$/g, ''), port: Number(port) };
     });
   }
 
@@ -338,13 +351,17 @@ export function parseListeners(value: string, protocolMap: ReadonlyMap<string, s
     const m = /^([A-Za-z0-9_]+):\/\/(\[[^\]]*\]|[^:/]*):(\d+)$/.exec(entry);
     if (!m)
       throw new ConfigException(configName, `Invalid value ${entry} for configuration ${configName}: expected LISTENER_NAME://host:port`);
-    const name = m[1]!.toUpperCase();
+    const [, listenerName = '', host = '', portText = ''] = m;
+    const name = listenerName.toUpperCase();
     const securityProtocol = protocolMap.get(name);
     if (securityProtocol === undefined) {
       throw new ConfigException(configName, `No security protocol defined for listener ${name} (see listener.security.protocol.map)`);
     }
-    const port = Number(m[3]);
+    const port = Number(portText);
     if (port > 65535) throw new ConfigException(configName, `Invalid port ${port} in ${configName}`);
-    return { name, host: m[2]!.replace(/^\[|\]$/g, ''), port, securityProtocol };
+    return { name, host: host.replace(/^\[|\]$/g, ''), port, securityProtocol };
   });
 }
+
+/** The broker configuration with every value at its definition's default (Kafka's). */
+export const DEFAULT_BROKER_CONFIG: BrokerConfig = new BrokerConfig();

@@ -54,6 +54,12 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
   ),
   def('controller.quorum.election.backoff.max.ms', 'int', '1000', 'Maximum time in milliseconds before starting new elections.'),
   def(
+    'controller.quorum.retry.backoff.ms',
+    'int',
+    '20',
+    'The amount of time to wait before attempting to retry a failed request to a given topic partition.',
+  ),
+  def(
     'controller.quorum.request.timeout.ms',
     'int',
     '2000',
@@ -161,6 +167,13 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     '500',
     'The number of queued requests allowed before blocking the network threads. Sluice: applied per connection; a connection is not read while this many of its requests wait.',
     { validate: atLeast(1) },
+  ),
+  def(
+    'queued.max.request.bytes',
+    'long',
+    '268435456',
+    'The number of queued bytes allowed before no more requests are read. As in Kafka, a request is admitted while any of this memory is free, so the bytes held by requests read and not yet answered stay below this plus socket.request.max.bytes; zero or less means no bound. ' +
+      'Sluice: the default is 268435456 (256 MiB, room for two requests of the default socket.request.max.bytes) where Kafka defaults to -1, because without a broker-wide bound the memory of requests read from many connections at once is bounded only by connection.max.buffered.bytes times max.connections, and a Node.js process has no other limit on the buffers it holds.',
   ),
   def(
     'connection.max.buffered.bytes',
@@ -429,6 +442,20 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
   }),
   def('num.replica.fetchers', 'int', '1', 'Number of fetcher threads used to replicate records from each source broker.', CLUSTER),
   def('replica.high.watermark.checkpoint.interval.ms', 'long', '5000', 'The frequency with which the high watermark is saved out to disk.'),
+  def(
+    'replica.append.queue.max.bytes',
+    'long',
+    '16777216',
+    "Sluice: the most produce bytes queued for one partition's log while its previous write is in flight; they go out as the next write. A produce that does not fit waits for room (its own bytes are always admitted to an empty queue) and is answered REQUEST_TIMED_OUT when its timeout passes first. Kafka has no such queue: its request handler threads wait on the log lock, bounded by queued.max.requests.",
+    { validate: atLeast(1) },
+  ),
+  def(
+    'replica.append.queue.max.requests',
+    'int',
+    '500',
+    "Sluice: the most produce requests queued for one partition's log, as replica.append.queue.max.bytes bounds their bytes; the default is queued.max.requests'.",
+    { validate: atLeast(1) },
+  ),
   def('fetch.max.bytes', 'int', '57671680', 'The maximum number of bytes we will return for a fetch request. Must be at least 1024.', {
     validate: atLeast(1024),
   }),
@@ -472,6 +499,20 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     'int',
     '104857600',
     'The offsets topic segment bytes should be kept relatively small in order to facilitate faster log compaction and cache loads.',
+    { validate: atLeast(1) },
+  ),
+  def(
+    'offsets.load.buffer.size',
+    'int',
+    '5242880',
+    'Batch size for reading from the offsets segments when loading offsets into the cache (soft-limit, overridden if records are too large).',
+    { validate: atLeast(1) },
+  ),
+  def(
+    'offsets.load.max.partitions',
+    'int',
+    '1',
+    'Sluice: how many __consumer_offsets partitions this broker loads at once; each load holds at most offsets.load.buffer.size of the log (plus one decompressed batch) beside the groups it builds. Kafka loads them one at a time on its loader thread.',
     { validate: atLeast(1) },
   ),
   def(

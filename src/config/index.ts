@@ -1,5 +1,6 @@
 export {
   BrokerConfig,
+  DEFAULT_BROKER_CONFIG,
   parseListeners,
   type DescribedConfig,
   type ConfigSynonym,
@@ -14,6 +15,14 @@ export {
   validateTopicConfig,
   validateTopicConfigs,
   isTopicConfig,
+  topicConfigLookup,
+  topicLogConfig,
+  topicConfigValue,
+  topicConfigNumber,
+  cleanupPolicyOf,
+  logConfigOf,
+  DEFAULT_LOG_CONFIG,
+  type TopicConfigLookup,
   type TopicOverrides,
 } from './topic-config.ts';
 export { parseProperties, readPropertiesFile, propertiesFromEnv, envNameToProperty, parseOverride } from './sources.ts';

@@ -10,18 +10,24 @@ import { readFileSync } from 'node:fs';
  */
 export function parseProperties(text: string): Map<string, string> {
   const result = new Map<string, string>();
-  const physical = text.split(/\r\n|\r|\n/);
-  for (let i = 0; i < physical.length; i++) {
-    let line = physical[i]!.replace(/^[ \t\f]+/, '');
+  const physical = text.split(/\r\n|\r|\n/).values();
+  for (const raw of physical) {
+    let line = trimLeading(raw);
     if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
-    while (endsWithContinuation(line) && i + 1 < physical.length) {
-      line = line.slice(0, -1) + physical[++i]!.replace(/^[ \t\f]+/, '');
+    while (endsWithContinuation(line)) {
+      const next = physical.next();
+      if (next.done) break;
+      line = line.slice(0, -1) + trimLeading(next.value);
     }
     if (endsWithContinuation(line)) line = line.slice(0, -1);
     const { key, value } = splitKeyValue(line);
-    result.set(unescape(key), unescape(value));
+    result.set(unescapeProperty(key), unescapeProperty(value));
   }
   return result;
+}
+
+function trimLeading(line: string): string {
+  return line.replace(/^[ \t\f]+/, '');
 }
 
 function endsWithContinuation(line: string): boolean {
@@ -33,7 +39,7 @@ function endsWithContinuation(line: string): boolean {
 function splitKeyValue(line: string): { key: string; value: string } {
   let i = 0;
   while (i < line.length) {
-    const c = line[i]!;
+    const c = line.charAt(i);
     if (c === '\\') {
       i += 2;
       continue;
@@ -47,7 +53,8 @@ function splitKeyValue(line: string): { key: string; value: string } {
   return { key, value: rest };
 }
 
-function unescape(s: string): string {
+/** java.util.Properties escapes (\t \n \r \f \uXXXX); a backslash before any other character is dropped. */
+function unescapeProperty(s: string): string {
   return s.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_m, e: string) => {
     if (e.length === 5) return String.fromCharCode(parseInt(e.slice(1), 16));
     switch (e) {
@@ -78,14 +85,18 @@ export const ENV_PREFIX = 'SLUICE_';
  */
 export function envNameToProperty(envName: string): string | null {
   if (!envName.startsWith(ENV_PREFIX) || envName.length === ENV_PREFIX.length) return null;
+  // Longest run first: `___` splits before `__`, which splits before `_`.
   return envName
     .slice(ENV_PREFIX.length)
     .toLowerCase()
-    .replace(/___/g, '\u0000')
-    .replace(/__/g, '\u0001')
-    .replace(/_/g, '.')
-    .replace(/\u0000/g, '-')
-    .replace(/\u0001/g, '_');
+    .split('___')
+    .map((dashed) =>
+      dashed
+        .split('__')
+        .map((dotted) => dotted.replaceAll('_', '.'))
+        .join('_'),
+    )
+    .join('-');
 }
 
 export function propertiesFromEnv(env: NodeJS.ProcessEnv): Map<string, string> {

@@ -1,4 +1,4 @@
-import type { BrokerConfig } from '../config/broker-config.ts';
+import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 import type { GroupCoordinatorConfig } from './group-coordinator.ts';
 
 /** The group coordinator's settings, from Kafka's broker properties of the same meaning. */
@@ -14,3 +14,8 @@ export function groupCoordinatorConfig(config: BrokerConfig): GroupCoordinatorCo
     offsetsRetentionCheckIntervalMs: config.getLong('offsets.retention.check.interval.ms'),
   };
 }
+
+/** Kafka's defaults, read from the config definitions. */
+export const DEFAULT_GROUP_COORDINATOR_CONFIG: Readonly<GroupCoordinatorConfig> = Object.freeze(
+  groupCoordinatorConfig(DEFAULT_BROKER_CONFIG),
+);

@@ -4,7 +4,7 @@
 // (core/src/main/scala/kafka/coordinator/group) rule for rule; error codes are Kafka's.
 
 import { randomUUID } from 'node:crypto';
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { Group, GroupState, Member, uniqueProtocols } from './group.ts';
 import type { JoinResult, Protocol, SyncResult } from './group.ts';
 import type { Scheduler, Timer } from './scheduler.ts';
@@ -23,17 +23,6 @@ export interface GroupCoordinatorConfig {
   offsetsRetentionMs: number;
   offsetsRetentionCheckIntervalMs: number;
 }
-
-export const DEFAULT_GROUP_COORDINATOR_CONFIG: GroupCoordinatorConfig = {
-  offsetsTopicPartitions: 50,
-  initialRebalanceDelayMs: 3000,
-  minSessionTimeoutMs: 6000,
-  maxSessionTimeoutMs: 1_800_000,
-  maxGroupSize: 2_147_483_647,
-  offsetMetadataMaxBytes: 4096,
-  offsetsRetentionMs: 7 * 24 * 3600 * 1000,
-  offsetsRetentionCheckIntervalMs: 600_000,
-};
 
 /** Where the coordinator's records go: the leader of a `__consumer_offsets` partition. */
 export interface CoordinatorLog {
@@ -252,12 +241,13 @@ export class GroupCoordinator {
   }
 
   /**
-   * Applies the records read back from an offsets partition, then serves its groups. A
-   * record that cannot be applied (its group snapshot is inconsistent, say) is reported to
-   * `onSkipped` with its index and skipped; the rest of the partition loads. Returns how
-   * many were skipped.
+   * Applies records read back from an offsets partition that is loading (its groups answer
+   * COORDINATOR_LOAD_IN_PROGRESS until completeLoading). A loader calls it chunk by chunk,
+   * in log order. A record that cannot be applied (its group snapshot is inconsistent, say)
+   * is reported to `onSkipped` with its index in `records` and skipped; the rest loads.
+   * Returns how many were skipped.
    */
-  completeLoading(
+  replayLoading(
     partition: number,
     records: Iterable<CoordinatorRecord>,
     onSkipped: (index: number, err: unknown) => void = (index, err) =>
@@ -274,10 +264,19 @@ export class GroupCoordinator {
       }
       index++;
     }
-    const now = this.scheduler.now();
+    return skipped;
+  }
+
+  /**
+   * Applies the last of the records read back (replayLoading), then serves the partition's
+   * groups: their members' session timers start now. Returns how many records were skipped.
+   */
+  completeLoading(partition: number, records: Iterable<CoordinatorRecord>, onSkipped?: (index: number, err: unknown) => void): number {
+    const skipped = this.replayLoading(partition, records, onSkipped);
+    const nowMs = this.scheduler.now();
     for (const group of this.groups.values()) {
       if (this.partitionFor(group.groupId) !== partition) continue;
-      for (const member of group.members.values()) this.scheduleHeartbeatExpiration(group, member, now);
+      for (const member of group.members.values()) this.scheduleHeartbeatExpiration(group, member, nowMs);
     }
     this.loadingPartitions.delete(partition);
     this.loadedPartitions.add(partition);
@@ -408,35 +407,55 @@ export class GroupCoordinator {
   }
 
   private joinUnknownMember(group: Group, p: JoinGroupParams, respond: (r: JoinResult) => void): void {
-    if (group.is(GroupState.Dead)) return respond(this.joinError(p.memberId, Errors.COORDINATOR_NOT_AVAILABLE.code));
+    if (group.is(GroupState.Dead)) {
+      respond(this.joinError(p.memberId, Errors.COORDINATOR_NOT_AVAILABLE.code));
+      return;
+    }
     if (!group.supportsProtocols(p.protocolType, p.protocols)) {
-      return respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
+      respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
+      return;
     }
     const newMemberId = `${p.groupInstanceId ?? p.clientId}-${randomUUID()}`;
     if (p.groupInstanceId !== null) {
       const existing = group.staticMemberId(p.groupInstanceId);
-      if (existing !== undefined) return this.replaceStaticMember(group, p, existing, newMemberId, respond);
-      return this.addMemberAndRebalance(group, p, newMemberId, respond);
+      if (existing !== undefined) {
+        this.replaceStaticMember(group, p, p.groupInstanceId, existing, newMemberId, respond);
+        return;
+      }
+      this.addMemberAndRebalance(group, p, newMemberId, respond);
+      return;
     }
     if (p.requireKnownMemberId) {
       group.pendingMembers.add(newMemberId);
       this.scheduleHeartbeatExpirationForPending(group, newMemberId, p.sessionTimeoutMs);
-      return respond(this.joinError(newMemberId, Errors.MEMBER_ID_REQUIRED.code));
+      respond(this.joinError(newMemberId, Errors.MEMBER_ID_REQUIRED.code));
+      return;
     }
     this.addMemberAndRebalance(group, p, newMemberId, respond);
   }
 
   private joinKnownMember(group: Group, p: JoinGroupParams, respond: (r: JoinResult) => void): void {
-    if (group.is(GroupState.Dead)) return respond(this.joinError(p.memberId, Errors.COORDINATOR_NOT_AVAILABLE.code));
-    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
-      return respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
+    if (group.is(GroupState.Dead)) {
+      respond(this.joinError(p.memberId, Errors.COORDINATOR_NOT_AVAILABLE.code));
+      return;
     }
-    if (group.pendingMembers.has(p.memberId)) return this.addMemberAndRebalance(group, p, p.memberId, respond);
+    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
+      respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
+      return;
+    }
+    if (group.pendingMembers.has(p.memberId)) {
+      this.addMemberAndRebalance(group, p, p.memberId, respond);
+      return;
+    }
     if (group.isStaticMemberFenced(p.groupInstanceId, p.memberId)) {
-      return respond(this.joinError(p.memberId, Errors.FENCED_INSTANCE_ID.code));
+      respond(this.joinError(p.memberId, Errors.FENCED_INSTANCE_ID.code));
+      return;
     }
     const member = group.members.get(p.memberId);
-    if (!member) return respond(this.joinError(p.memberId, Errors.UNKNOWN_MEMBER_ID.code));
+    if (!member) {
+      respond(this.joinError(p.memberId, Errors.UNKNOWN_MEMBER_ID.code));
+      return;
+    }
     switch (group.state) {
       case GroupState.PreparingRebalance:
         this.updateMemberAndRebalance(group, member, p, respond);
@@ -444,7 +463,8 @@ export class GroupCoordinator {
       case GroupState.CompletingRebalance:
         if (member.matches(p.protocols)) {
           // The member missed its JoinGroup response: send it again.
-          return respond(this.joinResponse(group, member.memberId, false));
+          respond(this.joinResponse(group, member.memberId, false));
+          return;
         }
         this.updateMemberAndRebalance(group, member, p, respond);
         return;
@@ -490,18 +510,19 @@ export class GroupCoordinator {
   private replaceStaticMember(
     group: Group,
     p: JoinGroupParams,
+    groupInstanceId: string,
     oldMemberId: string,
     newMemberId: string,
     respond: (r: JoinResult) => void,
   ): void {
-    const old = group.members.get(oldMemberId)!;
+    const old = group.memberOf(oldMemberId);
     old.awaitingJoin?.(this.joinError(oldMemberId, Errors.FENCED_INSTANCE_ID.code));
     old.awaitingJoin = null;
     old.awaitingSync?.(this.syncError(Errors.FENCED_INSTANCE_ID.code));
     old.awaitingSync = null;
     this.cancelTimer(this.heartbeatTimers, this.memberKey(group, oldMemberId));
     const previousLeader = group.leaderId;
-    const member = group.replaceStaticMember(p.groupInstanceId!, oldMemberId, newMemberId);
+    const member = group.replaceStaticMember(groupInstanceId, oldMemberId, newMemberId);
     this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
     const oldProtocols = member.protocols;
     member.protocols = p.protocols;
@@ -516,7 +537,7 @@ export class GroupCoordinator {
         }
         this.storeGroup(group).then((error) => {
           if (error !== NO_ERROR) {
-            group.replaceStaticMember(p.groupInstanceId!, newMemberId, oldMemberId);
+            group.replaceStaticMember(groupInstanceId, newMemberId, oldMemberId);
             member.protocols = oldProtocols;
             respond(this.joinError('', error));
             return;
@@ -617,14 +638,14 @@ export class GroupCoordinator {
 
   private completeJoin(group: Group): void {
     if (!group.is(GroupState.PreparingRebalance)) return;
-    const now = this.scheduler.now();
+    const nowMs = this.scheduler.now();
     for (const member of group.allMembers()) {
       if (!member.awaitingJoin && member.groupInstanceId === null) this.removeMember(group, member);
     }
     // Pending members (MEMBER_ID_REQUIRED) outlive the generation, as in Kafka: one whose
     // rejoin arrives after this join completes becomes a member of the next generation;
     // only its own session timeout forgets it.
-    group.initNextGeneration(now);
+    group.initNextGeneration(nowMs);
     if (group.is(GroupState.Empty)) {
       void this.storeGroup(group);
       return;
@@ -633,7 +654,7 @@ export class GroupCoordinator {
       const respond = member.awaitingJoin;
       member.awaitingJoin = null;
       respond?.(this.joinResponse(group, member.memberId, false));
-      this.scheduleHeartbeatExpiration(group, member, now);
+      this.scheduleHeartbeatExpiration(group, member, nowMs);
     }
     this.scheduleSyncExpiration(group);
   }
@@ -932,7 +953,7 @@ export class GroupCoordinator {
   }
 
   private async storeOffsets(group: Group, entries: OffsetCommitEntry[]): Promise<number[]> {
-    const now = this.scheduler.now();
+    const nowMs = this.scheduler.now();
     const codes: number[] = [];
     const records: CoordinatorRecord[] = [];
     for (const e of entries) {
@@ -950,7 +971,7 @@ export class GroupCoordinator {
           offset: e.offset,
           leaderEpoch: e.leaderEpoch,
           metadata: e.metadata ?? '',
-          commitTimestampMs: now,
+          commitTimestampMs: nowMs,
           expireTimestampMs: e.expireTimestampMs,
         },
       });
@@ -1116,19 +1137,19 @@ export class GroupCoordinator {
    * group that only stores offsets expires each offset by its commit time.
    */
   async expireOffsets(): Promise<void> {
-    const now = this.scheduler.now();
+    const nowMs = this.scheduler.now();
     for (const group of [...this.groups.values()]) {
       if (!group.is(GroupState.Empty) || !this.loadedPartitions.has(this.partitionFor(group.groupId))) continue;
       // One group's failure is reported with its id and does not stop the others.
       try {
-        await this.expireGroupOffsets(group, now);
+        await this.expireGroupOffsets(group, nowMs);
       } catch (err) {
         this.onError(err, `offset expiration of group ${group.groupId}`);
       }
     }
   }
 
-  private async expireGroupOffsets(group: Group, now: number): Promise<void> {
+  private async expireGroupOffsets(group: Group, nowMs: number): Promise<void> {
     const committed = this.offsets.get(group.groupId);
     const records: CoordinatorRecord[] = [];
     for (const [key, value] of committed ?? []) {
@@ -1137,8 +1158,8 @@ export class GroupCoordinator {
       const base = group.protocolType !== null ? group.stateTimestampMs : value.commitTimestampMs;
       const expired =
         value.expireTimestampMs !== NO_TIMESTAMP
-          ? now >= value.expireTimestampMs
-          : retentionPassed(now, base, this.config.offsetsRetentionMs);
+          ? nowMs >= value.expireTimestampMs
+          : retentionPassed(nowMs, base, this.config.offsetsRetentionMs);
       if (!expired) continue;
       const [topic, partition] = key.split('\u0000') as [string, string];
       records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
@@ -1188,7 +1209,7 @@ export class GroupCoordinator {
       await this.log.append(this.partitionFor(groupId), records);
       return NO_ERROR;
     } catch (err) {
-      const code = (err as { errorCode?: number }).errorCode;
+      const code = err instanceof KafkaError ? err.code : undefined;
       // Kafka maps storage failures of the offsets topic to errors clients retry elsewhere.
       if (code === Errors.NOT_LEADER_OR_FOLLOWER.code || code === Errors.UNKNOWN_TOPIC_OR_PARTITION.code)
         return Errors.NOT_COORDINATOR.code;

@@ -86,7 +86,10 @@ export class Member {
   /** Same protocols with the same metadata, in the same order. */
   matches(protocols: Protocol[]): boolean {
     if (protocols.length !== this.protocols.length) return false;
-    return protocols.every((p, i) => p.name === this.protocols[i]!.name && p.metadata.equals(this.protocols[i]!.metadata));
+    return protocols.every((p, i) => {
+      const mine = this.protocols[i];
+      return mine !== undefined && p.name === mine.name && p.metadata.equals(mine.metadata);
+    });
   }
 }
 
@@ -168,8 +171,15 @@ export class Group {
     return current !== undefined && current !== memberId;
   }
 
+  /** The member with this id; only for ids the caller found in the group. */
+  memberOf(memberId: string): Member {
+    const member = this.members.get(memberId);
+    if (member === undefined) throw new Error(`group ${this.groupId} has no member ${memberId}`);
+    return member;
+  }
+
   replaceStaticMember(groupInstanceId: string, oldMemberId: string, newMemberId: string): Member {
-    const member = this.members.get(oldMemberId)!;
+    const member = this.memberOf(oldMemberId);
     this.members.delete(oldMemberId);
     member.memberId = newMemberId;
     this.members.set(newMemberId, member);
@@ -209,8 +219,10 @@ export class Group {
     if (candidates.size === 0) throw new Error(`group ${this.groupId}: no protocol common to all members`);
     const votes = new Map<string, number>();
     for (const m of this.members.values()) {
-      const choice = m.protocols.find((p) => candidates.has(p.name))!.name;
-      votes.set(choice, (votes.get(choice) ?? 0) + 1);
+      // Every member supports every candidate, so each has one to vote for.
+      const choice = m.protocols.find((p) => candidates.has(p.name));
+      if (choice === undefined) throw new Error(`group ${this.groupId}: member ${m.memberId} supports no common protocol`);
+      votes.set(choice.name, (votes.get(choice.name) ?? 0) + 1);
     }
     let best = '';
     let bestVotes = -1;

@@ -3,16 +3,17 @@
  * endpoints, the controller to create the topic, and the ReplicaManager to append to and
  * read back its partitions — the same paths client data takes.
  */
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
+import { OFFSETS_TOPIC } from '../../protocol/internal-topics.ts';
 import { batchesIn } from '../../protocol/records/batch.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
 import type { ReplicaManager } from '../replication/replica-manager.ts';
 import { CONSUMER_REPLICA_ID, ISOLATION_READ_UNCOMMITTED } from '../replication/replica-manager.ts';
-import { OFFSETS_TOPIC, offsetsTopicCreatable, type OffsetsTopicAccess } from './service.ts';
+import { offsetsTopicCreatable } from './internal-topics.ts';
+import type { OffsetsTopicAccess } from './service.ts';
 
 const PRODUCE_VERSION = 9;
-const READ_CHUNK_BYTES = 1024 * 1024;
 
 export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManager, replicaManager: ReplicaManager): OffsetsTopicAccess {
   return {
@@ -27,8 +28,9 @@ export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManag
 
     async createOffsetsTopic() {
       const [result] = await metadata.controller.createTopics([offsetsTopicCreatable(config)], false);
+      if (result === undefined) return Errors.UNKNOWN_SERVER_ERROR.code;
       // Another request may have created it in the meantime.
-      return result!.errorCode === Errors.TOPIC_ALREADY_EXISTS.code ? 0 : result!.errorCode;
+      return result.errorCode === Errors.TOPIC_ALREADY_EXISTS.code ? Errors.NONE.code : result.errorCode;
     },
 
     partitionExists(topic, partition) {
@@ -43,37 +45,37 @@ export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManag
         entries: [{ topic: OFFSETS_TOPIC, partition, records: batch }],
         internalTopicsAllowed: true,
       });
-      if (result!.errorCode !== 0) {
-        throw Object.assign(new Error(`append to ${OFFSETS_TOPIC}-${partition} failed: ${result!.errorMessage ?? result!.errorCode}`), {
-          errorCode: result!.errorCode,
-        });
+      const errorCode = result?.errorCode ?? Errors.UNKNOWN_SERVER_ERROR.code;
+      if (errorCode !== Errors.NONE.code) {
+        const reason = result?.errorMessage ?? String(errorCode);
+        throw new KafkaError(errorByCode(errorCode), `append to ${OFFSETS_TOPIC}-${partition} failed: ${reason}`);
       }
     },
 
     async *readBatches(partition) {
+      const chunkBytes = config.getInt('offsets.load.buffer.size');
       let fetchOffset = replicaManager.getPartition(OFFSETS_TOPIC, partition)?.log.logStartOffset ?? 0;
       for (;;) {
         const [result] = await replicaManager.fetchMessages({
           replicaId: CONSUMER_REPLICA_ID,
           maxWaitMs: 0,
           minBytes: 0,
-          maxBytes: READ_CHUNK_BYTES,
+          maxBytes: chunkBytes,
           isolationLevel: ISOLATION_READ_UNCOMMITTED,
-          partitions: [{ topic: OFFSETS_TOPIC, partition, fetchOffset, partitionMaxBytes: READ_CHUNK_BYTES, currentLeaderEpoch: -1 }],
+          partitions: [{ topic: OFFSETS_TOPIC, partition, fetchOffset, partitionMaxBytes: chunkBytes, currentLeaderEpoch: -1 }],
         });
-        if (result!.errorCode !== 0) {
-          throw Object.assign(new Error(`reading ${OFFSETS_TOPIC}-${partition} failed with error ${result!.errorCode}`), {
-            errorCode: result!.errorCode,
-          });
+        const errorCode = result?.errorCode ?? Errors.UNKNOWN_SERVER_ERROR.code;
+        if (result === undefined || errorCode !== Errors.NONE.code) {
+          throw new KafkaError(errorByCode(errorCode), `reading ${OFFSETS_TOPIC}-${partition} failed with error ${errorCode}`);
         }
-        if (result!.records.length === 0) return;
+        if (result.records.length === 0) return;
         let next = fetchOffset;
-        for (const batch of batchesIn(result!.records)) {
+        for (const batch of batchesIn(result.records)) {
           if (batch.nextOffset <= fetchOffset) continue;
           next = batch.nextOffset;
           yield batch;
         }
-        if (next === fetchOffset || next >= result!.highWatermark) return;
+        if (next === fetchOffset || next >= result.highWatermark) return;
         fetchOffset = next;
       }
     },

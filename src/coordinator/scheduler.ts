@@ -22,21 +22,21 @@ export const systemScheduler: Scheduler = {
 
 /** A scheduler whose time only moves when `advance` is called. */
 export class ManualScheduler implements Scheduler {
-  private time: number;
+  private nowMs: number;
   private seq = 0;
-  private readonly tasks = new Map<number, { at: number; task: () => void }>();
+  private readonly tasks = new Map<number, { atMs: number; task: () => void }>();
 
   constructor(startMs = 1_700_000_000_000) {
-    this.time = startMs;
+    this.nowMs = startMs;
   }
 
   now(): number {
-    return this.time;
+    return this.nowMs;
   }
 
   schedule(delayMs: number, task: () => void): Timer {
     const id = this.seq++;
-    this.tasks.set(id, { at: this.time + Math.max(0, delayMs), task });
+    this.tasks.set(id, { atMs: this.nowMs + Math.max(0, delayMs), task });
     return {
       cancel: () => {
         this.tasks.delete(id);
@@ -45,24 +45,19 @@ export class ManualScheduler implements Scheduler {
   }
 
   /** Moves time forward, running due tasks in time order (ties in scheduling order). */
-  advance(ms: number): void {
-    const target = this.time + ms;
+  advance(deltaMs: number): void {
+    const targetMs = this.nowMs + deltaMs;
     for (;;) {
-      let nextId = -1;
-      let nextAt = Infinity;
+      let next: { id: number; atMs: number; task: () => void } | undefined;
       for (const [id, t] of this.tasks) {
-        if (t.at <= target && t.at < nextAt) {
-          nextAt = t.at;
-          nextId = id;
-        }
+        if (t.atMs <= targetMs && (next === undefined || t.atMs < next.atMs)) next = { id, ...t };
       }
-      if (nextId < 0) break;
-      const due = this.tasks.get(nextId)!;
-      this.tasks.delete(nextId);
-      this.time = Math.max(this.time, due.at);
-      due.task();
+      if (next === undefined) break;
+      this.tasks.delete(next.id);
+      this.nowMs = Math.max(this.nowMs, next.atMs);
+      next.task();
     }
-    this.time = target;
+    this.nowMs = targetMs;
   }
 
   pending(): number {

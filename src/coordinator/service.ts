@@ -5,6 +5,7 @@
  * leader and forgets them when it stops being it.
  */
 import { Errors } from '../../protocol/errors.ts';
+import { OFFSETS_TOPIC } from '../../protocol/internal-topics.ts';
 import { Reader } from '../../protocol/primitives.ts';
 import { buildRecordBatch, iterateRecords, decompressedRecords, type RecordBatch } from '../../protocol/records/index.ts';
 import { decodeConsumerProtocolSubscription } from '../../protocol/messages/consumer-protocol-subscription.ts';
@@ -14,28 +15,7 @@ import { decodeCoordinatorRecord, encodeCoordinatorRecord } from './offsets-topi
 import type { CoordinatorRecord } from './records.ts';
 import type { Scheduler, Timer } from './scheduler.ts';
 import { guarded } from '../runtime/guard.ts';
-import type { BrokerConfig } from '../config/broker-config.ts';
-import type { CreatableTopic } from '../metadata/controller.ts';
-
-export const OFFSETS_TOPIC = '__consumer_offsets';
-
-/**
- * `__consumer_offsets` with Kafka's settings (GroupCoordinator.offsetsTopicConfigs), whether
- * FindCoordinator or a Metadata auto-create brings it into being.
- */
-export function offsetsTopicCreatable(config: BrokerConfig): CreatableTopic {
-  return {
-    name: OFFSETS_TOPIC,
-    numPartitions: config.getInt('offsets.topic.num.partitions'),
-    replicationFactor: config.getInt('offsets.topic.replication.factor'),
-    assignments: [],
-    configs: [
-      { name: 'cleanup.policy', value: 'compact' },
-      { name: 'compression.type', value: 'producer' },
-      { name: 'segment.bytes', value: String(config.getInt('offsets.topic.segment.bytes')) },
-    ],
-  };
-}
+import { DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 
 export interface CoordinatorEndpoint {
   errorCode: number;
@@ -69,7 +49,13 @@ export interface GroupCoordinatorServiceOptions {
    */
   readonly onError: (err: unknown, what: string) => void;
   /** Backoff between attempts to load a partition whose load failed; default 500 ms doubling to 30 s. */
-  readonly loadRetryBackoffMs?: { initial: number; max: number };
+  readonly loadRetryBackoffMs?: { initialMs: number; maxMs: number };
+  /**
+   * offsets.load.max.partitions: how many partitions load at once (its default when absent).
+   * With the read chunk (offsets.load.buffer.size, the access's) it bounds the memory loads
+   * hold beside the groups they build.
+   */
+  readonly maxConcurrentLoads?: number;
 }
 
 /** Where the load of one `__consumer_offsets` partition this broker leads stands. */
@@ -87,7 +73,8 @@ export interface PartitionLoadStatus {
   nextAttemptAtMs: number | null;
 }
 
-const DEFAULT_LOAD_RETRY_BACKOFF_MS = { initial: 500, max: 30_000 };
+/** Sluice: Kafka retries a failed load only on the next leadership change; we retry on a backoff. */
+const DEFAULT_LOAD_RETRY_BACKOFF_MS = { initialMs: 500, maxMs: 30_000 };
 
 function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -97,7 +84,11 @@ export class GroupCoordinatorService {
   readonly coordinator: GroupCoordinator;
   private readonly led = new Set<number>();
   private creating: Promise<number> | null = null;
-  private chain: Promise<void> = Promise.resolve();
+  /** The last step (load or unload) of each partition: a partition's steps run in order. */
+  private readonly partitionSteps = new Map<number, Promise<void>>();
+  /** Every step not finished yet, for whenLoaded. */
+  private readonly runningSteps = new Set<Promise<void>>();
+  private readonly loads: LoadSlots;
   /** Bumped each time this broker becomes a partition's leader: a stale retry sees it changed. */
   private readonly leadEpochs = new Map<number, number>();
   private readonly loadStatuses = new Map<number, PartitionLoadStatus>();
@@ -106,6 +97,7 @@ export class GroupCoordinatorService {
   constructor(private readonly options: GroupCoordinatorServiceOptions) {
     const log: CoordinatorLog = { append: (partition, records) => this.appendRecords(partition, records) };
     this.coordinator = new GroupCoordinator(options.config, options.scheduler, log, options.onError);
+    this.loads = new LoadSlots(options.maxConcurrentLoads ?? DEFAULT_BROKER_CONFIG.getInt('offsets.load.max.partitions'));
   }
 
   get offsetsRetentionMs(): number {
@@ -139,8 +131,9 @@ export class GroupCoordinatorService {
 
   /**
    * Leadership of offsets partitions changed: load the ones this broker now leads, unload
-   * the ones it no longer leads. Loads run one after another in the order changes arrive; a
-   * load that fails is retried with a backoff while the partition's groups answer
+   * the ones it no longer leads. A partition's loads and unloads run in the order changes
+   * arrive; at most maxConcurrentLoads partitions load at once, in that order too. A load
+   * that fails is retried with a backoff while the partition's groups answer
    * COORDINATOR_LOAD_IN_PROGRESS.
    */
   onOffsetsPartitionLeadership(partition: number, isLeader: boolean): void {
@@ -157,24 +150,31 @@ export class GroupCoordinatorService {
         nextAttemptAtMs: null,
       });
       this.coordinator.beginLoading(partition);
-      this.enqueue(`loading ${OFFSETS_TOPIC}-${partition}`, () => this.load(partition, epoch));
+      this.enqueue(partition, `loading ${OFFSETS_TOPIC}-${partition}`, () => this.load(partition, epoch));
     } else if (!isLeader && this.led.has(partition)) {
       this.led.delete(partition);
       this.loadStatuses.delete(partition);
       this.retryTimers.get(partition)?.cancel();
       this.retryTimers.delete(partition);
-      this.enqueue(`unloading ${OFFSETS_TOPIC}-${partition}`, () => this.coordinator.unload(partition));
+      this.enqueue(partition, `unloading ${OFFSETS_TOPIC}-${partition}`, () => this.coordinator.unload(partition));
     }
   }
 
   /** Resolves once every load requested so far has finished (an attempt, failed or not). */
-  whenLoaded(): Promise<void> {
-    return this.chain;
+  async whenLoaded(): Promise<void> {
+    await Promise.all([...this.runningSteps]);
   }
 
-  /** Chains a step of loading or unloading; a step that fails is reported and the chain goes on. */
-  private enqueue(what: string, step: () => void | Promise<void>): void {
-    this.chain = this.chain.then(step).catch((err) => this.options.onError(err, what));
+  /** Chains a step of loading or unloading of a partition; a step that fails is reported and the chain goes on. */
+  private enqueue(partition: number, what: string, step: () => void | Promise<void>): void {
+    const previous = this.partitionSteps.get(partition) ?? Promise.resolve();
+    const next = previous.then(step).catch((err) => this.options.onError(err, what));
+    this.partitionSteps.set(partition, next);
+    this.runningSteps.add(next);
+    void next.then(() => {
+      this.runningSteps.delete(next);
+      if (this.partitionSteps.get(partition) === next) this.partitionSteps.delete(partition);
+    });
   }
 
   private isCurrent(partition: number, epoch: number): boolean {
@@ -182,14 +182,25 @@ export class GroupCoordinatorService {
   }
 
   /**
-   * Reads the partition back and applies it. A record that cannot be decoded (or a batch
-   * whose records cannot be read) is logged with its partition and offset, counted and
-   * skipped: it never keeps the other groups of the partition from loading. A failure of
+   * Reads the partition back and applies it, batch by batch: memory holds one read chunk and
+   * one batch's records, never the partition's history. A record that cannot be decoded (or
+   * a batch whose records cannot be read) is logged with its partition and offset, counted
+   * and skipped: it never keeps the other groups of the partition from loading. A failure of
    * the read itself (storage) fails the attempt, which is retried with a backoff.
    */
   private async load(partition: number, epoch: number): Promise<void> {
     if (!this.isCurrent(partition, epoch)) return;
-    const status = this.loadStatuses.get(partition)!;
+    await this.loads.acquire();
+    try {
+      await this.loadWithSlot(partition, epoch);
+    } finally {
+      this.loads.release();
+    }
+  }
+
+  private async loadWithSlot(partition: number, epoch: number): Promise<void> {
+    const status = this.loadStatuses.get(partition);
+    if (status === undefined || !this.isCurrent(partition, epoch)) return;
     status.state = 'loading';
     status.nextAttemptAtMs = null;
     status.attempts++;
@@ -199,43 +210,19 @@ export class GroupCoordinatorService {
       skipped++;
       this.options.onError(err, `decoding the record at offset ${offset} of ${where} (skipped)`);
     };
-    const records: CoordinatorRecord[] = [];
-    const offsets: number[] = [];
     try {
       for await (const batch of this.options.access.readBatches(partition)) {
+        // No longer the leader: stop reading. The unload queued behind forgets what was replayed.
+        if (!this.isCurrent(partition, epoch)) return;
         if (batch.isControl) continue;
-        let read = 0;
-        try {
-          const payload = await decompressedRecords(batch);
-          for (const record of iterateRecords(batch, payload)) {
-            read++;
-            if (record.key === null) {
-              skip(record.offset, new Error('record without a key'));
-              continue;
-            }
-            let decoded: CoordinatorRecord | null;
-            try {
-              decoded = decodeCoordinatorRecord(record.key, record.value);
-            } catch (err) {
-              skip(record.offset, err);
-              continue;
-            }
-            if (decoded === null) continue;
-            records.push(decoded);
-            offsets.push(record.offset);
-          }
-        } catch (err) {
-          // The batch's records cannot be read (corrupt compression or framing): all of
-          // them from the first unread one are skipped.
-          const unread = Math.max(batch.recordCount - read, 1);
-          skipped += unread - 1;
-          skip(`${batch.baseOffset + read}..${batch.lastOffset}`, err);
-        }
+        const { records, offsets, unreadable } = await decodeBatch(batch, skip);
+        skipped += unreadable;
+        skipped += this.coordinator.replayLoading(partition, records, (index, err) => {
+          this.options.onError(err, `replaying the record at offset ${offsets[index]} of ${where} (skipped)`);
+        });
       }
       if (!this.isCurrent(partition, epoch)) return;
-      skipped += this.coordinator.completeLoading(partition, records, (index, err) => {
-        this.options.onError(err, `replaying the record at offset ${offsets[index]} of ${where} (skipped)`);
-      });
+      this.coordinator.completeLoading(partition, []);
     } catch (err) {
       this.loadFailed(partition, epoch, err);
       return;
@@ -253,30 +240,31 @@ export class GroupCoordinatorService {
     this.options.onError(err, `loading ${where}`);
     if (!this.isCurrent(partition, epoch)) return;
     this.coordinator.abandonLoading(partition);
-    const status = this.loadStatuses.get(partition)!;
+    const status = this.loadStatuses.get(partition);
+    if (status === undefined) return;
     const backoff = this.options.loadRetryBackoffMs ?? DEFAULT_LOAD_RETRY_BACKOFF_MS;
-    const delay = Math.min(backoff.initial * 2 ** Math.min(status.attempts - 1, 30), backoff.max);
+    const delayMs = Math.min(backoff.initialMs * 2 ** Math.min(status.attempts - 1, 30), backoff.maxMs);
     status.state = 'failed';
     status.reason = reasonOf(err);
-    status.nextAttemptAtMs = this.options.scheduler.now() + delay;
+    status.nextAttemptAtMs = this.options.scheduler.now() + delayMs;
     this.retryTimers.get(partition)?.cancel();
     this.retryTimers.set(
       partition,
       this.options.scheduler.schedule(
-        delay,
+        delayMs,
         guarded(this.options.onError, `retrying the load of ${where}`, () => {
           this.retryTimers.delete(partition);
-          if (this.isCurrent(partition, epoch)) this.enqueue(`loading ${where}`, () => this.load(partition, epoch));
+          if (this.isCurrent(partition, epoch)) this.enqueue(partition, `loading ${where}`, () => this.load(partition, epoch));
         }),
       ),
     );
   }
 
   private async appendRecords(partition: number, records: CoordinatorRecord[]): Promise<void> {
-    const now = Date.now();
+    const nowMs = Date.now();
     const batch = await buildRecordBatch(
       {},
-      records.map((r) => ({ ...encodeCoordinatorRecord(r), timestamp: now })),
+      records.map((r) => ({ ...encodeCoordinatorRecord(r), timestamp: nowMs })),
     );
     await this.options.access.append(partition, batch);
   }
@@ -324,5 +312,70 @@ export class GroupCoordinatorService {
       }
     }
     return topics;
+  }
+}
+
+/**
+ * The records of one batch of `__consumer_offsets` the coordinator keeps, with their
+ * offsets. A record that does not decode goes to `skip`; a batch whose records cannot be
+ * read (corrupt compression or framing) skips all of them from the first unread one, and
+ * `unreadable` counts those beyond the one reported to `skip`.
+ */
+async function decodeBatch(
+  batch: RecordBatch,
+  skip: (offset: number | string, err: unknown) => void,
+): Promise<{ records: CoordinatorRecord[]; offsets: number[]; unreadable: number }> {
+  const records: CoordinatorRecord[] = [];
+  const offsets: number[] = [];
+  let read = 0;
+  try {
+    const payload = await decompressedRecords(batch);
+    for (const record of iterateRecords(batch, payload)) {
+      read++;
+      if (record.key === null) {
+        skip(record.offset, new Error('record without a key'));
+        continue;
+      }
+      let decoded: CoordinatorRecord | null;
+      try {
+        decoded = decodeCoordinatorRecord(record.key, record.value);
+      } catch (err) {
+        skip(record.offset, err);
+        continue;
+      }
+      if (decoded === null) continue;
+      records.push(decoded);
+      offsets.push(record.offset);
+    }
+  } catch (err) {
+    const unread = Math.max(batch.recordCount - read, 1);
+    skip(`${batch.baseOffset + read}..${batch.lastOffset}`, err);
+    return { records, offsets, unreadable: unread - 1 };
+  }
+  return { records, offsets, unreadable: 0 };
+}
+
+/** A counting semaphore: at most `size` holders, the others served in arrival order. */
+class LoadSlots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = Math.max(1, size);
+  }
+
+  acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the slot to the next waiter, if any. */
+  release(): void {
+    const next = this.waiting.shift();
+    if (next === undefined) this.free++;
+    else next();
   }
 }

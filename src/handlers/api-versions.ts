@@ -2,7 +2,6 @@
  * ApiVersions: what this listener serves, exactly as registered (KIP-35), with the client's
  * software name/version recorded on the connection from v3 (KIP-511).
  */
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeApiVersionsResponse,
   makeApiVersionsResponseApiVersion,
@@ -11,12 +10,16 @@ import {
   type ApiVersionsResponseApiVersion,
 } from '../../protocol/messages/api-versions.ts';
 import { Errors } from '../../protocol/errors.ts';
-import type { HandlerRegistry, RequestContext } from './registry.ts';
+import type { ListenerRole, RequestContext } from '../server/session.ts';
+import type { HandlerRegistry } from './registry.ts';
+
+/** What ApiVersions reads: the registry's table of served APIs. */
+export type ApiVersionsServices = Pick<HandlerRegistry, 'supported'>;
 
 /** KIP-511's rule for client_software_name and client_software_version. */
 const SOFTWARE_FIELD = /^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$/;
 
-function apiKeys(registry: HandlerRegistry, role: 'broker' | 'controller'): ApiVersionsResponseApiVersion[] {
+function apiKeys(registry: ApiVersionsServices, role: ListenerRole): ApiVersionsResponseApiVersion[] {
   return registry.supported(role).map((api) =>
     makeApiVersionsResponseApiVersion({
       apiKey: api.apiKey,
@@ -27,11 +30,16 @@ function apiKeys(registry: HandlerRegistry, role: 'broker' | 'controller'): ApiV
 }
 
 /** The v0-shaped answer to an ApiVersions version newer than ours: error 35 plus our ranges. */
-export function unsupportedApiVersionsResponse(registry: HandlerRegistry, role: 'broker' | 'controller'): ApiVersionsResponse {
+export function unsupportedApiVersionsResponse(registry: ApiVersionsServices, role: ListenerRole): ApiVersionsResponse {
   return makeApiVersionsResponse({ errorCode: Errors.UNSUPPORTED_VERSION.code, apiKeys: apiKeys(registry, role) });
 }
 
-export function handleApiVersions(ctx: RequestContext, request: ApiVersionsRequest, version: number): ApiVersionsResponse {
+export function handleApiVersions(
+  registry: ApiVersionsServices,
+  ctx: RequestContext,
+  request: ApiVersionsRequest,
+  version: number,
+): ApiVersionsResponse {
   if (version >= 3) {
     const name = request.clientSoftwareName;
     const softwareVersion = request.clientSoftwareVersion;
@@ -43,10 +51,6 @@ export function handleApiVersions(ctx: RequestContext, request: ApiVersionsReque
   }
   return makeApiVersionsResponse({
     errorCode: Errors.NONE.code,
-    apiKeys: apiKeys(ctx.broker.registry, ctx.session.listenerRole),
+    apiKeys: apiKeys(registry, ctx.session.listenerRole),
   });
-}
-
-export function registerApiVersionsHandler(registry: HandlerRegistry): void {
-  registry.register<ApiVersionsRequest, ApiVersionsResponse>(ApiKey.ApiVersions, handleApiVersions);
 }

@@ -3,7 +3,6 @@
  * topics sorted by name), read from the metadata image.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeDescribeClusterResponse,
   makeDescribeClusterResponseDescribeClusterBroker,
@@ -20,32 +19,23 @@ import {
   type DescribeTopicPartitionsResponseCursor,
   type DescribeTopicPartitionsResponseTopic,
 } from '../../protocol/messages/describe-topic-partitions.ts';
+import { INTERNAL_TOPICS } from '../../protocol/internal-topics.ts';
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import { topicNameError } from '../metadata/controller.ts';
 import {
   AUTHORIZED_OPERATIONS_OMITTED,
   CLUSTER_OPERATIONS,
-  INTERNAL_TOPICS,
   TOPIC_OPERATIONS,
   brokersOnListener,
   liveLeader,
   offlineReplicas,
   reportedControllerId,
 } from '../metadata/describe.ts';
+import type { RequestContext } from '../server/session.ts';
 import type { MetadataHandlerServices } from './metadata.ts';
-import type { HandlerRegistry, RequestContext } from './registry.ts';
 
 /** DescribeCluster endpoint_type values (KIP-919). */
 const ENDPOINT_TYPE_BROKERS = 1;
-
-export function registerClusterHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
-  registry.register<DescribeClusterRequest, DescribeClusterResponse>(ApiKey.DescribeCluster, (ctx, request, version) =>
-    handleDescribeCluster(services, ctx, request, version),
-  );
-  registry.register<DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse>(ApiKey.DescribeTopicPartitions, (_ctx, request) =>
-    handleDescribeTopicPartitions(services, request),
-  );
-}
 
 export function handleDescribeCluster(
   services: MetadataHandlerServices,
@@ -112,8 +102,8 @@ export function handleDescribeTopicPartitions(
       break;
     }
     const first = cursor !== null && name === cursor.topicName ? cursor.partitionIndex : 0;
-    const partitionIds = [...topic.partitions.keys()].filter((id) => id >= first).sort((a, b) => a - b);
-    const included = partitionIds.slice(0, budget);
+    const partitions = [...topic.partitions.values()].filter((p) => p.partitionId >= first).sort((a, b) => a.partitionId - b.partitionId);
+    const included = partitions.slice(0, budget);
     budget -= included.length;
     topics.push(
       makeDescribeTopicPartitionsResponseTopic({
@@ -122,12 +112,11 @@ export function handleDescribeTopicPartitions(
         topicId: topic.id,
         isInternal: INTERNAL_TOPICS.has(name),
         topicAuthorizedOperations: TOPIC_OPERATIONS,
-        partitions: included.map((id) => {
-          const p = topic.partitions.get(id)!;
+        partitions: included.map((p) => {
           const leader = liveLeader(image, p);
           return makeDescribeTopicPartitionsResponsePartition({
             errorCode: leader === -1 ? Errors.LEADER_NOT_AVAILABLE.code : Errors.NONE.code,
-            partitionIndex: id,
+            partitionIndex: p.partitionId,
             leaderId: leader,
             leaderEpoch: p.leaderEpoch,
             replicaNodes: [...p.replicas],
@@ -139,8 +128,9 @@ export function handleDescribeTopicPartitions(
         }),
       }),
     );
-    if (included.length < partitionIds.length) {
-      nextCursor = makeDescribeTopicPartitionsResponseCursor({ topicName: name, partitionIndex: partitionIds[included.length]! });
+    const next = partitions[included.length];
+    if (next !== undefined) {
+      nextCursor = makeDescribeTopicPartitionsResponseCursor({ topicName: name, partitionIndex: next.partitionId });
       break;
     }
   }

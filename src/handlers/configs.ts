@@ -4,7 +4,6 @@
  * become ConfigRecords written by the quorum controller.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeAlterConfigsResponse,
   makeAlterConfigsResponseAlterConfigsResourceResponse,
@@ -33,43 +32,38 @@ import { ConfigSource } from '../config/types.ts';
 import { topicNameError } from '../metadata/controller.ts';
 import { ConfigResourceType } from '../metadata/records.ts';
 import type { MetadataHandlerServices } from './metadata.ts';
-import type { HandlerRegistry } from './registry.ts';
 
-export function registerConfigHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
-  registry.register<DescribeConfigsRequest, DescribeConfigsResponse>(ApiKey.DescribeConfigs, (_ctx, request, version) =>
-    handleDescribeConfigs(services, request, version),
+export async function handleAlterConfigs(services: MetadataHandlerServices, request: AlterConfigsRequest): Promise<AlterConfigsResponse> {
+  const results = await services.metadata.controller.legacyAlterConfigs(
+    request.resources.map((r) => ({
+      resourceType: r.resourceType,
+      resourceName: r.resourceName,
+      configs: r.configs.map((c) => ({ name: c.name, value: c.value })),
+    })),
+    request.validateOnly,
   );
-  registry.register<AlterConfigsRequest, AlterConfigsResponse>(ApiKey.AlterConfigs, async (_ctx, request) => {
-    const results = await services.metadata.controller.legacyAlterConfigs(
-      request.resources.map((r) => ({
-        resourceType: r.resourceType,
-        resourceName: r.resourceName,
-        configs: r.configs.map((c) => ({ name: c.name, value: c.value })),
-      })),
-      request.validateOnly,
-    );
-    return makeAlterConfigsResponse({
-      throttleTimeMs: 0,
-      responses: results.map((r) => makeAlterConfigsResponseAlterConfigsResourceResponse(r)),
-    });
+  return makeAlterConfigsResponse({
+    throttleTimeMs: 0,
+    responses: results.map((r) => makeAlterConfigsResponseAlterConfigsResourceResponse(r)),
   });
-  registry.register<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
-    ApiKey.IncrementalAlterConfigs,
-    async (_ctx, request) => {
-      const results = await services.metadata.controller.incrementalAlterConfigs(
-        request.resources.map((r) => ({
-          resourceType: r.resourceType,
-          resourceName: r.resourceName,
-          configs: r.configs.map((c) => ({ name: c.name, configOperation: c.configOperation, value: c.value })),
-        })),
-        request.validateOnly,
-      );
-      return makeIncrementalAlterConfigsResponse({
-        throttleTimeMs: 0,
-        responses: results.map((r) => makeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(r)),
-      });
-    },
+}
+
+export async function handleIncrementalAlterConfigs(
+  services: MetadataHandlerServices,
+  request: IncrementalAlterConfigsRequest,
+): Promise<IncrementalAlterConfigsResponse> {
+  const results = await services.metadata.controller.incrementalAlterConfigs(
+    request.resources.map((r) => ({
+      resourceType: r.resourceType,
+      resourceName: r.resourceName,
+      configs: r.configs.map((c) => ({ name: c.name, configOperation: c.configOperation, value: c.value })),
+    })),
+    request.validateOnly,
   );
+  return makeIncrementalAlterConfigsResponse({
+    throttleTimeMs: 0,
+    responses: results.map((r) => makeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(r)),
+  });
 }
 
 export function handleDescribeConfigs(

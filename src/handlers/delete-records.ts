@@ -1,5 +1,4 @@
 /** DeleteRecords: raises each partition's log start offset (its low watermark). */
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeDeleteRecordsResponse,
   makeDeleteRecordsResponseDeleteRecordsPartitionResult,
@@ -7,11 +6,15 @@ import {
   type DeleteRecordsRequest,
   type DeleteRecordsResponse,
 } from '../../protocol/messages/delete-records.ts';
-import { Errors } from '../../protocol/errors.ts';
-import type { DataPathServices } from '../replication/index.ts';
-import type { HandlerRegistry } from './registry.ts';
+import type { ReplicaManager } from '../replication/replica-manager.ts';
+import { OUTSIDE_EVERY_LOG, safeOrNull } from './wire-int64.ts';
 
-export async function handleDeleteRecords(services: DataPathServices, request: DeleteRecordsRequest): Promise<DeleteRecordsResponse> {
+/** What DeleteRecords needs: the partitions this broker leads. */
+export interface DeleteRecordsServices {
+  readonly replicaManager: Pick<ReplicaManager, 'deleteRecords'>;
+}
+
+export async function handleDeleteRecords(services: DeleteRecordsServices, request: DeleteRecordsRequest): Promise<DeleteRecordsResponse> {
   const rm = services.replicaManager;
   const topics = await Promise.all(
     request.topics.map(async (topic) =>
@@ -19,14 +22,9 @@ export async function handleDeleteRecords(services: DataPathServices, request: D
         name: topic.name,
         partitions: await Promise.all(
           topic.partitions.map(async (p) => {
-            if (p.offset > BigInt(Number.MAX_SAFE_INTEGER) || p.offset < -1n) {
-              return makeDeleteRecordsResponseDeleteRecordsPartitionResult({
-                partitionIndex: p.partitionIndex,
-                lowWatermark: -1n,
-                errorCode: Errors.OFFSET_OUT_OF_RANGE.code,
-              });
-            }
-            const r = await rm.deleteRecords(topic.name, p.partitionIndex, Number(p.offset));
+            // An offset beyond 2^53 lies past every high watermark: OFFSET_OUT_OF_RANGE once the
+            // partition is checked, as for any offset outside [0, HW] other than -1.
+            const r = await rm.deleteRecords(topic.name, p.partitionIndex, safeOrNull(p.offset) ?? OUTSIDE_EVERY_LOG);
             return makeDeleteRecordsResponseDeleteRecordsPartitionResult({
               partitionIndex: p.partitionIndex,
               lowWatermark: BigInt(r.lowWatermark),
@@ -38,10 +36,4 @@ export async function handleDeleteRecords(services: DataPathServices, request: D
     ),
   );
   return makeDeleteRecordsResponse({ topics });
-}
-
-export function registerDeleteRecordsHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<DeleteRecordsRequest, DeleteRecordsResponse>(ApiKey.DeleteRecords, (_ctx, request) =>
-    handleDeleteRecords(services, request),
-  );
 }

@@ -4,7 +4,6 @@
  * says to send. Fetch v0-v3 clients get their batches down-converted to magic 0/1.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeFetchResponse,
   makeFetchResponseAbortedTransaction,
@@ -15,17 +14,22 @@ import {
   type FetchResponse,
   type FetchResponsePartitionData,
 } from '../../protocol/messages/fetch.ts';
-import { ZERO_UUID } from '../../protocol/primitives.ts';
+import { toSafeNumber, ZERO_UUID } from '../../protocol/primitives.ts';
 import { v2ToLegacy } from '../../protocol/records/legacy.ts';
 import { CompressionError } from '../../protocol/compression/index.ts';
 import { FetchSessionCache, type SessionPartition } from '../replication/fetch-session.ts';
 import type { DataPathServices } from '../replication/index.ts';
-import type { FetchPartitionResult } from '../replication/replica-manager.ts';
-import type { HandlerRegistry } from './registry.ts';
+import type { FetchPartitionResult, ReplicaManager } from '../replication/replica-manager.ts';
+import { OUTSIDE_EVERY_LOG, safeOrNull } from './wire-int64.ts';
 
 const EMPTY = Buffer.alloc(0);
 
-export async function handleFetch(services: DataPathServices, request: FetchRequest, version: number): Promise<FetchResponse> {
+/** What Fetch needs: the partitions this broker leads, fetch sessions, topic ids, fetch.max.bytes. */
+export interface FetchServices extends Pick<DataPathServices, 'fetchSessions' | 'topicNameOf' | 'topicIdOf' | 'fetchMaxBytes'> {
+  readonly replicaManager: Pick<ReplicaManager, 'fetchMessages'>;
+}
+
+export async function handleFetch(services: FetchServices, request: FetchRequest, version: number): Promise<FetchResponse> {
   const usesTopicIds = version >= 13;
   const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
   const partitions: SessionPartition[] = [];
@@ -37,10 +41,13 @@ export async function handleFetch(services: DataPathServices, request: FetchRequ
         topic: name,
         topicId,
         partition: p.partition,
-        fetchOffset: Number(p.fetchOffset),
+        // Beyond 2^53 an offset lies outside every log: OFFSET_OUT_OF_RANGE, as Kafka answers
+        // an offset past the log end, once the partition's leadership and epoch are checked.
+        fetchOffset: safeOrNull(p.fetchOffset) ?? OUTSIDE_EVERY_LOG,
         partitionMaxBytes: p.partitionMaxBytes,
         currentLeaderEpoch: version >= 9 ? p.currentLeaderEpoch : -1,
-        logStartOffset: Number(p.logStartOffset),
+        // A follower's log start offset; -1 (unknown, what consumers send) when beyond 2^53.
+        logStartOffset: safeOrNull(p.logStartOffset) ?? -1,
       });
     }
   }
@@ -87,9 +94,9 @@ export async function handleFetch(services: DataPathServices, request: FetchRequ
     if (context.kind === 'incremental') {
       const must = FetchSessionCache.mustRespond(context.session, p, {
         errorCode: data.errorCode,
-        highWatermark: Number(data.highWatermark),
-        logStartOffset: Number(data.logStartOffset),
-        recordsSize: data.records?.length ?? 0,
+        highWatermark: toSafeNumber(data.highWatermark),
+        logStartOffset: toSafeNumber(data.logStartOffset),
+        recordsSizeBytes: data.records?.length ?? 0,
       });
       if (!must) continue;
     }
@@ -106,9 +113,9 @@ export async function handleFetch(services: DataPathServices, request: FetchRequ
         request: a.request,
         data: {
           errorCode: a.data.errorCode,
-          highWatermark: Number(a.data.highWatermark),
-          logStartOffset: Number(a.data.logStartOffset),
-          recordsSize: a.data.records?.length ?? 0,
+          highWatermark: toSafeNumber(a.data.highWatermark),
+          logStartOffset: toSafeNumber(a.data.logStartOffset),
+          recordsSizeBytes: a.data.records?.length ?? 0,
         },
       })),
     );
@@ -170,12 +177,5 @@ async function partitionData(r: FetchPartitionResult, fetchOffset: number, versi
       : makeFetchResponseLeaderIdAndEpoch(),
     preferredReadReplica: -1,
     records,
-  });
-}
-
-export function registerFetchHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  // Controller listeners serve Fetch from Raft (quorum.ts), as Kafka's ControllerApis do.
-  registry.register<FetchRequest, FetchResponse>(ApiKey.Fetch, (_ctx, request, version) => handleFetch(services, request, version), {
-    listeners: 'broker',
   });
 }

@@ -4,7 +4,6 @@
  * translations between each version's wire shape and the GroupCoordinator.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../../protocol/messages/find-coordinator.ts';
 import type { JoinGroupRequest, JoinGroupResponse } from '../../protocol/messages/join-group.ts';
 import type { SyncGroupRequest, SyncGroupResponse } from '../../protocol/messages/sync-group.ts';
@@ -19,7 +18,7 @@ import type { OffsetDeleteRequest, OffsetDeleteResponse } from '../../protocol/m
 import type { GroupCoordinatorService } from '../coordinator/service.ts';
 import type { OffsetCommitEntry, TopicPartition } from '../coordinator/group-coordinator.ts';
 import { expireTimestampFromCommitTimestamp, expireTimestampFromRetention, NO_TIMESTAMP } from '../coordinator/timestamps.ts';
-import type { HandlerRegistry, RequestContext } from './registry.ts';
+import type { RequestContext } from '../server/session.ts';
 
 /** FindCoordinatorRequest key types. */
 const KEY_TYPE_GROUP = 0;
@@ -46,188 +45,208 @@ function groupByTopic<T extends { topic: string }>(items: T[]): Map<string, T[]>
   return byTopic;
 }
 
-export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCoordinatorService): void {
-  const coordinator = groups.coordinator;
+/** What the group APIs need: the group coordinator and the state of `__consumer_offsets`. */
+export type GroupHandlerServices = Pick<
+  GroupCoordinatorService,
+  'coordinator' | 'findCoordinator' | 'partitionExists' | 'offsetsRetentionMs' | 'subscribedTopics'
+>;
 
-  registry.register<FindCoordinatorRequest, FindCoordinatorResponse>(ApiKey.FindCoordinator, async (ctx, request, version) => {
-    const keys = version >= 4 ? request.coordinatorKeys : [request.key];
-    const found = await Promise.all(
-      keys.map(async (key) => {
-        if (request.keyType === KEY_TYPE_GROUP) return { key, ...(await groups.findCoordinator(key, ctx.session.listenerName)) };
-        const error = request.keyType === KEY_TYPE_TRANSACTION ? Errors.COORDINATOR_NOT_AVAILABLE : Errors.INVALID_REQUEST;
-        return { key, errorCode: error.code, errorMessage: error.message, nodeId: -1, host: '', port: -1 };
-      }),
-    );
-    if (version >= 4) {
-      return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: 0, host: '', port: 0, coordinators: found };
-    }
-    const only = found[0]!;
-    return {
-      throttleTimeMs: 0,
-      errorCode: only.errorCode,
-      errorMessage: only.errorMessage,
-      nodeId: only.nodeId,
-      host: only.host,
-      port: only.port,
-      coordinators: [],
-    };
-  });
-
-  registry.register<JoinGroupRequest, JoinGroupResponse>(ApiKey.JoinGroup, async (ctx, request, version) => {
-    const result = await coordinator.joinGroup({
-      groupId: request.groupId,
-      memberId: request.memberId,
-      groupInstanceId: request.groupInstanceId,
-      protocolType: request.protocolType,
-      protocols: request.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
-      sessionTimeoutMs: request.sessionTimeoutMs,
-      // v0 has no rebalance timeout: Kafka uses the session timeout.
-      rebalanceTimeoutMs: version >= 1 ? request.rebalanceTimeoutMs : request.sessionTimeoutMs,
-      clientId: ctx.clientId ?? '',
-      clientHost: clientHost(ctx),
-      requireKnownMemberId: version >= 4,
-      supportsSkipAssignment: version >= 9,
-    });
-    return {
-      throttleTimeMs: 0,
-      errorCode: result.errorCode,
-      generationId: result.generationId,
-      protocolType: result.protocolType,
-      // Before v7 the protocol name is not nullable: Kafka sends "" instead of null.
-      protocolName: version < 7 ? (result.protocolName ?? '') : result.protocolName,
-      leader: result.leaderId,
-      skipAssignment: version >= 9 && result.skipAssignment,
-      memberId: result.memberId,
-      members: result.members,
-    };
-  });
-
-  registry.register<SyncGroupRequest, SyncGroupResponse>(ApiKey.SyncGroup, async (_ctx, request) => {
-    const result = await coordinator.syncGroup({
-      groupId: request.groupId,
-      generationId: request.generationId,
-      memberId: request.memberId,
-      groupInstanceId: request.groupInstanceId,
-      protocolType: request.protocolType,
-      protocolName: request.protocolName,
-      assignments: request.assignments,
-    });
-    return { throttleTimeMs: 0, ...result };
-  });
-
-  registry.register<HeartbeatRequest, HeartbeatResponse>(ApiKey.Heartbeat, (_ctx, request) => ({
+export async function handleFindCoordinator(
+  groups: GroupHandlerServices,
+  ctx: RequestContext,
+  request: FindCoordinatorRequest,
+  version: number,
+): Promise<FindCoordinatorResponse> {
+  const find = async (key: string) => {
+    if (request.keyType === KEY_TYPE_GROUP) return { key, ...(await groups.findCoordinator(key, ctx.session.listenerName)) };
+    const error = request.keyType === KEY_TYPE_TRANSACTION ? Errors.COORDINATOR_NOT_AVAILABLE : Errors.INVALID_REQUEST;
+    return { key, errorCode: error.code, errorMessage: error.message, nodeId: -1, host: '', port: -1 };
+  };
+  if (version >= 4) {
+    const coordinators = await Promise.all(request.coordinatorKeys.map(find));
+    return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, nodeId: 0, host: '', port: 0, coordinators };
+  }
+  const only = await find(request.key);
+  return {
     throttleTimeMs: 0,
-    errorCode: coordinator.heartbeat(request.groupId, request.memberId, request.groupInstanceId, request.generationId),
-  }));
+    errorCode: only.errorCode,
+    errorMessage: only.errorMessage,
+    nodeId: only.nodeId,
+    host: only.host,
+    port: only.port,
+    coordinators: [],
+  };
+}
 
-  registry.register<LeaveGroupRequest, LeaveGroupResponse>(ApiKey.LeaveGroup, (_ctx, request, version) => {
-    const leaving =
-      version >= 3
-        ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
-        : [{ memberId: request.memberId, groupInstanceId: null }];
-    const result = coordinator.leaveGroup(request.groupId, leaving);
-    if (version >= 3) return { throttleTimeMs: 0, errorCode: result.errorCode, members: result.members };
-    const memberError = result.members[0]?.errorCode ?? 0;
-    return { throttleTimeMs: 0, errorCode: result.errorCode !== 0 ? result.errorCode : memberError, members: [] };
+export async function handleJoinGroup(
+  groups: GroupHandlerServices,
+  ctx: RequestContext,
+  request: JoinGroupRequest,
+  version: number,
+): Promise<JoinGroupResponse> {
+  const result = await groups.coordinator.joinGroup({
+    groupId: request.groupId,
+    memberId: request.memberId,
+    groupInstanceId: request.groupInstanceId,
+    protocolType: request.protocolType,
+    protocols: request.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+    sessionTimeoutMs: request.sessionTimeoutMs,
+    // v0 has no rebalance timeout: Kafka uses the session timeout.
+    rebalanceTimeoutMs: version >= 1 ? request.rebalanceTimeoutMs : request.sessionTimeoutMs,
+    clientId: ctx.clientId ?? '',
+    clientHost: clientHost(ctx),
+    requireKnownMemberId: version >= 4,
+    supportsSkipAssignment: version >= 9,
   });
+  return {
+    throttleTimeMs: 0,
+    errorCode: result.errorCode,
+    generationId: result.generationId,
+    protocolType: result.protocolType,
+    // Before v7 the protocol name is not nullable: Kafka sends "" instead of null.
+    protocolName: version < 7 ? (result.protocolName ?? '') : result.protocolName,
+    leader: result.leaderId,
+    skipAssignment: version >= 9 && result.skipAssignment,
+    memberId: result.memberId,
+    members: result.members,
+  };
+}
 
-  registry.register<OffsetCommitRequest, OffsetCommitResponse>(ApiKey.OffsetCommit, async (_ctx, request, version) => {
-    const now = Date.now();
-    const entries: OffsetCommitEntry[] = [];
-    const unknown = new Set<string>();
-    for (const topic of request.topics) {
-      for (const p of topic.partitions) {
-        if (!groups.partitionExists(topic.name, p.partitionIndex)) {
-          unknown.add(`${topic.name}:${p.partitionIndex}`);
-          continue;
-        }
-        entries.push({
-          topic: topic.name,
-          partition: p.partitionIndex,
-          offset: p.committedOffset,
-          leaderEpoch: p.committedLeaderEpoch,
-          metadata: p.committedMetadata,
-          expireTimestampMs: explicitExpiry(version, p.commitTimestamp, request.retentionTimeMs, now, groups.offsetsRetentionMs),
-        });
+export async function handleSyncGroup(groups: GroupHandlerServices, request: SyncGroupRequest): Promise<SyncGroupResponse> {
+  const result = await groups.coordinator.syncGroup({
+    groupId: request.groupId,
+    generationId: request.generationId,
+    memberId: request.memberId,
+    groupInstanceId: request.groupInstanceId,
+    protocolType: request.protocolType,
+    protocolName: request.protocolName,
+    assignments: request.assignments,
+  });
+  return { throttleTimeMs: 0, ...result };
+}
+
+export function handleHeartbeat(groups: GroupHandlerServices, request: HeartbeatRequest): HeartbeatResponse {
+  return {
+    throttleTimeMs: 0,
+    errorCode: groups.coordinator.heartbeat(request.groupId, request.memberId, request.groupInstanceId, request.generationId),
+  };
+}
+
+export function handleLeaveGroup(groups: GroupHandlerServices, request: LeaveGroupRequest, version: number): LeaveGroupResponse {
+  const leaving =
+    version >= 3
+      ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
+      : [{ memberId: request.memberId, groupInstanceId: null }];
+  const result = groups.coordinator.leaveGroup(request.groupId, leaving);
+  if (version >= 3) return { throttleTimeMs: 0, errorCode: result.errorCode, members: result.members };
+  const memberError = result.members[0]?.errorCode ?? 0;
+  return { throttleTimeMs: 0, errorCode: result.errorCode !== 0 ? result.errorCode : memberError, members: [] };
+}
+
+export async function handleOffsetCommit(
+  groups: GroupHandlerServices,
+  request: OffsetCommitRequest,
+  version: number,
+): Promise<OffsetCommitResponse> {
+  const nowMs = Date.now();
+  const entries: OffsetCommitEntry[] = [];
+  const unknown = new Set<string>();
+  for (const topic of request.topics) {
+    for (const p of topic.partitions) {
+      if (!groups.partitionExists(topic.name, p.partitionIndex)) {
+        unknown.add(`${topic.name}:${p.partitionIndex}`);
+        continue;
       }
+      entries.push({
+        topic: topic.name,
+        partition: p.partitionIndex,
+        offset: p.committedOffset,
+        leaderEpoch: p.committedLeaderEpoch,
+        metadata: p.committedMetadata,
+        expireTimestampMs: explicitExpiry(version, p.commitTimestamp, request.retentionTimeMs, nowMs, groups.offsetsRetentionMs),
+      });
     }
-    const codes =
-      entries.length > 0
-        ? await coordinator.commitOffsets(
-            request.groupId,
-            request.memberId,
-            request.groupInstanceId,
-            request.generationIdOrMemberEpoch,
-            entries,
-          )
-        : [];
-    const byPartition = new Map(entries.map((e, i) => [`${e.topic}:${e.partition}`, codes[i]!]));
-    return {
-      throttleTimeMs: 0,
-      topics: request.topics.map((topic) => ({
-        name: topic.name,
-        partitions: topic.partitions.map((p) => {
-          const key = `${topic.name}:${p.partitionIndex}`;
-          return {
-            partitionIndex: p.partitionIndex,
-            errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)!,
-          };
+  }
+  const codes =
+    entries.length > 0
+      ? await groups.coordinator.commitOffsets(
+          request.groupId,
+          request.memberId,
+          request.groupInstanceId,
+          request.generationIdOrMemberEpoch,
+          entries,
+        )
+      : [];
+  // commitOffsets answers one code per entry, in order.
+  const byPartition = new Map(entries.map((e, i) => [`${e.topic}:${e.partition}`, codes[i]!]));
+  return {
+    throttleTimeMs: 0,
+    topics: request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((p) => {
+        const key = `${topic.name}:${p.partitionIndex}`;
+        return {
+          partitionIndex: p.partitionIndex,
+          errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)!,
+        };
+      }),
+    })),
+  };
+}
+
+export function handleOffsetFetch(groups: GroupHandlerServices, request: OffsetFetchRequest, version: number): OffsetFetchResponse {
+  const fetchGroup = (groupId: string, topics: { name: string; partitionIndexes: number[] }[] | null) => {
+    const partitions: TopicPartition[] | null =
+      topics === null ? null : topics.flatMap((t) => t.partitionIndexes.map((partition) => ({ topic: t.name, partition })));
+    const result = groups.coordinator.fetchOffsets(groupId, partitions);
+    const entries =
+      result.errorCode === 0
+        ? result.offsets
+        : (partitions ?? []).map((tp) => ({ ...tp, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: result.errorCode }));
+    const topicsOut = [...groupByTopic(entries)].map(([name, list]) => ({
+      name,
+      partitions: list.map(
+        (o): OffsetFetchResponsePartitions => ({
+          partitionIndex: o.partition,
+          committedOffset: o.offset,
+          committedLeaderEpoch: o.leaderEpoch,
+          metadata: o.metadata,
+          // v0-v1 carry group errors per partition: they have no top-level error.
+          errorCode: version <= 1 && result.errorCode !== 0 ? result.errorCode : o.errorCode,
         }),
-      })),
-    };
-  });
-
-  registry.register<OffsetFetchRequest, OffsetFetchResponse>(ApiKey.OffsetFetch, (_ctx, request, version) => {
-    const fetchGroup = (groupId: string, topics: { name: string; partitionIndexes: number[] }[] | null) => {
-      const partitions: TopicPartition[] | null =
-        topics === null ? null : topics.flatMap((t) => t.partitionIndexes.map((partition) => ({ topic: t.name, partition })));
-      const result = coordinator.fetchOffsets(groupId, partitions);
-      const entries =
-        result.errorCode === 0
-          ? result.offsets
-          : (partitions ?? []).map((tp) => ({ ...tp, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: result.errorCode }));
-      const topicsOut = [...groupByTopic(entries)].map(([name, list]) => ({
-        name,
-        partitions: list.map(
-          (o): OffsetFetchResponsePartitions => ({
-            partitionIndex: o.partition,
-            committedOffset: o.offset,
-            committedLeaderEpoch: o.leaderEpoch,
-            metadata: o.metadata,
-            // v0-v1 carry group errors per partition: they have no top-level error.
-            errorCode: version <= 1 && result.errorCode !== 0 ? result.errorCode : o.errorCode,
-          }),
-        ),
-      }));
-      return { errorCode: result.errorCode, topics: topicsOut };
-    };
-    if (version >= 8) {
-      return {
-        throttleTimeMs: 0,
-        topics: [],
-        errorCode: 0,
-        groups: request.groups.map((g) => ({ groupId: g.groupId, ...fetchGroup(g.groupId, g.topics) })),
-      };
-    }
-    const single = fetchGroup(request.groupId, version <= 1 ? (request.topics ?? []) : request.topics);
-    return { throttleTimeMs: 0, topics: single.topics, errorCode: single.errorCode, groups: [] };
-  });
-
-  registry.register<ListGroupsRequest, ListGroupsResponse>(ApiKey.ListGroups, (_ctx, request, version) => {
-    const types = version >= 5 ? request.typesFilter.map((t) => t.toLowerCase()) : [];
-    const listed =
-      types.length > 0 && !types.includes(CLASSIC_GROUP_TYPE) ? [] : coordinator.listGroups(version >= 4 ? request.statesFilter : null);
+      ),
+    }));
+    return { errorCode: result.errorCode, topics: topicsOut };
+  };
+  if (version >= 8) {
     return {
       throttleTimeMs: 0,
-      errorCode: coordinator.anyPartitionLoading() ? Errors.COORDINATOR_LOAD_IN_PROGRESS.code : 0,
-      groups: listed.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType, groupState: g.state, groupType: CLASSIC_GROUP_TYPE })),
+      topics: [],
+      errorCode: 0,
+      groups: request.groups.map((g) => ({ groupId: g.groupId, ...fetchGroup(g.groupId, g.topics) })),
     };
-  });
+  }
+  const single = fetchGroup(request.groupId, version <= 1 ? (request.topics ?? []) : request.topics);
+  return { throttleTimeMs: 0, topics: single.topics, errorCode: single.errorCode, groups: [] };
+}
 
-  registry.register<DescribeGroupsRequest, DescribeGroupsResponse>(ApiKey.DescribeGroups, (_ctx, request) => ({
+export function handleListGroups(groups: GroupHandlerServices, request: ListGroupsRequest, version: number): ListGroupsResponse {
+  const coordinator = groups.coordinator;
+  const types = version >= 5 ? request.typesFilter.map((t) => t.toLowerCase()) : [];
+  const listed =
+    types.length > 0 && !types.includes(CLASSIC_GROUP_TYPE) ? [] : coordinator.listGroups(version >= 4 ? request.statesFilter : null);
+  return {
+    throttleTimeMs: 0,
+    errorCode: coordinator.anyPartitionLoading() ? Errors.COORDINATOR_LOAD_IN_PROGRESS.code : 0,
+    groups: listed.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType, groupState: g.state, groupType: CLASSIC_GROUP_TYPE })),
+  };
+}
+
+export function handleDescribeGroups(groups: GroupHandlerServices, request: DescribeGroupsRequest): DescribeGroupsResponse {
+  return {
     throttleTimeMs: 0,
     groups: request.groups.map((groupId) => {
-      const d = coordinator.describeGroup(groupId);
+      const d = groups.coordinator.describeGroup(groupId);
       return {
         errorCode: d.errorCode,
         groupId,
@@ -245,28 +264,27 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
         authorizedOperations: request.includeAuthorizedOperations ? GROUP_AUTHORIZED_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
       };
     }),
-  }));
+  };
+}
 
-  registry.register<DeleteGroupsRequest, DeleteGroupsResponse>(ApiKey.DeleteGroups, async (_ctx, request) => ({
+export async function handleDeleteGroups(groups: GroupHandlerServices, request: DeleteGroupsRequest): Promise<DeleteGroupsResponse> {
+  return { throttleTimeMs: 0, results: await groups.coordinator.deleteGroups(request.groupsNames) };
+}
+
+export async function handleOffsetDelete(groups: GroupHandlerServices, request: OffsetDeleteRequest): Promise<OffsetDeleteResponse> {
+  const partitions = request.topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.name, partition: p.partitionIndex })));
+  const result = await groups.coordinator.deleteOffsets(request.groupId, partitions, (group) => groups.subscribedTopics(group));
+  return {
+    errorCode: result.errorCode,
     throttleTimeMs: 0,
-    results: await coordinator.deleteGroups(request.groupsNames),
-  }));
-
-  registry.register<OffsetDeleteRequest, OffsetDeleteResponse>(ApiKey.OffsetDelete, async (_ctx, request) => {
-    const partitions = request.topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.name, partition: p.partitionIndex })));
-    const result = await coordinator.deleteOffsets(request.groupId, partitions, (group) => groups.subscribedTopics(group));
-    return {
-      errorCode: result.errorCode,
-      throttleTimeMs: 0,
-      topics:
-        result.errorCode !== 0
-          ? []
-          : [...groupByTopic(result.partitions)].map(([name, list]) => ({
-              name,
-              partitions: list.map((p) => ({ partitionIndex: p.partition, errorCode: p.errorCode })),
-            })),
-    };
-  });
+    topics:
+      result.errorCode !== 0
+        ? []
+        : [...groupByTopic(result.partitions)].map(([name, list]) => ({
+            name,
+            partitions: list.map((p) => ({ partitionIndex: p.partition, errorCode: p.errorCode })),
+          })),
+  };
 }
 
 /**
@@ -278,12 +296,12 @@ export function registerGroupHandlers(registry: HandlerRegistry, groups: GroupCo
  */
 function explicitExpiry(
   version: number,
-  commitTimestamp: bigint,
+  commitTimestampMs: bigint,
   retentionTimeMs: bigint,
   nowMs: number,
   defaultRetentionMs: number,
 ): number {
-  if (version === 1) return expireTimestampFromCommitTimestamp(commitTimestamp, defaultRetentionMs);
+  if (version === 1) return expireTimestampFromCommitTimestamp(commitTimestampMs, defaultRetentionMs);
   if (version >= 2 && version <= 4) return expireTimestampFromRetention(nowMs, retentionTimeMs);
   return NO_TIMESTAMP;
 }

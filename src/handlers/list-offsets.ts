@@ -1,5 +1,5 @@
 /** ListOffsets: earliest (-2), latest (-1), max timestamp (-3) and by timestamp, per partition. */
-import { ApiKey } from '../../protocol/messages/index.ts';
+import { Errors } from '../../protocol/errors.ts';
 import {
   makeListOffsetsResponse,
   makeListOffsetsResponseListOffsetsPartitionResponse,
@@ -7,11 +7,16 @@ import {
   type ListOffsetsRequest,
   type ListOffsetsResponse,
 } from '../../protocol/messages/list-offsets.ts';
-import type { DataPathServices } from '../replication/index.ts';
-import type { HandlerRegistry } from './registry.ts';
+import { LATEST_TIMESTAMP, type ListOffsetsResult, type ReplicaManager } from '../replication/replica-manager.ts';
+import { safeOrNull } from './wire-int64.ts';
+
+/** What ListOffsets needs: the logs of the partitions this broker leads. */
+export interface ListOffsetsServices {
+  readonly replicaManager: Pick<ReplicaManager, 'listOffset'>;
+}
 
 export async function handleListOffsets(
-  services: DataPathServices,
+  services: ListOffsetsServices,
   request: ListOffsetsRequest,
   version: number,
 ): Promise<ListOffsetsResponse> {
@@ -22,12 +27,11 @@ export async function handleListOffsets(
         name: topic.name,
         partitions: await Promise.all(
           topic.partitions.map(async (p) => {
-            // Timestamps are milliseconds: a JS number holds them exactly.
-            const timestamp = Number(p.timestamp);
-            const r = await rm.listOffset(
+            const r = await listOffset(
+              rm,
               topic.name,
               p.partitionIndex,
-              timestamp,
+              p.timestamp,
               version >= 2 ? request.isolationLevel : 0,
               p.currentLeaderEpoch,
               request.replicaId,
@@ -43,7 +47,7 @@ export async function handleListOffsets(
             return makeListOffsetsResponseListOffsetsPartitionResponse({
               partitionIndex: p.partitionIndex,
               errorCode: r.errorCode,
-              timestamp: BigInt(r.timestamp),
+              timestamp: BigInt(r.timestampMs),
               offset: BigInt(r.offset),
               leaderEpoch: version >= 4 ? r.leaderEpoch : -1,
             });
@@ -55,8 +59,25 @@ export async function handleListOffsets(
   return makeListOffsetsResponse({ topics });
 }
 
-export function registerListOffsetsHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<ListOffsetsRequest, ListOffsetsResponse>(ApiKey.ListOffsets, (_ctx, request, version) =>
-    handleListOffsets(services, request, version),
-  );
+/**
+ * One partition's lookup. Timestamps are milliseconds, exact in a JS number up to 2^53; one
+ * beyond that is answered as Kafka answers a timestamp no record reaches (positive: no offset,
+ * -1/-1) or a negative one that is no special value (INVALID_REQUEST), after the partition's
+ * leadership and epoch are checked as for any timestamp.
+ */
+async function listOffset(
+  rm: ListOffsetsServices['replicaManager'],
+  topic: string,
+  partition: number,
+  timestampMs: bigint,
+  isolationLevel: number,
+  currentLeaderEpoch: number,
+  replicaId: number,
+): Promise<ListOffsetsResult> {
+  const safe = safeOrNull(timestampMs);
+  if (safe !== null) return rm.listOffset(topic, partition, safe, isolationLevel, currentLeaderEpoch, replicaId);
+  const checked = await rm.listOffset(topic, partition, LATEST_TIMESTAMP, isolationLevel, currentLeaderEpoch, replicaId);
+  if (checked.errorCode !== Errors.NONE.code) return checked;
+  const errorCode = timestampMs > 0n ? Errors.NONE.code : Errors.INVALID_REQUEST.code;
+  return { errorCode, timestampMs: -1, offset: -1, leaderEpoch: -1 };
 }

@@ -1,6 +1,5 @@
 /** DescribeLogDirs: each log directory with the partitions it holds and their sizes. */
 import { statfs } from 'node:fs/promises';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeDescribeLogDirsResponse,
   makeDescribeLogDirsResponseDescribeLogDirsPartition,
@@ -10,10 +9,17 @@ import {
   type DescribeLogDirsResponse,
 } from '../../protocol/messages/describe-log-dirs.ts';
 import { Errors } from '../../protocol/errors.ts';
-import type { DataPathServices } from '../replication/index.ts';
-import type { HandlerRegistry } from './registry.ts';
+import type { ReplicaManager } from '../replication/replica-manager.ts';
 
-export async function handleDescribeLogDirs(services: DataPathServices, request: DescribeLogDirsRequest): Promise<DescribeLogDirsResponse> {
+/** What DescribeLogDirs needs: the replicas this broker hosts and the directories they are in. */
+export interface DescribeLogDirsServices {
+  readonly replicaManager: Pick<ReplicaManager, 'describeLogDirs'>;
+}
+
+export async function handleDescribeLogDirs(
+  services: DescribeLogDirsServices,
+  request: DescribeLogDirsRequest,
+): Promise<DescribeLogDirsResponse> {
   let filter: ((topic: string, partition: number) => boolean) | null = null;
   if (request.topics !== null) {
     const wanted = new Map(request.topics.map((t) => [t.topic, new Set(t.partitions)]));
@@ -43,7 +49,7 @@ export async function handleDescribeLogDirs(services: DataPathServices, request:
             partitions: t.partitions.map((p) =>
               makeDescribeLogDirsResponseDescribeLogDirsPartition({
                 partitionIndex: p.partitionIndex,
-                partitionSize: BigInt(p.partitionSize),
+                partitionSize: BigInt(p.partitionSizeBytes),
                 offsetLag: BigInt(p.offsetLag),
                 isFutureKey: p.isFutureKey,
               }),
@@ -54,10 +60,4 @@ export async function handleDescribeLogDirs(services: DataPathServices, request:
     }),
   );
   return makeDescribeLogDirsResponse({ errorCode: Errors.NONE.code, results });
-}
-
-export function registerDescribeLogDirsHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<DescribeLogDirsRequest, DescribeLogDirsResponse>(ApiKey.DescribeLogDirs, (_ctx, request) =>
-    handleDescribeLogDirs(services, request),
-  );
 }

@@ -4,24 +4,24 @@
  * and, from v4, allow_auto_topic_creation), authorized operations (v8+).
  */
 import { Errors, KafkaError } from '../../protocol/errors.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeMetadataResponse,
   makeMetadataResponseBroker,
   makeMetadataResponsePartition,
   makeMetadataResponseTopic,
   type MetadataRequest,
+  type MetadataRequestTopic,
   type MetadataResponse,
   type MetadataResponseTopic,
 } from '../../protocol/messages/metadata.ts';
+import { INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC } from '../../protocol/internal-topics.ts';
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
-import { OFFSETS_TOPIC, offsetsTopicCreatable } from '../coordinator/service.ts';
+import { offsetsTopicCreatable, transactionStateTopicCreatable } from '../coordinator/internal-topics.ts';
 import { topicNameError, type CreatableTopic } from '../metadata/controller.ts';
 import {
   AUTHORIZED_OPERATIONS_OMITTED,
   CLUSTER_OPERATIONS,
-  INTERNAL_TOPICS,
   TOPIC_OPERATIONS,
   brokersOnListener,
   liveLeader,
@@ -30,28 +30,13 @@ import {
 } from '../metadata/describe.ts';
 import type { MetadataImage, TopicImage } from '../metadata/image.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
-import { registerClusterHandlers } from './cluster.ts';
-import { registerConfigHandlers } from './configs.ts';
-import { registerQuorumHandlers } from './quorum.ts';
-import type { HandlerRegistry, RequestContext } from './registry.ts';
-import { registerTopicHandlers } from './topics.ts';
+import type { RequestContext } from '../server/session.ts';
 
-/** What the metadata and admin handlers need from the broker. */
+/** What the metadata and admin handlers (metadata, topics, configs, cluster) need from the broker. */
 export interface MetadataHandlerServices {
   readonly nodeId: number;
   readonly config: BrokerConfig;
   readonly metadata: MetadataManager;
-}
-
-/** Registers Metadata, the topic/config/cluster admin APIs and the quorum RPCs. */
-export function registerMetadataHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
-  registry.register<MetadataRequest, MetadataResponse>(ApiKey.Metadata, (ctx, request, version) =>
-    handleMetadata(services, ctx, request, version),
-  );
-  registerTopicHandlers(registry, services);
-  registerConfigHandlers(registry, services);
-  registerClusterHandlers(registry, services);
-  registerQuorumHandlers(registry, services);
 }
 
 export function topicMetadata(image: MetadataImage, topic: TopicImage, includeAuthorizedOperations: boolean): MetadataResponseTopic {
@@ -93,26 +78,13 @@ function errorTopic(name: string | null, topicId: string, errorCode: number): Me
 /** How Kafka's AutoTopicCreationManager creates a topic: internal ones with their own settings. */
 function autoCreatable(config: BrokerConfig, name: string): CreatableTopic {
   if (name === OFFSETS_TOPIC) return offsetsTopicCreatable(config);
-  if (name === '__transaction_state') {
-    return {
-      name,
-      numPartitions: config.getInt('transaction.state.log.num.partitions'),
-      replicationFactor: config.getInt('transaction.state.log.replication.factor'),
-      assignments: [],
-      configs: [
-        { name: 'cleanup.policy', value: 'compact' },
-        { name: 'compression.type', value: 'uncompressed' },
-        { name: 'min.insync.replicas', value: config.getString('transaction.state.log.min.isr') },
-        { name: 'segment.bytes', value: config.getString('transaction.state.log.segment.bytes') },
-      ],
-    };
-  }
+  if (name === TRANSACTION_STATE_TOPIC) return transactionStateTopicCreatable(config);
   return { name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] };
 }
 
 /** KafkaApis.handleTopicMetadataRequest: v10 and v11 carry topic ids, but only v12 serves them. */
-function checkTopicsNamed(request: MetadataRequest, version: number): void {
-  for (const topic of request.topics!) {
+function checkTopicsNamed(topics: readonly MetadataRequestTopic[], version: number): void {
+  for (const topic of topics) {
     if (topic.name === null) throw new KafkaError(Errors.INVALID_REQUEST, `Topic name can not be null for version ${version}`);
     if (topic.topicId !== ZERO_UUID)
       throw new KafkaError(Errors.INVALID_REQUEST, `Topic IDs are not supported in requests for version ${version}`);
@@ -129,14 +101,13 @@ export async function handleMetadata(
   let image = metadata.image();
   const includeTopicOps = version >= 8 && request.includeTopicAuthorizedOperations;
   // v0: an empty list means every topic; v1+: null means every topic, empty means none.
-  const allTopics = request.topics === null || (version === 0 && request.topics.length === 0);
-  if (!allTopics && version < 12) checkTopicsNamed(request, version);
+  const wanted = request.topics;
   let topics: MetadataResponseTopic[];
-  if (allTopics) {
+  if (wanted === null || (version === 0 && wanted.length === 0)) {
     topics = [...image.topicsByName.values()].map((t) => topicMetadata(image, t, includeTopicOps));
   } else {
+    if (version < 12) checkTopicsNamed(wanted, version);
     const allowAutoCreate = config.getBoolean('auto.create.topics.enable') && (version < 4 || request.allowAutoTopicCreation);
-    const wanted = request.topics!;
     const toCreate = new Set<string>();
     for (const t of wanted) {
       if (t.name !== null && image.topic(t.name) === undefined && allowAutoCreate && topicNameError(t.name) === null) {

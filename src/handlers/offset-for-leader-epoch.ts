@@ -1,5 +1,4 @@
 /** OffsetForLeaderEpoch (KIP-101/279): the end offset of a leader epoch, from the epoch cache. */
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeOffsetForLeaderEpochResponse,
   makeOffsetForLeaderEpochResponseEpochEndOffset,
@@ -7,10 +6,17 @@ import {
   type OffsetForLeaderEpochRequest,
   type OffsetForLeaderEpochResponse,
 } from '../../protocol/messages/offset-for-leader-epoch.ts';
-import type { DataPathServices } from '../replication/index.ts';
-import type { HandlerRegistry } from './registry.ts';
+import type { ReplicaManager } from '../replication/replica-manager.ts';
 
-export function handleOffsetForLeaderEpoch(services: DataPathServices, request: OffsetForLeaderEpochRequest): OffsetForLeaderEpochResponse {
+/** What OffsetForLeaderEpoch needs: the leader-epoch caches of the partitions this broker leads. */
+export interface OffsetForLeaderEpochServices {
+  readonly replicaManager: Pick<ReplicaManager, 'offsetForLeaderEpoch'>;
+}
+
+export function handleOffsetForLeaderEpoch(
+  services: OffsetForLeaderEpochServices,
+  request: OffsetForLeaderEpochRequest,
+): OffsetForLeaderEpochResponse {
   const rm = services.replicaManager;
   return makeOffsetForLeaderEpochResponse({
     topics: request.topics.map((topic) =>
@@ -28,10 +34,4 @@ export function handleOffsetForLeaderEpoch(services: DataPathServices, request: 
       }),
     ),
   });
-}
-
-export function registerOffsetForLeaderEpochHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(ApiKey.OffsetForLeaderEpoch, (_ctx, request) =>
-    handleOffsetForLeaderEpoch(services, request),
-  );
 }

@@ -5,7 +5,6 @@
  */
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch } from '../../protocol/records/batch.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeProduceResponse,
   makeProduceResponsePartitionProduceResponse,
@@ -14,12 +13,15 @@ import {
   type ProduceRequest,
   type ProduceResponse,
 } from '../../protocol/messages/produce.ts';
-import type { DataPathServices } from '../replication/index.ts';
-import type { ProducePartitionInput } from '../replication/replica-manager.ts';
-import type { HandlerRegistry } from './registry.ts';
+import type { ProducePartitionInput, ReplicaManager } from '../replication/replica-manager.ts';
+
+/** What Produce needs: the partitions this broker leads. */
+export interface ProduceServices {
+  readonly replicaManager: Pick<ReplicaManager, 'appendRecords'>;
+}
 
 export async function handleProduce(
-  services: DataPathServices,
+  services: ProduceServices,
   request: ProduceRequest,
   version: number,
   clientId: string | null = null,
@@ -73,12 +75,6 @@ export async function handleProduce(
     }),
   );
   return makeProduceResponse({ responses });
-}
-
-export function registerProduceHandler(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<ProduceRequest, ProduceResponse>(ApiKey.Produce, (ctx, request, version) =>
-    handleProduce(services, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason)),
-  );
 }
 
 /** ProduceRequest.hasTransactionalRecords: the first batch of any partition is transactional. */

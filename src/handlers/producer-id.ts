@@ -2,7 +2,6 @@
  * InitProducerId for idempotent producers (a fresh producer id at epoch 0, as Kafka's
  * TransactionCoordinator does for a null transactional id) and DescribeProducers.
  */
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeInitProducerIdResponse,
   type InitProducerIdRequest,
@@ -18,9 +17,14 @@ import {
 } from '../../protocol/messages/describe-producers.ts';
 import { Errors } from '../../protocol/errors.ts';
 import type { DataPathServices } from '../replication/index.ts';
-import type { HandlerRegistry } from './registry.ts';
+import type { ReplicaManager } from '../replication/replica-manager.ts';
 
-export async function handleInitProducerId(services: DataPathServices, request: InitProducerIdRequest): Promise<InitProducerIdResponse> {
+/** What InitProducerId and DescribeProducers need: producer ids, producer state, the transaction coordinator. */
+export interface ProducerIdServices extends Pick<DataPathServices, 'producerIds' | 'transactionalInitProducerId'> {
+  readonly replicaManager: Pick<ReplicaManager, 'describeProducers'>;
+}
+
+export async function handleInitProducerId(services: ProducerIdServices, request: InitProducerIdRequest): Promise<InitProducerIdResponse> {
   const fail = (errorCode: number): InitProducerIdResponse => makeInitProducerIdResponse({ errorCode, producerId: -1n, producerEpoch: -1 });
   // KafkaApis.handleInitProducerIdRequest: id and epoch are given together or not at all.
   if ((request.producerId === -1n) !== (request.producerEpoch === -1)) return fail(Errors.INVALID_REQUEST.code);
@@ -46,7 +50,7 @@ export async function handleInitProducerId(services: DataPathServices, request: 
 }
 
 export async function handleDescribeProducers(
-  services: DataPathServices,
+  services: ProducerIdServices,
   request: DescribeProducersRequest,
 ): Promise<DescribeProducersResponse> {
   const rm = services.replicaManager;
@@ -66,7 +70,7 @@ export async function handleDescribeProducers(
                     producerId: p.producerId,
                     producerEpoch: p.producerEpoch,
                     lastSequence: p.lastSequence,
-                    lastTimestamp: BigInt(p.lastTimestamp),
+                    lastTimestamp: BigInt(p.lastTimestampMs),
                     coordinatorEpoch: p.coordinatorEpoch,
                     currentTxnStartOffset: BigInt(p.currentTxnStartOffset),
                   }),
@@ -78,13 +82,4 @@ export async function handleDescribeProducers(
       ),
     ),
   });
-}
-
-export function registerProducerIdHandlers(registry: HandlerRegistry, services: DataPathServices): void {
-  registry.register<InitProducerIdRequest, InitProducerIdResponse>(ApiKey.InitProducerId, (_ctx, request) =>
-    handleInitProducerId(services, request),
-  );
-  registry.register<DescribeProducersRequest, DescribeProducersResponse>(ApiKey.DescribeProducers, (_ctx, request) =>
-    handleDescribeProducers(services, request),
-  );
 }

@@ -47,7 +47,6 @@ import {
   type FetchSnapshotRequest,
   type FetchSnapshotResponse,
 } from '../../protocol/messages/fetch-snapshot.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeVoteResponse,
   makeVoteResponsePartitionData,
@@ -55,57 +54,25 @@ import {
   type VoteRequest,
   type VoteResponse,
 } from '../../protocol/messages/vote.ts';
-import { toSafeNumber } from '../../protocol/primitives.ts';
+import { METADATA_TOPIC } from '../../protocol/internal-topics.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
-import { encodeRaftBatch } from '../metadata/raft/batch-codec.ts';
-import { METADATA_TOPIC } from '../metadata/raft/file-log.ts';
-import type { MetadataHandlerServices } from './metadata.ts';
-import type { HandlerRegistry } from './registry.ts';
+import { encodeRaftBatch } from '../metadata/raft/log.ts';
+import { safeOrRefuse } from './wire-int64.ts';
 
-export { METADATA_TOPIC };
+/** What the quorum RPCs need: the node's Raft client and the cluster id it belongs to. */
+export type QuorumServices = Pick<MetadataManager, 'clusterId' | 'raft'>;
 
 /** Kafka's Uuid.METADATA_TOPIC_ID (0, 1): how Fetch v13+ names `__cluster_metadata`. */
 export const METADATA_TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
 
 /** A quorum request for some other topic/partition or cluster is refused as Kafka does. */
-function misdirected(metadata: MetadataManager, clusterId: string | null, topicName: string, partitionIndex: number): number | null {
+function misdirected(metadata: QuorumServices, clusterId: string | null, topicName: string, partitionIndex: number): number | null {
   if (clusterId !== null && clusterId !== metadata.clusterId) return Errors.INCONSISTENT_CLUSTER_ID.code;
   if (topicName !== METADATA_TOPIC || partitionIndex !== 0) return Errors.UNKNOWN_TOPIC_OR_PARTITION.code;
   return null;
 }
 
-export function registerQuorumHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
-  const { metadata } = services;
-  registry.register<VoteRequest, VoteResponse>(ApiKey.Vote, (_ctx, request) => handleVote(metadata, request), { listeners: 'controller' });
-  registry.register<BeginQuorumEpochRequest, BeginQuorumEpochResponse>(
-    ApiKey.BeginQuorumEpoch,
-    (_ctx, request) => handleBeginQuorumEpoch(metadata, request),
-    { listeners: 'controller' },
-  );
-  registry.register<EndQuorumEpochRequest, EndQuorumEpochResponse>(
-    ApiKey.EndQuorumEpoch,
-    (_ctx, request) => handleEndQuorumEpoch(metadata, request),
-    { listeners: 'controller' },
-  );
-  // On controller listeners Fetch is Raft's (KIP-595); broker listeners keep the data path's.
-  registry.register<FetchRequest, FetchResponse>(
-    ApiKey.Fetch,
-    (_ctx, request, version) => handleMetadataFetch(metadata, request, version),
-    { listeners: 'controller' },
-  );
-  registry.register<FetchSnapshotRequest, FetchSnapshotResponse>(
-    ApiKey.FetchSnapshot,
-    (_ctx, request) => handleFetchSnapshot(metadata, request),
-    { listeners: 'controller' },
-  );
-  registry.register<DescribeQuorumRequest, DescribeQuorumResponse>(
-    ApiKey.DescribeQuorum,
-    (_ctx, request) => handleDescribeQuorum(metadata, request),
-    { listeners: 'both' },
-  );
-}
-
-export function handleVote(metadata: MetadataManager, request: VoteRequest): VoteResponse {
+export function handleVote(metadata: QuorumServices, request: VoteRequest): VoteResponse {
   const topic = request.topics[0];
   const p = topic?.partitions[0];
   if (topic === undefined || p === undefined) return makeVoteResponse({ errorCode: Errors.INVALID_REQUEST.code });
@@ -117,7 +84,7 @@ export function handleVote(metadata: MetadataManager, request: VoteRequest): Vot
     candidateEpoch: p.candidateEpoch,
     candidateId: p.candidateId,
     lastOffsetEpoch: p.lastOffsetEpoch,
-    lastOffset: toSafeNumber(p.lastOffset),
+    lastOffset: safeOrRefuse(p.lastOffset, 'last offset'),
   });
   return makeVoteResponse({
     errorCode: Errors.NONE.code,
@@ -130,7 +97,7 @@ export function handleVote(metadata: MetadataManager, request: VoteRequest): Vot
   });
 }
 
-export function handleBeginQuorumEpoch(metadata: MetadataManager, request: BeginQuorumEpochRequest): BeginQuorumEpochResponse {
+export function handleBeginQuorumEpoch(metadata: QuorumServices, request: BeginQuorumEpochRequest): BeginQuorumEpochResponse {
   const topic = request.topics[0];
   const p = topic?.partitions[0];
   if (topic === undefined || p === undefined) return makeBeginQuorumEpochResponse({ errorCode: Errors.INVALID_REQUEST.code });
@@ -153,7 +120,7 @@ export function handleBeginQuorumEpoch(metadata: MetadataManager, request: Begin
   });
 }
 
-export function handleEndQuorumEpoch(metadata: MetadataManager, request: EndQuorumEpochRequest): EndQuorumEpochResponse {
+export function handleEndQuorumEpoch(metadata: QuorumServices, request: EndQuorumEpochRequest): EndQuorumEpochResponse {
   const topic = request.topics[0];
   const p = topic?.partitions[0];
   if (topic === undefined || p === undefined) return makeEndQuorumEpochResponse({ errorCode: Errors.INVALID_REQUEST.code });
@@ -178,7 +145,7 @@ export function handleEndQuorumEpoch(metadata: MetadataManager, request: EndQuor
   });
 }
 
-export function handleFetchSnapshot(metadata: MetadataManager, request: FetchSnapshotRequest): FetchSnapshotResponse {
+export function handleFetchSnapshot(metadata: QuorumServices, request: FetchSnapshotRequest): FetchSnapshotResponse {
   const topic = request.topics[0];
   const p = topic?.partitions[0];
   if (topic === undefined || p === undefined) return makeFetchSnapshotResponse({ errorCode: Errors.INVALID_REQUEST.code });
@@ -189,8 +156,8 @@ export function handleFetchSnapshot(metadata: MetadataManager, request: FetchSna
     clusterId: request.clusterId,
     replicaId: request.replicaId,
     currentLeaderEpoch: p.currentLeaderEpoch,
-    snapshotId: { endOffset: toSafeNumber(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
-    position: toSafeNumber(p.position),
+    snapshotId: { endOffset: safeOrRefuse(p.snapshotId.endOffset, 'snapshot end offset'), epoch: p.snapshotId.epoch },
+    position: safeOrRefuse(p.position, 'snapshot position'),
     maxBytes: request.maxBytes,
   });
   return makeFetchSnapshotResponse({
@@ -215,7 +182,7 @@ export function handleFetchSnapshot(metadata: MetadataManager, request: FetchSna
   });
 }
 
-export function handleDescribeQuorum(metadata: MetadataManager, request: DescribeQuorumRequest): DescribeQuorumResponse {
+export function handleDescribeQuorum(metadata: QuorumServices, request: DescribeQuorumRequest): DescribeQuorumResponse {
   const topic = request.topics[0];
   const p = topic?.partitions[0];
   if (topic === undefined || p === undefined) return makeDescribeQuorumResponse({ errorCode: Errors.INVALID_REQUEST.code });
@@ -229,8 +196,8 @@ export function handleDescribeQuorum(metadata: MetadataManager, request: Describ
     makeDescribeQuorumResponseReplicaState({
       replicaId: s.replicaId,
       logEndOffset: BigInt(s.logEndOffset),
-      lastFetchTimestamp: BigInt(s.lastFetchTimestamp),
-      lastCaughtUpTimestamp: BigInt(s.lastCaughtUpTimestamp),
+      lastFetchTimestamp: BigInt(s.lastFetchTimestampMs),
+      lastCaughtUpTimestamp: BigInt(s.lastCaughtUpTimestampMs),
     });
   return makeDescribeQuorumResponse({
     errorCode: Errors.NONE.code,
@@ -260,13 +227,13 @@ export function handleDescribeQuorum(metadata: MetadataManager, request: Describ
  * `__cluster_metadata` partition 0 (by name up to v12, by topic id from v13), else the whole
  * request gets INVALID_REQUEST; a foreign cluster id gets INCONSISTENT_CLUSTER_ID.
  */
-export async function handleMetadataFetch(metadata: MetadataManager, request: FetchRequest, version: number): Promise<FetchResponse> {
+export async function handleMetadataFetch(metadata: QuorumServices, request: FetchRequest, version: number): Promise<FetchResponse> {
   if (request.clusterId !== null && request.clusterId !== metadata.clusterId) {
     return makeFetchResponse({ errorCode: Errors.INCONSISTENT_CLUSTER_ID.code });
   }
   const usesTopicIds = version >= 13;
-  const topic = request.topics.length === 1 ? request.topics[0]! : undefined;
-  const partition = topic?.partitions.length === 1 ? topic.partitions[0]! : undefined;
+  const topic = request.topics.length === 1 ? request.topics[0] : undefined;
+  const partition = topic?.partitions.length === 1 ? topic.partitions[0] : undefined;
   const named = topic !== undefined && (usesTopicIds ? topic.topicId === METADATA_TOPIC_ID : topic.topic === METADATA_TOPIC);
   if (!named || partition === undefined || partition.partition !== 0) {
     return makeFetchResponse({ errorCode: Errors.INVALID_REQUEST.code });
@@ -291,7 +258,7 @@ export async function handleMetadataFetch(metadata: MetadataManager, request: Fe
  * snapshot hints as KIP-595 defines them.
  */
 export async function fetchMetadataPartition(
-  metadata: MetadataManager,
+  metadata: QuorumServices,
   clusterId: string | null,
   replicaId: number,
   partition: FetchRequestFetchPartition,
@@ -309,7 +276,7 @@ export async function fetchMetadataPartition(
     clusterId,
     replicaId,
     currentLeaderEpoch: partition.currentLeaderEpoch,
-    fetchOffset: toSafeNumber(partition.fetchOffset),
+    fetchOffset: safeOrRefuse(partition.fetchOffset, 'fetch offset'),
     lastFetchedEpoch: partition.lastFetchedEpoch,
     maxWaitMs,
     maxBytes: partition.partitionMaxBytes,

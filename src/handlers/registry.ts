@@ -1,22 +1,14 @@
 /**
- * The table of request handlers the network server dispatches to.
+ * The table of request handlers the network server dispatches to. Every API is registered in
+ * one place, src/handlers/index.ts, which also says what services each handler family gets.
  *
- * How a handler family plugs in:
+ * A registration names the api key; the request and response types follow from it
+ * (`ApiMessages` in protocol/messages/index.ts, generated from the Kafka spec):
  *
  * ```ts
- * import type { HandlerRegistry } from './registry.ts';
- * import { ApiKey } from '../../protocol/messages/index.ts';
- * import type { ProduceRequest, ProduceResponse } from '../../protocol/messages/produce.ts';
- *
- * export function registerProduceHandlers(registry: HandlerRegistry): void {
- *   registry.register<ProduceRequest, ProduceResponse>(ApiKey.Produce, async (ctx, request, version) => {
- *     ...
- *     return request.acks === 0 ? null : response;
- *   });
- * }
+ * registry.register(ApiKey.Produce, (ctx, request, version) => handleProduce(dataPath, request, version, ...));
+ * // request: ProduceRequest; the handler returns a ProduceResponse or null
  * ```
- *
- * and `src/broker.ts` (the composition root) calls `registerProduceHandlers(registry)`.
  *
  * Contract:
  * - The server has already decoded the request with the codec at `version`; the handler returns
@@ -37,55 +29,19 @@
  *   "listeners"). An API served by different components per role (Fetch: data path on broker
  *   listeners, Raft on controller listeners) is registered once per role with
  *   `{ listeners: 'broker' }` / `{ listeners: 'controller' }`.
+ * - Handlers are registered before the listeners open and never after.
  */
-import type { RequestHeader } from '../../protocol/headers.ts';
-import { apis } from '../../protocol/messages/index.ts';
-import type { BrokerServices } from '../broker.ts';
+import { apis, type ApiKey, type ApiRequest, type ApiResponse } from '../../protocol/messages/index.ts';
+import type { ListenerRole, RequestContext } from '../server/session.ts';
 
 /** Which listeners an API is served on (Kafka's ApiMessageType listeners: broker, controller). */
-export type ListenerScope = 'broker' | 'controller' | 'both';
-
-/**
- * Connection-level state, one object per accepted connection, shared by all its requests.
- * Mutable fields are set by the handlers that negotiate them (ApiVersions v3+ the client
- * software, SASL the principal).
- */
-export interface Session {
-  /** Unique per accepted connection within this process. */
-  readonly connectionId: number;
-  /** `host:port` of the peer. */
-  readonly clientAddress: string;
-  /** Listener name as in `listeners` (PLAINTEXT, CONTROLLER, ...). */
-  readonly listenerName: string;
-  /** Security protocol of that listener (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL). */
-  readonly securityProtocol: string;
-  /** 'controller' for listeners named in controller.listener.names, else 'broker'. */
-  readonly listenerRole: 'broker' | 'controller';
-  /** Kafka principal string; `User:ANONYMOUS` until authenticated. */
-  principal: string;
-  /** From ApiVersions v3+ (KIP-511); null until the client sent it. */
-  clientSoftwareName: string | null;
-  clientSoftwareVersion: string | null;
-}
-
-export interface RequestContext {
-  readonly session: Session;
-  readonly header: RequestHeader;
-  readonly apiKey: number;
-  readonly apiVersion: number;
-  readonly correlationId: number;
-  readonly clientId: string | null;
-  readonly broker: BrokerServices;
-  /**
-   * Closes the connection instead of answering this request, as Kafka's
-   * RequestChannel.closeConnection does (an acks=0 Produce that failed: the client learns of
-   * the error only by reconnecting and refreshing metadata). Requests behind it are dropped.
-   */
-  closeConnection(reason: string): void;
-}
+export type ListenerScope = ListenerRole | 'both';
 
 /** Returns the response to send, or null to send nothing (acks=0 Produce). */
 export type Handler<Req, Res> = (ctx: RequestContext, request: Req, version: number) => Promise<Res | null> | Res | null;
+
+/** The handler of api key `K`: its request and response types are those the codec has for `K`. */
+export type ApiHandler<K extends ApiKey> = Handler<ApiRequest<K>, ApiResponse<K>>;
 
 export interface RegisterOptions {
   /** Lowest version served; defaults to the codec's minimum. */
@@ -122,7 +78,7 @@ export class HandlerRegistry {
    * range. Registering an api key twice for the same role, or outside the codec's range, is a
    * programming error and throws.
    */
-  register<Req, Res>(apiKey: number, handler: Handler<Req, Res>, options: RegisterOptions = {}): void {
+  register<K extends ApiKey>(apiKey: K, handler: ApiHandler<K>, options: RegisterOptions = {}): void {
     const codec = this.rangeOf(apiKey);
     if (codec === undefined) throw new Error(`api key ${apiKey} is not in the codec`);
     const minVersion = Math.max(codec.minVersion, options.minVersion ?? codec.minVersion);
@@ -137,17 +93,19 @@ export class HandlerRegistry {
     for (const role of roles) {
       if (this.byRole[role].has(apiKey)) throw new Error(`api key ${apiKey} registered twice for ${role} listeners`);
     }
+    // The one place the request type is erased: the server decodes with apis.get(apiKey), the
+    // codec this handler's types come from.
     const api: RegisteredApi = { apiKey, minVersion, maxVersion, listeners, handler: handler as Handler<unknown, unknown> };
     for (const role of roles) this.byRole[role].set(apiKey, api);
   }
 
   /** The registration serving `apiKey` on a listener of `role`, if any. */
-  lookup(apiKey: number, role: 'broker' | 'controller'): RegisteredApi | undefined {
+  lookup(apiKey: number, role: ListenerRole): RegisteredApi | undefined {
     return this.byRole[role].get(apiKey);
   }
 
   /** Every API served on a listener of `role`, sorted by api key (what ApiVersions advertises). */
-  supported(role: 'broker' | 'controller'): RegisteredApi[] {
+  supported(role: ListenerRole): RegisteredApi[] {
     return [...this.byRole[role].values()].sort((a, b) => a.apiKey - b.apiKey);
   }
 }
@@ -165,6 +123,6 @@ export function codecRange(apiKey: number): ReturnType<CodecRange> {
   };
 }
 
-function servedOn(scope: ListenerScope, role: 'broker' | 'controller'): boolean {
+function servedOn(scope: ListenerScope, role: ListenerRole): boolean {
   return scope === 'both' || scope === role;
 }

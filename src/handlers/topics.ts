@@ -3,7 +3,6 @@
  * controller, which validates, writes metadata records and answers once they are committed.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import {
   makeCreatePartitionsResponse,
   makeCreatePartitionsResponseCreatePartitionsTopicResult,
@@ -26,19 +25,6 @@ import {
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import { describeTopicConfig } from '../config/topic-config.ts';
 import type { MetadataHandlerServices } from './metadata.ts';
-import type { HandlerRegistry } from './registry.ts';
-
-export function registerTopicHandlers(registry: HandlerRegistry, services: MetadataHandlerServices): void {
-  registry.register<CreateTopicsRequest, CreateTopicsResponse>(ApiKey.CreateTopics, (_ctx, request, version) =>
-    handleCreateTopics(services, request, version),
-  );
-  registry.register<DeleteTopicsRequest, DeleteTopicsResponse>(ApiKey.DeleteTopics, (_ctx, request, version) =>
-    handleDeleteTopics(services, request, version),
-  );
-  registry.register<CreatePartitionsRequest, CreatePartitionsResponse>(ApiKey.CreatePartitions, (_ctx, request) =>
-    handleCreatePartitions(services, request),
-  );
-}
 
 export async function handleCreateTopics(
   services: MetadataHandlerServices,

@@ -6,7 +6,7 @@
 // earlier operation, so two CreateTopics of one name cannot both pass.
 
 import { randomBytes } from 'node:crypto';
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, KafkaError, type KafkaErrorCode } from '../../protocol/errors.ts';
 import { uuidToString, ZERO_UUID } from '../../protocol/primitives.ts';
 import { BROKER_CONFIG_DEF_BY_NAME } from '../config/broker-defs.ts';
 import { TOPIC_CONFIG_DEF_BY_NAME } from '../config/topic-defs.ts';
@@ -39,7 +39,7 @@ export interface ApiResult {
 
 const OK: ApiResult = { errorCode: Errors.NONE.code, errorMessage: null };
 
-function fail(error: { code: number }, message: string | null = null): ApiResult {
+function fail(error: KafkaErrorCode, message: string | null = null): ApiResult {
   return { errorCode: error.code, errorMessage: message };
 }
 
@@ -140,10 +140,13 @@ function collisionKey(name: string): string {
   return name.replaceAll('.', '_');
 }
 
-/** The operation would write more than MAX_RECORDS_PER_USER_OP records (Kafka's BoundedListTooLongException). */
-class RecordLimitError extends Error {
+/**
+ * The operation would write more than MAX_RECORDS_PER_USER_OP records (Kafka's
+ * BoundedListTooLongException): the whole request is refused, not one of its resources.
+ */
+class RecordLimitError extends KafkaError {
   constructor() {
-    super(`more than ${MAX_RECORDS_PER_USER_OP} records in one operation`);
+    super(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE);
   }
 }
 
@@ -152,14 +155,13 @@ function refusedTopic(name: string, message: string): CreateTopicResult {
   return { ...fail(Errors.POLICY_VIOLATION, message), name, topicId: ZERO_UUID, numPartitions: -1, replicationFactor: -1 };
 }
 
-class ControllerError extends Error {
-  constructor(readonly result: ApiResult) {
-    super(result.errorMessage ?? 'controller error');
-  }
+/** What a resource refused with a KafkaError (thrown by `check`) is answered with. */
+function refusedWith(err: KafkaError): ApiResult {
+  return { errorCode: err.code, errorMessage: err.message };
 }
 
-function check(condition: boolean, error: { code: number }, message: string): asserts condition {
-  if (!condition) throw new ControllerError(fail(error, message));
+function check(condition: boolean, error: KafkaErrorCode, message: string): asserts condition {
+  if (!condition) throw new KafkaError(error, message);
 }
 
 export class QuorumController {
@@ -219,8 +221,8 @@ export class QuorumController {
           collisions.set(collisionKey(topic.name), topic.name);
         } catch (err) {
           if (err instanceof RecordLimitError) return topics.map((t) => refusedTopic(t.name, EXCESSIVE_BATCH_MESSAGE));
-          if (!(err instanceof ControllerError)) throw err;
-          Object.assign(result, err.result);
+          if (!(err instanceof KafkaError)) throw err;
+          Object.assign(result, refusedWith(err));
         }
       }
       if (records.length > 0) await this.write(records, results);
@@ -272,11 +274,13 @@ export class QuorumController {
         'A manual partition assignment was specified, but replicationFactor was not set to -1.',
       );
       const sorted = [...topic.assignments].sort((a, b) => a.partitionIndex - b.partitionIndex);
-      sorted.forEach((a, i) =>
-        check(a.partitionIndex === i, Errors.INVALID_REPLICA_ASSIGNMENT, 'partitions should be a consecutive 0-based integer sequence'),
-      );
+      for (const [i, a] of sorted.entries()) {
+        check(a.partitionIndex === i, Errors.INVALID_REPLICA_ASSIGNMENT, 'partitions should be a consecutive 0-based integer sequence');
+      }
       assignments = sorted.map((a) => a.brokerIds);
-      for (const replicas of assignments) this.checkAssignment(image, replicas, assignments[0]!.length);
+      // The first partition's replication factor is the one every partition must have.
+      const replicationFactor = assignments[0]?.length ?? 0;
+      for (const replicas of assignments) this.checkAssignment(image, replicas, replicationFactor);
     } else {
       const numPartitions = topic.numPartitions === -1 ? this.config.defaultNumPartitions() : topic.numPartitions;
       const replicationFactor = topic.replicationFactor === -1 ? this.config.defaultReplicationFactor() : topic.replicationFactor;
@@ -298,10 +302,10 @@ export class QuorumController {
     const configRecords = this.topicConfigRecords(topic.name, topic.configs);
     const topicId = randomUuid();
     const records: MetadataRecord[] = [{ type: 'TopicRecord', data: { name: topic.name, topicId } }];
-    assignments.forEach((replicas, partitionId) => records.push(this.newPartition(image, topicId, partitionId, replicas)));
+    for (const [partitionId, replicas] of assignments.entries()) records.push(this.newPartition(image, topicId, partitionId, replicas));
     records.push(...configRecords);
     if (records.length > recordBudget) throw new RecordLimitError();
-    return { topicId, numPartitions: assignments.length, replicationFactor: assignments[0]!.length, records };
+    return { topicId, numPartitions: assignments.length, replicationFactor: assignments[0]?.length ?? 0, records };
   }
 
   private checkAssignment(image: MetadataImage, replicas: number[], expectedLength: number): void {
@@ -331,9 +335,8 @@ export class QuorumController {
     const out: number[][] = [];
     for (let p = 0; p < count; p++) {
       const first = (start + firstPartition + p) % brokers.length;
-      const replicas: number[] = [];
-      for (let r = 0; r < replicationFactor; r++) replicas.push(brokers[(first + r) % brokers.length]!);
-      out.push(replicas);
+      // The brokers from `first` on, wrapping around: replicationFactor <= brokers.length.
+      out.push([...brokers.slice(first), ...brokers.slice(0, first)].slice(0, replicationFactor));
     }
     return out;
   }
@@ -349,9 +352,10 @@ export class QuorumController {
   private topicConfigRecords(topic: string, configs: { name: string; value: string | null }[]): MetadataRecord[] {
     const out: MetadataRecord[] = [];
     for (const c of configs) {
-      check(c.value !== null, Errors.INVALID_CONFIG, `Null value not supported for topic configs: ${c.name}`);
-      validate(() => validateTopicConfig(c.name, c.value!));
-      out.push(configRecord(ConfigResourceType.TOPIC, topic, c.name, c.value));
+      const value = c.value;
+      check(value !== null, Errors.INVALID_CONFIG, `Null value not supported for topic configs: ${c.name}`);
+      validate(() => validateTopicConfig(c.name, value));
+      out.push(configRecord(ConfigResourceType.TOPIC, topic, c.name, value));
     }
     return out;
   }
@@ -406,8 +410,8 @@ export class QuorumController {
         } catch (err) {
           if (err instanceof RecordLimitError)
             return topics.map((t) => ({ ...fail(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE), name: t.name }));
-          if (!(err instanceof ControllerError)) throw err;
-          Object.assign(result, err.result);
+          if (!(err instanceof KafkaError)) throw err;
+          Object.assign(result, refusedWith(err));
         }
       }
       if (records.length > 0) await this.write(records, results);
@@ -483,7 +487,7 @@ export class QuorumController {
             break;
           }
           default:
-            throw new ControllerError(fail(Errors.INVALID_REQUEST, `Unknown alter config operation type ${op.configOperation}`));
+            throw new KafkaError(Errors.INVALID_REQUEST, `Unknown alter config operation type ${op.configOperation}`);
         }
         records.push(this.configChange(resource, op.name, value));
       }
@@ -530,8 +534,8 @@ export class QuorumController {
           const planned = plan(image, resource);
           if (!validateOnly) records.push(...planned);
         } catch (err) {
-          if (!(err instanceof ControllerError)) throw err;
-          Object.assign(result, err.result);
+          if (!(err instanceof KafkaError)) throw err;
+          Object.assign(result, refusedWith(err));
         }
       }
       if (records.length > 0) await this.write(records, results);
@@ -552,7 +556,7 @@ export class QuorumController {
       const name = resource.resourceName;
       check(name === '' || /^\d+$/.test(name), Errors.INVALID_REQUEST, `Invalid broker name ${name}`);
     } else {
-      throw new ControllerError(fail(Errors.INVALID_REQUEST, `Unsupported resource type ${resource.resourceType}`));
+      throw new KafkaError(Errors.INVALID_REQUEST, `Unsupported resource type ${resource.resourceType}`);
     }
   }
 
@@ -665,7 +669,7 @@ function validate(fn: () => void): void {
   try {
     fn();
   } catch (err) {
-    if (err instanceof ConfigException) throw new ControllerError(fail(Errors.INVALID_CONFIG, err.message));
+    if (err instanceof ConfigException) throw new KafkaError(Errors.INVALID_CONFIG, err.message);
     throw err;
   }
 }

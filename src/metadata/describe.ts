@@ -3,9 +3,6 @@
 
 import type { BrokerRegistration, MetadataImage, PartitionImage } from './image.ts';
 
-/** Topics the coordinators own; Metadata reports them with is_internal. */
-export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
-
 /** Authorized-operations value when the client did not ask (Integer.MIN_VALUE). */
 export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
 

@@ -153,7 +153,8 @@ class DeltaBuilder {
   }
 
   private mutableBrokers(): Map<number, BrokerRegistration> {
-    return (this.brokers ??= new Map(this.base.brokers));
+    this.brokers ??= new Map(this.base.brokers);
+    return this.brokers;
   }
   private mutableTopics(): [Map<string, TopicImage>, Map<string, TopicImage>] {
     this.topicsByName ??= new Map(this.base.topicsByName);
@@ -161,7 +162,8 @@ class DeltaBuilder {
     return [this.topicsByName, this.topicsById];
   }
   private mutableConfigs(): Map<string, ConfigMap> {
-    return (this.configs ??= new Map(this.base.configsByResource()));
+    this.configs ??= new Map(this.base.configsByResource());
+    return this.configs;
   }
   private currentTopicById(id: string): TopicImage | undefined {
     return (this.topicsById ?? this.base.topicsById).get(id);

@@ -9,7 +9,8 @@ import type { MetadataDelta, PartitionChange, TopicImage } from './image.ts';
 import { MetadataImage, imageToRecords } from './image.ts';
 import { decodeMetadataRecord, encodeMetadataRecord } from './record-codec.ts';
 import type { MetadataRecord } from './records.ts';
-import { ControlRecordType, decodeRaftBatches, encodeRaftBatch } from './raft/batch-codec.ts';
+import { ControlRecordType } from '../../protocol/records/index.ts';
+import { decodeRaftBatches, encodeRaftBatch } from './raft/log.ts';
 import type { RaftBatch, RaftListener, SnapshotId } from './raft/types.ts';
 import { lastOffsetOf } from './raft/types.ts';
 
@@ -24,7 +25,7 @@ const RECORDS_PER_SNAPSHOT_BATCH = 1024;
 
 export interface LoaderOptions {
   /** metadata.log.max.record.bytes.between.snapshots */
-  maxBytesBetweenSnapshots: number;
+  maxUnsnapshottedBytes: number;
   /** Called (outside the commit path) when that many record bytes were applied since the last snapshot. */
   onSnapshotDue: (image: MetadataImage) => void;
   onLeaderChange?: (leaderId: number, epoch: number) => void;
@@ -33,7 +34,7 @@ export interface LoaderOptions {
 export class MetadataLoader implements RaftListener {
   private current = MetadataImage.EMPTY;
   private readonly listeners: MetadataDeltaListener[] = [];
-  private bytesSinceSnapshot = 0;
+  private sinceSnapshotBytes = 0;
   private snapshotScheduled = false;
   private pending: Promise<void> = Promise.resolve();
 
@@ -45,12 +46,12 @@ export class MetadataLoader implements RaftListener {
 
   /** Record bytes applied since the last snapshot (metadata.log.max.snapshot.interval.ms takes one when > 0). */
   get unsnapshottedBytes(): number {
-    return this.bytesSinceSnapshot;
+    return this.sinceSnapshotBytes;
   }
 
   /** Called once a snapshot of the current image was written. */
   snapshotTaken(): void {
-    this.bytesSinceSnapshot = 0;
+    this.sinceSnapshotBytes = 0;
   }
 
   onMetadataDelta(listener: MetadataDeltaListener): void {
@@ -71,10 +72,10 @@ export class MetadataLoader implements RaftListener {
 
   handleCommit(batches: RaftBatch[]): void {
     const records: MetadataRecord[] = [];
-    let bytes = 0;
+    let recordBytes = 0;
     for (const batch of batches) {
       for (const value of batch.records) {
-        bytes += value.length;
+        recordBytes += value.length;
         const record = decodeMetadataRecord(value);
         if (record !== null) records.push(record);
       }
@@ -84,8 +85,8 @@ export class MetadataLoader implements RaftListener {
     const { image, delta } = this.current.apply(records, lastOffsetOf(last), last.epoch);
     this.current = image;
     this.publish(delta);
-    this.bytesSinceSnapshot += bytes;
-    if (this.bytesSinceSnapshot >= this.options.maxBytesBetweenSnapshots && !this.snapshotScheduled) {
+    this.sinceSnapshotBytes += recordBytes;
+    if (this.sinceSnapshotBytes >= this.options.maxUnsnapshottedBytes && !this.snapshotScheduled) {
       this.snapshotScheduled = true;
       setImmediate(() => {
         this.snapshotScheduled = false;
@@ -98,7 +99,7 @@ export class MetadataLoader implements RaftListener {
     const records = decodeSnapshot(content);
     const previous = this.current;
     this.current = MetadataImage.EMPTY.apply(records, id.endOffset - 1, id.epoch).image;
-    this.bytesSinceSnapshot = 0;
+    this.sinceSnapshotBytes = 0;
     this.publish(diffImages(previous, this.current));
   }
 
@@ -108,14 +109,14 @@ export class MetadataLoader implements RaftListener {
 }
 
 export function encodeSnapshot(image: MetadataImage, nowMs: number): Buffer {
-  const control = (type: number, encode: (w: Writer) => void, baseOffset: number): Buffer => {
+  const control = (type: ControlRecordType, encode: (w: Writer) => void, baseOffset: number): Buffer => {
     const w = new Writer(32);
     encode(w);
     return encodeRaftBatch({ baseOffset, epoch: image.epoch, appendTimeMs: nowMs, control: true, records: [w.toBuffer()] }, type);
   };
   const parts: Buffer[] = [
     control(
-      ControlRecordType.SNAPSHOT_HEADER,
+      ControlRecordType.SnapshotHeader,
       (w) => encodeSnapshotHeaderRecord(w, makeSnapshotHeaderRecord({ version: 0, lastContainedLogTimestamp: BigInt(nowMs) }), 0),
       0,
     ),
@@ -128,7 +129,7 @@ export function encodeSnapshot(image: MetadataImage, nowMs: number): Buffer {
     offset += records.length;
   }
   parts.push(
-    control(ControlRecordType.SNAPSHOT_FOOTER, (w) => encodeSnapshotFooterRecord(w, makeSnapshotFooterRecord({ version: 0 }), 0), offset),
+    control(ControlRecordType.SnapshotFooter, (w) => encodeSnapshotFooterRecord(w, makeSnapshotFooterRecord({ version: 0 }), 0), offset),
   );
   return Buffer.concat(parts);
 }

@@ -16,7 +16,7 @@ import { MetadataLoader, encodeSnapshot, type MetadataDeltaListener } from './lo
 import { encodeMetadataRecord } from './record-codec.ts';
 import type { BrokerEndpoint, MetadataRecord } from './records.ts';
 import { ConfigResourceType } from './records.ts';
-import { RaftClient, defaultRaftConfig } from './raft/client.ts';
+import { RaftClient, raftTimingOf } from './raft/client.ts';
 import { FileRaftLog, METADATA_PARTITION_DIR } from './raft/file-log.ts';
 import type { RaftLog } from './raft/log.ts';
 import { KafkaRaftTransport } from './raft/kafka-transport.ts';
@@ -45,8 +45,8 @@ async function loadOrCreateClusterId(dir: string, nodeId: number): Promise<strin
   const path = join(dir, 'meta.properties');
   try {
     const text = await readFile(path, 'utf8');
-    const m = /^cluster\.id=(.+)$/m.exec(text);
-    if (m !== null) return m[1]!.trim();
+    const [, clusterId] = /^cluster\.id=(.+)$/m.exec(text) ?? [];
+    if (clusterId !== undefined) return clusterId.trim();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -79,16 +79,19 @@ export class MetadataManager {
     const voters = options.config.quorumVoters.map((v) => v.nodeId);
     this.voters = voters.length > 0 ? voters : [this.nodeId];
     this.clock = options.clock ?? systemClock;
-    this.ownTransport =
-      options.transport === undefined
-        ? new KafkaRaftTransport(options.config.quorumVoters, () => this.cluster, {
-            clientId: `raft-client-${this.nodeId}`,
-            requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms'),
-          })
-        : null;
-    this.transport = options.transport ?? this.ownTransport!;
+    if (options.transport === undefined) {
+      const own = new KafkaRaftTransport(options.config.quorumVoters, () => this.cluster, {
+        clientId: `raft-client-${this.nodeId}`,
+        requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms'),
+      });
+      this.ownTransport = own;
+      this.transport = own;
+    } else {
+      this.ownTransport = null;
+      this.transport = options.transport;
+    }
     this.loader = new MetadataLoader({
-      maxBytesBetweenSnapshots: this.config.getLong('metadata.log.max.record.bytes.between.snapshots'),
+      maxUnsnapshottedBytes: this.config.getLong('metadata.log.max.record.bytes.between.snapshots'),
       onSnapshotDue: (image) => this.snapshot(image),
       onLeaderChange: (leaderId, epoch) => this.logger.info({ leaderId, epoch }, 'metadata quorum leader changed'),
     });
@@ -142,17 +145,13 @@ export class MetadataManager {
     await mkdir(baseDir, { recursive: true });
     this.cluster = await loadOrCreateClusterId(baseDir, this.nodeId);
     const dir = join(baseDir, METADATA_PARTITION_DIR);
-    this.raftLog = await FileRaftLog.open({ dir, segmentBytes: this.config.getInt('metadata.log.segment.bytes') });
+    this.raftLog = await FileRaftLog.open({
+      dir,
+      segmentBytes: this.config.getInt('metadata.log.segment.bytes'),
+      onBackgroundError: (err, what) => this.logger.error({ err }, `metadata log: ${what} failed`),
+    });
     this.raftClient = new RaftClient(
-      {
-        ...defaultRaftConfig,
-        nodeId: this.nodeId,
-        voters: this.voters,
-        clusterId: this.cluster,
-        electionTimeoutMs: this.config.getInt('controller.quorum.election.timeout.ms'),
-        electionBackoffMaxMs: this.config.getInt('controller.quorum.election.backoff.max.ms'),
-        fetchTimeoutMs: this.config.getInt('controller.quorum.fetch.timeout.ms'),
-      },
+      { ...raftTimingOf(this.config), nodeId: this.nodeId, voters: this.voters, clusterId: this.cluster },
       this.raftLog,
       new FileQuorumStateStore(dir),
       this.transport,

@@ -2,7 +2,9 @@
  * The broker's structured log (pino, JSON lines on stdout). The level comes from `log.level`
  * (SLUICE_LOG_LEVEL in the environment); `quiet` silences it for tests and embedding.
  */
+import { isatty } from 'node:tty';
 import { pino, type Logger } from 'pino';
+import { prettyDestination } from './pretty.ts';
 
 export type { Logger };
 
@@ -13,7 +15,11 @@ export interface LoggerOptions {
   base?: Record<string, unknown>;
   /** File descriptor to write to; stdout by default (the CLI uses stderr, keeping stdout for its ready line). */
   fd?: number;
+  /** JSON lines (the default), or text for a person at a terminal (pretty.ts). */
+  format?: LogFormat;
 }
+
+export type LogFormat = 'json' | 'pretty';
 
 /** Log bytes held while the output cannot take them. */
 const MAX_BUFFERED_LOG_BYTES = 16 * 1024 * 1024;
@@ -30,8 +36,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     // on EAGAIN inside the event loop, so a flood of log lines (a client sending garbage)
     // would stall every connection. Past the bound, lines are dropped instead; pino flushes
     // what is buffered when the process exits.
-    pino.destination({ fd: options.fd ?? 1, sync: false, maxLength: MAX_BUFFERED_LOG_BYTES }),
+    destination(options.fd ?? 1, options.format ?? 'json'),
   );
+}
+
+function destination(fd: number, format: LogFormat) {
+  const out = pino.destination({ fd, sync: false, maxLength: MAX_BUFFERED_LOG_BYTES });
+  if (format === 'json') return out;
+  // The asynchronous destination underneath still flushes at exit (pino registers it).
+  const colour = isatty(fd) && process.env.NO_COLOR === undefined;
+  return prettyDestination(out, colour);
 }
 
 /**

@@ -5,15 +5,14 @@
  */
 import type { LogManager } from '../../storage/log-manager.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
-import { effectiveTopicConfig } from '../config/topic-config.ts';
+import { effectiveTopicConfig, topicConfigLookup } from '../config/topic-config.ts';
 import type { MetadataDelta, MetadataImage } from '../metadata/image.ts';
 import { FetchSessionCache } from './fetch-session.ts';
 import type { DataPathServices } from './index.ts';
-import { configFromRecord } from './log.ts';
 import { ReplicaMetadataPublisher } from './metadata-publisher.ts';
 import { ProducerIdManager, type ProducerIdBlock } from './producer-id-manager.ts';
 import type { Clock } from './purgatory.ts';
-import { ReplicaManager } from './replica-manager.ts';
+import { ReplicaManager, appendQueueLimitsOf } from './replica-manager.ts';
 import { LogManagerProvider } from './storage-adapter.ts';
 
 export interface DataPathOptions {
@@ -46,9 +45,10 @@ export function createDataPath(options: DataPathOptions): DataPath {
     clock: options.clock,
     partitionExists: (topic, partition) => metadata.image().partition(topic, partition) !== undefined,
     onAppendError: (partition, err) => options.onError(err, `append to ${partition}`),
+    appendQueueLimits: appendQueueLimitsOf(config),
   });
   const publisher = new ReplicaMetadataPublisher(replicaManager, {
-    topicConfig: (image, topic) => configFromRecord(effectiveTopicConfig(image.topicConfigs(topic), config)),
+    topicConfig: (image, topic) => topicConfigLookup(effectiveTopicConfig(image.topicConfigs(topic), config)),
     onError: (err) => options.onError(err, 'applying metadata to partitions'),
     removeStrayLogs: (keep) => options.logManager.removeStrayLogs(keep),
   });

@@ -60,7 +60,7 @@ export interface FetchPartitionWatch {
   readonly fetchOffset: number;
   readonly leaderEpoch: number;
   /** The partition's visible (or, for followers, appended) byte counter when parked. */
-  readonly bytesAtPark: number;
+  readonly counterAtParkBytes: number;
 }
 
 /**
@@ -72,7 +72,7 @@ export class DelayedFetch extends DelayedOperation {
     delayMs: number,
     private readonly watches: readonly FetchPartitionWatch[],
     private readonly minBytes: number,
-    private readonly bytesAlreadyRead: number,
+    private readonly alreadyReadBytes: number,
     private readonly fromFollower: boolean,
     private readonly isCurrent: (partition: Partition) => boolean,
     private readonly respond: () => void,
@@ -81,7 +81,7 @@ export class DelayedFetch extends DelayedOperation {
   }
 
   tryComplete(): boolean {
-    let accumulated = this.bytesAlreadyRead;
+    let accumulatedBytes = this.alreadyReadBytes;
     for (const watch of this.watches) {
       const { partition } = watch;
       if (!this.isCurrent(partition) || !partition.isLeader || partition.leaderEpoch !== watch.leaderEpoch) {
@@ -90,10 +90,10 @@ export class DelayedFetch extends DelayedOperation {
       if (watch.fetchOffset > partition.logEndOffset || watch.fetchOffset < partition.logStartOffset) {
         return this.forceComplete();
       }
-      const now = this.fromFollower ? partition.appendedBytes : partition.visibleBytes;
-      accumulated += now - watch.bytesAtPark;
+      const counterBytes = this.fromFollower ? partition.appendedBytes : partition.visibleBytes;
+      accumulatedBytes += counterBytes - watch.counterAtParkBytes;
     }
-    if (accumulated >= this.minBytes) return this.forceComplete();
+    if (accumulatedBytes >= this.minBytes) return this.forceComplete();
     return false;
   }
 

@@ -5,12 +5,15 @@
  * offset or error changed. Epoch -1 closes the session (or asks for none).
  */
 import { Errors } from '../../protocol/errors.ts';
+import { DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 import type { Clock } from './purgatory.ts';
 import { systemClock } from './purgatory.ts';
 
 export const INVALID_SESSION_ID = 0;
 export const INITIAL_EPOCH = 0;
 export const FINAL_EPOCH = -1;
+/** Idle time after which a session may be evicted for a new one (Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS). */
+export const MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS = 120_000;
 
 /** One partition of a fetch, identified by topic id (v13+) or name. */
 export interface SessionPartition {
@@ -28,7 +31,7 @@ export interface SessionResponseData {
   readonly errorCode: number;
   readonly highWatermark: number;
   readonly logStartOffset: number;
-  readonly recordsSize: number;
+  readonly recordsSizeBytes: number;
 }
 
 interface CachedPartition {
@@ -66,9 +69,9 @@ export type FetchContext =
   | { readonly kind: 'error'; readonly errorCode: number };
 
 export interface FetchSessionCacheOptions {
-  /** max.incremental.fetch.session.cache.slots */
+  /** max.incremental.fetch.session.cache.slots (its default when absent) */
   readonly maxSlots?: number;
-  /** Sessions idle longer than this may be evicted for a new one (Kafka: 120 s). */
+  /** Sessions idle longer than this may be evicted for a new one (MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS). */
   readonly evictionMs?: number;
   readonly clock?: Clock;
 }
@@ -84,8 +87,8 @@ export class FetchSessionCache {
   private readonly clock: Clock;
 
   constructor(options: FetchSessionCacheOptions = {}) {
-    this.maxSlots = options.maxSlots ?? 1000;
-    this.evictionMs = options.evictionMs ?? 120_000;
+    this.maxSlots = options.maxSlots ?? DEFAULT_BROKER_CONFIG.getInt('max.incremental.fetch.session.cache.slots');
+    this.evictionMs = options.evictionMs ?? MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS;
     this.clock = options.clock ?? systemClock;
   }
 
@@ -146,13 +149,13 @@ export class FetchSessionCache {
     usesTopicIds: boolean,
     responses: readonly { request: SessionPartition; data: SessionResponseData }[],
   ): number {
-    const now = this.clock.now();
-    if (this.sessions.size >= this.maxSlots && !this.evictOneFor(privileged, responses.length, now)) return INVALID_SESSION_ID;
+    const nowMs = this.clock.now();
+    if (this.sessions.size >= this.maxSlots && !this.evictOneFor(privileged, responses.length, nowMs)) return INVALID_SESSION_ID;
     let id = 0;
     do {
       id = 1 + Math.floor(Math.random() * 0x7ffffffe);
     } while (this.sessions.has(id));
-    const session = new FetchSession(id, privileged, usesTopicIds, now);
+    const session = new FetchSession(id, privileged, usesTopicIds, nowMs);
     for (const { request, data } of responses) {
       const key = sessionPartitionKey(usesTopicIds, request.topic, request.topicId, request.partition);
       session.partitions.set(key, {
@@ -173,7 +176,7 @@ export class FetchSessionCache {
   static mustRespond(session: FetchSession, request: SessionPartition, data: SessionResponseData): boolean {
     const cached = session.partitions.get(sessionPartitionKey(session.usesTopicIds, request.topic, request.topicId, request.partition));
     if (cached === undefined) return true;
-    let must = data.recordsSize > 0;
+    let must = data.recordsSizeBytes > 0;
     if (cached.highWatermark !== data.highWatermark) {
       must = true;
       cached.highWatermark = data.highWatermark;
@@ -195,9 +198,9 @@ export class FetchSessionCache {
    * the weakest session (unprivileged before privileged, then fewer partitions) if it is
    * weaker than the one being created.
    */
-  private evictOneFor(privileged: boolean, size: number, now: number): boolean {
+  private evictOneFor(privileged: boolean, partitionCount: number, nowMs: number): boolean {
     for (const session of this.sessions.values()) {
-      if (now - session.lastUsedMs > this.evictionMs) {
+      if (nowMs - session.lastUsedMs > this.evictionMs) {
         this.sessions.delete(session.id);
         return true;
       }
@@ -208,7 +211,7 @@ export class FetchSessionCache {
       if (weakest === undefined || weaker(session, weakest)) weakest = session;
     }
     if (weakest === undefined) return false;
-    const newIsStronger = (privileged && !weakest.privileged) || (privileged === weakest.privileged && size > weakest.size);
+    const newIsStronger = (privileged && !weakest.privileged) || (privileged === weakest.privileged && partitionCount > weakest.size);
     if (!newIsStronger) return false;
     this.sessions.delete(weakest.id);
     return true;

@@ -2,14 +2,6 @@
  * The data path as the broker wires it: the ReplicaManager, the fetch-session cache and the
  * producer-id manager, plus what the handlers need from cluster metadata.
  */
-import type { HandlerRegistry } from '../handlers/registry.ts';
-import { registerProduceHandler } from '../handlers/produce.ts';
-import { registerFetchHandler } from '../handlers/fetch.ts';
-import { registerListOffsetsHandler } from '../handlers/list-offsets.ts';
-import { registerDeleteRecordsHandler } from '../handlers/delete-records.ts';
-import { registerDescribeLogDirsHandler } from '../handlers/log-dirs.ts';
-import { registerOffsetForLeaderEpochHandler } from '../handlers/offset-for-leader-epoch.ts';
-import { registerProducerIdHandlers } from '../handlers/producer-id.ts';
 import type { FetchSessionCache } from './fetch-session.ts';
 import type { ProducerIdManager } from './producer-id-manager.ts';
 import type { ReplicaManager } from './replica-manager.ts';
@@ -34,17 +26,6 @@ export interface DataPathServices {
     producerId: bigint;
     producerEpoch: number;
   }) => Promise<{ errorCode: number; producerId: bigint; producerEpoch: number }>;
-}
-
-/** Registers Produce, Fetch, ListOffsets, DeleteRecords, DescribeLogDirs, OffsetForLeaderEpoch, InitProducerId, DescribeProducers. */
-export function registerDataPathHandlers(registry: HandlerRegistry, services: DataPathServices): void {
-  registerProduceHandler(registry, services);
-  registerFetchHandler(registry, services);
-  registerListOffsetsHandler(registry, services);
-  registerDeleteRecordsHandler(registry, services);
-  registerDescribeLogDirsHandler(registry, services);
-  registerOffsetForLeaderEpochHandler(registry, services);
-  registerProducerIdHandlers(registry, services);
 }
 
 export { ReplicaManager } from './replica-manager.ts';

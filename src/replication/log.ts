@@ -3,18 +3,16 @@
  * topic's effective config. The storage engine's PartitionLog is adapted to `ReplicaLog`
  * (see storage-adapter.ts); tests use an in-memory implementation.
  */
-import { TOPIC_CONFIG_DEF_BY_NAME } from '../config/topic-defs.ts';
+import type { TimestampAndOffset } from '../../storage/log.ts';
+import type { ProducerDescription } from '../../storage/producer-state.ts';
+import { hasDeletePolicy, isCompacted } from '../../storage/config.ts';
+import { type TopicConfigLookup, cleanupPolicyOf, topicConfigNumber, topicConfigValue } from '../config/topic-config.ts';
 
-/** A producer's state in one partition, as DescribeProducers reports it. */
-export interface ProducerDescription {
-  readonly producerId: bigint;
-  readonly producerEpoch: number;
-  readonly lastSequence: number;
-  readonly lastTimestamp: number;
-  readonly coordinatorEpoch: number;
-  /** First offset of the producer's open transaction, -1 when none. */
-  readonly currentTxnStartOffset: number;
-}
+/**
+ * A producer's state in one partition, as DescribeProducers reports it, and a record found
+ * by time (ListOffsets): the storage engine's shapes.
+ */
+export type { ProducerDescription, TimestampAndOffset };
 
 /** What a leader append did. */
 export interface LeaderAppendInfo {
@@ -28,13 +26,6 @@ export interface LogReadResult {
   /** Whole batches, in order, as stored. */
   readonly chunks: readonly Buffer[];
   readonly sizeInBytes: number;
-}
-
-export interface TimestampAndOffset {
-  readonly timestampMs: number;
-  readonly offset: number;
-  /** Leader epoch of the batch holding `offset`, -1 when unknown. */
-  readonly leaderEpoch: number;
 }
 
 export interface EpochEndOffset {
@@ -89,9 +80,6 @@ export interface LogProvider {
   logDirs(): readonly string[];
 }
 
-/** A topic's effective config: its own value, else the broker synonym, else Kafka's default. */
-export type TopicConfigLookup = (name: string) => string | undefined;
-
 /** The topic settings the data path checks on every produce, parsed once per config change. */
 export interface LogSettings {
   readonly maxMessageBytes: number;
@@ -105,34 +93,17 @@ export interface LogSettings {
   readonly minInsyncReplicas: number;
 }
 
-function value(config: TopicConfigLookup, name: string): string {
-  const v = config(name) ?? TOPIC_CONFIG_DEF_BY_NAME.get(name)?.defaultValue;
-  if (v === undefined || v === null) throw new Error(`topic config ${name} has no value`);
-  return v;
-}
-
-/** Long configs: Long.MAX_VALUE means "no limit", which a double keeps as a huge number. */
-function long(config: TopicConfigLookup, name: string): number {
-  return Number(value(config, name));
-}
-
+/** The data path's settings, parsed by the config module's topic-config accessors. */
 export function logSettings(config: TopicConfigLookup): LogSettings {
-  const policies = value(config, 'cleanup.policy')
-    .split(',')
-    .map((s) => s.trim());
+  const policy = { cleanupPolicy: cleanupPolicyOf(topicConfigValue(config, 'cleanup.policy')) };
   return {
-    maxMessageBytes: long(config, 'max.message.bytes'),
-    logAppendTime: value(config, 'message.timestamp.type') === 'LogAppendTime',
-    timestampBeforeMaxMs: long(config, 'message.timestamp.before.max.ms'),
-    timestampAfterMaxMs: long(config, 'message.timestamp.after.max.ms'),
-    compacted: policies.includes('compact'),
-    deletePolicy: policies.includes('delete'),
-    minInsyncReplicas: long(config, 'min.insync.replicas'),
+    maxMessageBytes: topicConfigNumber(config, 'max.message.bytes'),
+    logAppendTime: topicConfigValue(config, 'message.timestamp.type') === 'LogAppendTime',
+    // Long.MAX_VALUE means "no limit", which a double keeps as a huge number.
+    timestampBeforeMaxMs: topicConfigNumber(config, 'message.timestamp.before.max.ms'),
+    timestampAfterMaxMs: topicConfigNumber(config, 'message.timestamp.after.max.ms'),
+    compacted: isCompacted(policy),
+    deletePolicy: hasDeletePolicy(policy),
+    minInsyncReplicas: topicConfigNumber(config, 'min.insync.replicas'),
   };
-}
-
-export function configFromRecord(values: Readonly<Record<string, string>> | ReadonlyMap<string, string>): TopicConfigLookup {
-  if (values instanceof Map) return (name) => values.get(name);
-  const record = values as Readonly<Record<string, string>>;
-  return (name) => (Object.hasOwn(record, name) ? record[name] : undefined);
 }

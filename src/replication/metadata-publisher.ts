@@ -6,7 +6,7 @@
  * Deltas are applied one after another, in commit order.
  */
 import type { MetadataDelta, MetadataImage, PartitionImage } from '../metadata/image.ts';
-import type { TopicConfigLookup } from './log.ts';
+import type { TopicConfigLookup } from '../config/topic-config.ts';
 import type { ReplicaManager } from './replica-manager.ts';
 
 export interface ReplicaMetadataPublisherOptions {
@@ -89,8 +89,10 @@ export class ReplicaMetadataPublisher {
     await this.runBounded(removals);
     const configs = new Map<string, TopicConfigLookup>();
     const configOf = (topic: string): TopicConfigLookup => {
-      let config = configs.get(topic);
-      if (config === undefined) configs.set(topic, (config = this.options.topicConfig(image, topic)));
+      const known = configs.get(topic);
+      if (known !== undefined) return known;
+      const config = this.options.topicConfig(image, topic);
+      configs.set(topic, config);
       return config;
     };
     await this.runBounded(
@@ -108,10 +110,11 @@ export class ReplicaMetadataPublisher {
    * fails is reported and fails its partition alone: the others of the delta still apply.
    */
   private async runBounded(tasks: readonly (() => Promise<void>)[]): Promise<void> {
-    let next = 0;
+    const queue = tasks[Symbol.iterator]();
     const worker = async (): Promise<void> => {
-      while (next < tasks.length) {
-        const task = tasks[next++]!;
+      // One shared iterator: each task goes to exactly one worker.
+      for (let next = queue.next(); !next.done; next = queue.next()) {
+        const task = next.value;
         try {
           await task();
         } catch (err) {

@@ -3,8 +3,8 @@
  * watermark. A single broker is the one-replica case of the same rules: the high watermark
  * is the smallest log end offset over the ISR, and with ISR = {self} that is the leader's.
  */
-import type { LogSettings, ReplicaLog } from './log.ts';
-import { logSettings, type TopicConfigLookup } from './log.ts';
+import type { TopicConfigLookup } from '../config/topic-config.ts';
+import { type LogSettings, type ReplicaLog, logSettings } from './log.ts';
 
 export interface PartitionState {
   readonly topic: string;
@@ -126,8 +126,9 @@ export class Partition {
     }
     if (candidate <= this.hw) return false;
     this.hw = candidate;
-    while (this.unreplicated.length > 0 && this.unreplicated[0]!.nextOffset <= candidate) {
-      this.visibleBytes += this.unreplicated.shift()!.sizeInBytes;
+    for (let head = this.unreplicated[0]; head !== undefined && head.nextOffset <= candidate; head = this.unreplicated[0]) {
+      this.unreplicated.shift();
+      this.visibleBytes += head.sizeInBytes;
     }
     this.log.updateHighWatermark(candidate);
     return true;

@@ -5,7 +5,9 @@
  * acks=all produces and waiting fetches in purgatories woken by appends.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
+import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
+import { INTERNAL_TOPICS } from '../../protocol/internal-topics.ts';
+import { batchesIn } from '../../protocol/records/batch.ts';
 import { convertLegacyToV2 } from '../../protocol/records/legacy.ts';
 import {
   CorruptRecordError,
@@ -16,7 +18,8 @@ import {
   StorageError,
 } from '../../storage/errors.ts';
 import { DelayedFetch, DelayedProduce, type FetchPartitionWatch, type ProducePartitionStatus } from './delayed.ts';
-import type { LogProvider, ProducerDescription, TopicConfigLookup } from './log.ts';
+import type { TopicConfigLookup } from '../config/topic-config.ts';
+import type { LeaderAppendInfo, LogProvider, ProducerDescription } from './log.ts';
 import { Partition, partitionKey, type PartitionState } from './partition.ts';
 import { DelayedOperationPurgatory, systemClock, type Clock } from './purgatory.ts';
 import { RecordValidationError, validateProducedRecords, type ValidatedRecords } from './validation.ts';
@@ -31,8 +34,6 @@ export const EARLIEST_LOCAL_TIMESTAMP = -4;
 export const LATEST_TIERED_TIMESTAMP = -5;
 /** replica_id of consumers (FetchRequest.CONSUMER_REPLICA_ID). */
 export const CONSUMER_REPLICA_ID = -1;
-/** Kafka's internal topics (Topic.INTERNAL_TOPICS): clients may not produce to them. */
-export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state']);
 
 export interface ReplicaManagerOptions {
   readonly brokerId: number;
@@ -43,6 +44,31 @@ export interface ReplicaManagerOptions {
   /** Whether the cluster metadata knows this partition (decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER). */
   readonly partitionExists?: (topic: string, partition: number) => boolean;
   readonly onAppendError?: (partition: string, err: unknown) => void;
+  /** How much may wait for one partition's log (replica.append.queue.max.*; their defaults when absent). */
+  readonly appendQueueLimits?: AppendQueueLimits;
+}
+
+/**
+ * The bound on the produce requests queued for one partition's log while its previous write
+ * is in flight (they go out together as the next write). A request that does not fit waits
+ * for room, in arrival order, and is answered REQUEST_TIMED_OUT when its timeout passes
+ * first; one request alone always fits an empty queue, however large. Kafka has no such
+ * queue (its request handler threads wait on the log lock, bounded by queued.max.requests);
+ * here it also bounds the size of one group-committed write.
+ */
+export interface AppendQueueLimits {
+  /** replica.append.queue.max.bytes */
+  readonly maxBytes: number;
+  /** replica.append.queue.max.requests */
+  readonly maxRequests: number;
+}
+
+/** The broker definitions' defaults of replica.append.queue.max.bytes and .max.requests. */
+export function appendQueueLimitsOf(config: BrokerConfig): AppendQueueLimits {
+  return {
+    maxBytes: config.getLong('replica.append.queue.max.bytes'),
+    maxRequests: config.getInt('replica.append.queue.max.requests'),
+  };
 }
 
 export interface ProducePartitionInput {
@@ -108,7 +134,7 @@ export interface FetchPartitionResult {
 
 export interface ListOffsetsResult {
   errorCode: number;
-  timestamp: number;
+  timestampMs: number;
   offset: number;
   leaderEpoch: number;
 }
@@ -122,7 +148,7 @@ export interface LogDirDescription {
   readonly logDir: string;
   readonly topics: {
     name: string;
-    partitions: { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[];
+    partitions: { partitionIndex: number; partitionSizeBytes: number; offsetLag: number; isFutureKey: boolean }[];
   }[];
 }
 
@@ -136,7 +162,11 @@ type AppendOutcome =
   | { ok: false; errorCode: number; message: string };
 
 interface AppendQueue {
+  /** What the next write takes: within the limits (or one request alone). */
   pending: PendingAppend[];
+  pendingBytes: number;
+  /** Requests that did not fit, oldest first; each cancels its timeout once admitted. */
+  waiting: { append: PendingAppend; cancelTimeout: () => void }[];
   scheduled: boolean;
   chain: Promise<void>;
 }
@@ -150,6 +180,7 @@ export class ReplicaManager {
   /** Hosted partitions per topic name: config changes and deletions touch one topic's only. */
   private readonly partitionsByTopic = new Map<string, Set<Partition>>();
   private readonly appendQueues = new Map<string, AppendQueue>();
+  private readonly appendQueueLimits: AppendQueueLimits;
   private readonly clock: Clock;
   readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce>;
   readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
@@ -157,6 +188,7 @@ export class ReplicaManager {
   constructor(private readonly options: ReplicaManagerOptions) {
     this.brokerId = options.brokerId;
     this.clock = options.clock ?? systemClock;
+    this.appendQueueLimits = options.appendQueueLimits ?? appendQueueLimitsOf(DEFAULT_BROKER_CONFIG);
     this.producePurgatory = new DelayedOperationPurgatory('Produce', this.clock);
     this.fetchPurgatory = new DelayedOperationPurgatory('Fetch', this.clock);
   }
@@ -191,7 +223,10 @@ export class ReplicaManager {
         partition = new Partition(state.topic, state.partition, state.topicId, this.brokerId, log, config, state);
         this.partitions.set(key, partition);
         let ofTopic = this.partitionsByTopic.get(state.topic);
-        if (ofTopic === undefined) this.partitionsByTopic.set(state.topic, (ofTopic = new Set()));
+        if (ofTopic === undefined) {
+          ofTopic = new Set();
+          this.partitionsByTopic.set(state.topic, ofTopic);
+        }
         ofTopic.add(partition);
       }
     }
@@ -215,7 +250,13 @@ export class ReplicaManager {
     ofTopic?.delete(existing);
     if (ofTopic?.size === 0) this.partitionsByTopic.delete(topic);
     const queue = this.appendQueues.get(key);
-    if (queue !== undefined) await queue.chain;
+    if (queue !== undefined) {
+      for (const { append, cancelTimeout } of queue.waiting.splice(0)) {
+        cancelTimeout();
+        append.resolve({ ok: false, errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code, message: `Not the leader of ${key}` });
+      }
+      await queue.chain;
+    }
     this.appendQueues.delete(key);
     if (![...(this.partitionsByTopic.get(topic) ?? [])].some((p) => p.topicId === existing.topicId)) this.topicIds.delete(existing.topicId);
     this.producePurgatory.completeAll(key);
@@ -254,8 +295,8 @@ export class ReplicaManager {
    * `timeoutMs` with REQUEST_TIMED_OUT for those that did not get there.
    */
   async appendRecords(params: ProduceParams): Promise<ProducePartitionResult[]> {
-    const results = params.entries.map(
-      (entry): ProducePartitionResult => ({
+    const requests = params.entries.map((entry) => {
+      const result: ProducePartitionResult = {
         topic: entry.topic,
         partition: entry.partition,
         errorCode: Errors.NONE.code,
@@ -264,35 +305,37 @@ export class ReplicaManager {
         logAppendTimeMs: -1,
         logStartOffset: -1,
         recordErrors: [],
-      }),
-    );
+      };
+      return { entry, result };
+    });
+    const results = requests.map((r) => r.result);
     if (params.acks !== 0 && params.acks !== 1 && params.acks !== -1) {
       for (const result of results) result.errorCode = Errors.INVALID_REQUIRED_ACKS.code;
       return results;
     }
     const nowMs = this.clock.now();
-    const appended = await Promise.all(params.entries.map((entry, i) => this.appendToPartition(entry, results[i]!, params, nowMs)));
+    const appended = await Promise.all(
+      requests.map(async ({ entry, result }) => ({ result, outcome: await this.appendToPartition(entry, result, params, nowMs) })),
+    );
     if (params.acks !== -1) return results;
 
-    const statuses: ProducePartitionStatus[] = [];
-    for (let i = 0; i < results.length; i++) {
-      const outcome = appended[i];
+    // Each appended partition waits for its high watermark; its status answers its result.
+    const waiting: { result: ProducePartitionResult; status: ProducePartitionStatus }[] = [];
+    for (const { result, outcome } of appended) {
       if (outcome === undefined || !outcome.waitForHighWatermark) continue;
-      statuses.push({ partition: outcome.partition, requiredOffset: outcome.requiredOffset, errorCode: Errors.NONE.code, pending: true });
+      const status = { partition: outcome.partition, requiredOffset: outcome.requiredOffset, errorCode: Errors.NONE.code, pending: true };
+      waiting.push({ result, status });
     }
-    if (statuses.length === 0) return results;
+    if (waiting.length === 0) return results;
+    const statuses = waiting.map((w) => w.status);
     await new Promise<void>((resolve) => {
       const op = new DelayedProduce(params.timeoutMs, statuses, this.isCurrent, resolve);
       this.producePurgatory.tryCompleteElseWatch(op, [...new Set(statuses.map((s) => s.partition.key))]);
     });
-    let s = 0;
-    for (let i = 0; i < results.length; i++) {
-      if (appended[i]?.waitForHighWatermark) {
-        const status = statuses[s++]!;
-        if (status.errorCode !== Errors.NONE.code) {
-          results[i]!.errorCode = status.errorCode;
-          results[i]!.errorMessage = null;
-        }
+    for (const { result, status } of waiting) {
+      if (status.errorCode !== Errors.NONE.code) {
+        result.errorCode = status.errorCode;
+        result.errorMessage = null;
       }
     }
     return results;
@@ -326,7 +369,7 @@ export class ReplicaManager {
       });
     } catch (err) {
       if (!(err instanceof RecordValidationError)) throw err;
-      result.errorCode = err.errorCode;
+      result.errorCode = err.code;
       result.errorMessage = err.message;
       result.recordErrors = err.recordErrors;
       result.logStartOffset = partition.logStartOffset;
@@ -338,7 +381,7 @@ export class ReplicaManager {
       result.logStartOffset = partition.logStartOffset;
       return undefined;
     }
-    const outcome = await this.enqueueAppend(partition, validated);
+    const outcome = await this.enqueueAppend(partition, validated, params.timeoutMs);
     result.logStartOffset = partition.logStartOffset;
     if (!outcome.ok) {
       result.errorCode = outcome.errorCode;
@@ -350,25 +393,67 @@ export class ReplicaManager {
     return { partition, requiredOffset: outcome.nextOffset, waitForHighWatermark: true };
   }
 
-  private enqueueAppend(partition: Partition, validated: ValidatedRecords): Promise<AppendOutcome> {
+  private enqueueAppend(partition: Partition, validated: ValidatedRecords, timeoutMs: number): Promise<AppendOutcome> {
     let queue = this.appendQueues.get(partition.key);
     if (queue === undefined) {
-      queue = { pending: [], scheduled: false, chain: Promise.resolve() };
+      queue = { pending: [], pendingBytes: 0, waiting: [], scheduled: false, chain: Promise.resolve() };
       this.appendQueues.set(partition.key, queue);
     }
     const q = queue;
     return new Promise<AppendOutcome>((resolve) => {
-      q.pending.push({ validated, resolve });
-      if (q.scheduled) return;
-      q.scheduled = true;
-      // Group commit: an idle partition writes at once; what arrives while its previous write
-      // is still in flight goes out together as the next write. Waiting for a later event-loop
-      // phase to gather more would only add latency to every acknowledgement.
-      q.chain = q.chain.then(() => {
-        q.scheduled = false;
-        return this.flushAppends(partition, q);
-      });
+      const append: PendingAppend = { validated, resolve };
+      // Arrival order holds: nothing overtakes a request already waiting for room.
+      if (q.waiting.length === 0 && this.hasRoom(q, validated.batches.length)) this.admit(partition, q, append);
+      else this.waitForRoom(partition, q, append, timeoutMs);
     });
+  }
+
+  private hasRoom(queue: AppendQueue, bytes: number): boolean {
+    const limits = this.appendQueueLimits;
+    if (queue.pending.length === 0) return true;
+    return queue.pending.length < limits.maxRequests && queue.pendingBytes + bytes <= limits.maxBytes;
+  }
+
+  private admit(partition: Partition, q: AppendQueue, append: PendingAppend): void {
+    q.pending.push(append);
+    q.pendingBytes += append.validated.batches.length;
+    if (q.scheduled) return;
+    q.scheduled = true;
+    // Group commit: an idle partition writes at once; what arrives while its previous write
+    // is still in flight goes out together as the next write. Waiting for a later event-loop
+    // phase to gather more would only add latency to every acknowledgement.
+    q.chain = q.chain.then(() => {
+      q.scheduled = false;
+      return this.flushAppends(partition, q);
+    });
+  }
+
+  private waitForRoom(partition: Partition, q: AppendQueue, append: PendingAppend, timeoutMs: number): void {
+    const entry = {
+      append,
+      cancelTimeout: this.clock.schedule(Math.max(0, timeoutMs), () => {
+        const at = q.waiting.indexOf(entry);
+        if (at < 0) return;
+        q.waiting.splice(at, 1);
+        append.resolve({
+          ok: false,
+          errorCode: Errors.REQUEST_TIMED_OUT.code,
+          message: `The append queue of ${partition.key} stayed full for ${timeoutMs} ms`,
+        });
+        // The head may have been what held the next ones back.
+        this.admitWaiting(partition, q);
+      }),
+    };
+    q.waiting.push(entry);
+  }
+
+  /** Moves waiting requests into the queue, oldest first, while they fit. */
+  private admitWaiting(partition: Partition, q: AppendQueue): void {
+    for (let next = q.waiting[0]; next !== undefined && this.hasRoom(q, next.append.validated.batches.length); next = q.waiting[0]) {
+      q.waiting.shift();
+      next.cancelTimeout();
+      this.admit(partition, q, next.append);
+    }
   }
 
   /**
@@ -378,6 +463,8 @@ export class ReplicaManager {
    */
   private async flushAppends(partition: Partition, queue: AppendQueue): Promise<void> {
     const pending = queue.pending.splice(0);
+    queue.pendingBytes = 0;
+    this.admitWaiting(partition, queue);
     if (pending.length === 0) return;
     if (!this.isCurrent(partition) || !partition.isLeader) {
       for (const p of pending)
@@ -416,9 +503,13 @@ export class ReplicaManager {
     const buffers = group.map((p) => p.validated.batches);
     const bytes = buffers.reduce((n, b) => n + b.length, 0);
     const endBefore = log.logEndOffset;
-    let info;
+    let info: LeaderAppendInfo;
     try {
-      info = await log.appendAsLeader(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers, bytes), partition.leaderEpoch);
+      const [only] = buffers;
+      info = await log.appendAsLeader(
+        buffers.length === 1 && only !== undefined ? only : Buffer.concat(buffers, bytes),
+        partition.leaderEpoch,
+      );
     } catch (err) {
       // One bad batch fails a shared append before anything is written: retry each request alone
       // so only the bad one is refused.
@@ -434,7 +525,8 @@ export class ReplicaManager {
       return;
     }
     if (info.duplicate) {
-      group[0]!.resolve({ ok: true, baseOffset: info.firstOffset, nextOffset: info.lastOffset + 1, logAppendTimeMs: -1 });
+      // Only an idempotent batch can be a duplicate, and it is appended alone.
+      for (const p of group) p.resolve({ ok: true, baseOffset: info.firstOffset, nextOffset: info.lastOffset + 1, logAppendTimeMs: -1 });
       return;
     }
     if (info.firstOffset !== endBefore) {
@@ -470,7 +562,7 @@ export class ReplicaManager {
         partition,
         fetchOffset: input.fetchOffset,
         leaderEpoch: partition.leaderEpoch,
-        bytesAtPark: fromFollower ? partition.appendedBytes : partition.visibleBytes,
+        counterAtParkBytes: fromFollower ? partition.appendedBytes : partition.visibleBytes,
       });
     }
     await new Promise<void>((resolve) => {
@@ -542,8 +634,8 @@ export class ReplicaManager {
     if (input.fetchOffset < maxOffset) {
       try {
         const read = await log.read(input.fetchOffset, maxBytes, maxOffset, minOneBatch);
-        records =
-          read.chunks.length === 1 ? read.chunks[0]! : read.chunks.length === 0 ? EMPTY : Buffer.concat(read.chunks, read.sizeInBytes);
+        const [only] = read.chunks;
+        records = read.chunks.length > 1 ? Buffer.concat(read.chunks, read.sizeInBytes) : (only ?? EMPTY);
       } catch (err) {
         return fail(storageErrorToKafka(err).errorCode, partition);
       }
@@ -567,12 +659,12 @@ export class ReplicaManager {
   async listOffset(
     topic: string,
     partitionIndex: number,
-    timestamp: number,
+    timestampMs: number,
     isolationLevel: number,
     currentLeaderEpoch: number,
     replicaId: number,
   ): Promise<ListOffsetsResult> {
-    const none = (errorCode: number): ListOffsetsResult => ({ errorCode, timestamp: -1, offset: -1, leaderEpoch: -1 });
+    const none = (errorCode: number): ListOffsetsResult => ({ errorCode, timestampMs: -1, offset: -1, leaderEpoch: -1 });
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
     if (partition === null || errorCode !== Errors.NONE.code) return none(errorCode);
     const epochError = ReplicaManager.epochError(partition, currentLeaderEpoch);
@@ -585,27 +677,27 @@ export class ReplicaManager {
         ? partition.lastStableOffset
         : partition.highWatermark;
     try {
-      switch (timestamp) {
+      switch (timestampMs) {
         case LATEST_TIMESTAMP:
-          return { errorCode: Errors.NONE.code, timestamp: -1, offset: lastFetchableOffset, leaderEpoch: partition.leaderEpoch };
+          return { errorCode: Errors.NONE.code, timestampMs: -1, offset: lastFetchableOffset, leaderEpoch: partition.leaderEpoch };
         case EARLIEST_TIMESTAMP:
         case EARLIEST_LOCAL_TIMESTAMP: {
           const offset = log.logStartOffset;
-          return { errorCode: Errors.NONE.code, timestamp: -1, offset, leaderEpoch: await log.epochForOffset(offset) };
+          return { errorCode: Errors.NONE.code, timestampMs: -1, offset, leaderEpoch: await log.epochForOffset(offset) };
         }
         case LATEST_TIERED_TIMESTAMP:
           // No tiered storage: Kafka answers "no such offset".
-          return { errorCode: Errors.NONE.code, timestamp: -1, offset: -1, leaderEpoch: -1 };
+          return { errorCode: Errors.NONE.code, timestampMs: -1, offset: -1, leaderEpoch: -1 };
         case MAX_TIMESTAMP: {
           const found = await log.maxTimestampOffset();
           if (found === null || (fromConsumer && found.offset >= lastFetchableOffset)) return none(Errors.NONE.code);
-          return { errorCode: Errors.NONE.code, timestamp: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
+          return { errorCode: Errors.NONE.code, timestampMs: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
         }
         default: {
-          if (timestamp < 0) return none(Errors.INVALID_REQUEST.code);
-          const found = await log.offsetForTimestamp(timestamp);
+          if (timestampMs < 0) return none(Errors.INVALID_REQUEST.code);
+          const found = await log.offsetForTimestamp(timestampMs);
           if (found === null || found.offset >= lastFetchableOffset) return none(Errors.NONE.code);
-          return { errorCode: Errors.NONE.code, timestamp: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
+          return { errorCode: Errors.NONE.code, timestampMs: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
         }
       }
     } catch (err) {
@@ -669,7 +761,7 @@ export class ReplicaManager {
   describeLogDirs(filter: ((topic: string, partition: number) => boolean) | null): LogDirDescription[] {
     const byDir = new Map<
       string,
-      Map<string, { partitionIndex: number; partitionSize: number; offsetLag: number; isFutureKey: boolean }[]>
+      Map<string, { partitionIndex: number; partitionSizeBytes: number; offsetLag: number; isFutureKey: boolean }[]>
     >();
     for (const dir of this.options.logs.logDirs()) byDir.set(dir, new Map());
     for (const partition of this.partitions.values()) {
@@ -686,7 +778,7 @@ export class ReplicaManager {
         topics.set(partition.topic, list);
       }
       // Kafka's offset lag is for future (moving) replicas only: 0 for the current log.
-      list.push({ partitionIndex: partition.partition, partitionSize: partition.log.sizeInBytes, offsetLag: 0, isFutureKey: false });
+      list.push({ partitionIndex: partition.partition, partitionSizeBytes: partition.log.sizeInBytes, offsetLag: 0, isFutureKey: false });
     }
     return [...byDir].map(([logDir, topics]) => ({
       logDir,
@@ -705,10 +797,14 @@ export class ReplicaManager {
     }
   }
 
-  /** Resolves once every queued append has reached the log. */
+  /** Resolves once every queued append, waiting ones included, has reached the log. */
   async flushPendingAppends(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    await Promise.all([...this.appendQueues.values()].map((q) => q.chain));
+    for (;;) {
+      const busy = [...this.appendQueues.values()].filter((q) => q.scheduled || q.pending.length > 0 || q.waiting.length > 0);
+      if (busy.length === 0) return;
+      await Promise.all(busy.map((q) => q.chain));
+    }
   }
 }
 

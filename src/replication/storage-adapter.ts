@@ -4,10 +4,10 @@
  */
 import { dirname } from 'node:path';
 import { RecordBatch } from '../../protocol/records/batch.ts';
-import { logConfigFromProperties, type LogConfig } from '../../storage/config.ts';
+import type { LogConfig } from '../../storage/config.ts';
 import type { LogManager } from '../../storage/log-manager.ts';
 import type { PartitionLog } from '../../storage/log.ts';
-import { TOPIC_CONFIG_DEFS } from '../config/topic-defs.ts';
+import { type TopicConfigLookup, logConfigOf } from '../config/topic-config.ts';
 import type {
   EpochEndOffset,
   LeaderAppendInfo,
@@ -16,7 +16,6 @@ import type {
   ProducerDescription,
   ReplicaLog,
   TimestampAndOffset,
-  TopicConfigLookup,
 } from './log.ts';
 import { partitionKey } from './partition.ts';
 
@@ -27,21 +26,14 @@ import { partitionKey } from './partition.ts';
 export function toLogConfig(config: TopicConfigLookup): LogConfig {
   // A lookup is immutable (a new one per config change), so its LogConfig is computed once:
   // a delta creating 10000 partitions of one topic shares the topic's lookup.
-  let cached = logConfigs.get(config);
-  if (cached === undefined) logConfigs.set(config, (cached = computeLogConfig(config)));
-  return cached;
+  const cached = logConfigs.get(config);
+  if (cached !== undefined) return cached;
+  const computed: LogConfig = { ...logConfigOf(config), messageTimestampType: 'CreateTime' };
+  logConfigs.set(config, computed);
+  return computed;
 }
 
 const logConfigs = new WeakMap<TopicConfigLookup, LogConfig>();
-
-function computeLogConfig(config: TopicConfigLookup): LogConfig {
-  const props: Record<string, string> = {};
-  for (const def of TOPIC_CONFIG_DEFS) {
-    const value = config(def.name) ?? def.defaultValue;
-    if (value !== null) props[def.name] = value;
-  }
-  return { ...logConfigFromProperties(props), messageTimestampType: 'CreateTime' };
-}
 
 export class PartitionLogReplica implements ReplicaLog {
   /** `applyConfig` defaults to the log alone; the LogManager also (un)registers compaction. */
@@ -57,7 +49,7 @@ export class PartitionLogReplica implements ReplicaLog {
     return this.log.logEndOffset;
   }
   get sizeInBytes(): number {
-    return this.log.size;
+    return this.log.sizeBytes;
   }
   get checkpointedHighWatermark(): number {
     return this.log.highWatermark;
@@ -73,14 +65,12 @@ export class PartitionLogReplica implements ReplicaLog {
     return { chunks: r.records.length === 0 ? [] : [r.records], sizeInBytes: r.records.length };
   }
 
-  async offsetForTimestamp(timestampMs: number): Promise<TimestampAndOffset | null> {
-    const r = await this.log.offsetForTimestamp(timestampMs);
-    return r === null ? null : { timestampMs: r.timestamp, offset: r.offset, leaderEpoch: r.leaderEpoch };
+  offsetForTimestamp(timestampMs: number): Promise<TimestampAndOffset | null> {
+    return this.log.offsetForTimestamp(timestampMs);
   }
 
-  async maxTimestampOffset(): Promise<TimestampAndOffset | null> {
-    const r = await this.log.maxTimestampOffset();
-    return r === null ? null : { timestampMs: r.timestamp, offset: r.offset, leaderEpoch: r.leaderEpoch };
+  maxTimestampOffset(): Promise<TimestampAndOffset | null> {
+    return this.log.maxTimestampOffset();
   }
 
   async epochForOffset(offset: number): Promise<number> {

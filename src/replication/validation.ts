@@ -16,19 +16,19 @@ import {
   MAGIC,
   TimestampType,
 } from '../../protocol/records/batch.ts';
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, KafkaError, type KafkaErrorCode } from '../../protocol/errors.ts';
 import { RecordFault, RecordScanner } from '../../protocol/records/scan.ts';
 import type { LogSettings } from './log.ts';
 
-/** A failed check: Kafka's error code, message and the per-record errors of Produce v8+. */
-export class RecordValidationError extends Error {
+/** A failed check: Kafka's error, its message and the per-record errors of Produce v8+. */
+export class RecordValidationError extends KafkaError {
+  override name = 'RecordValidationError';
   constructor(
-    readonly errorCode: number,
+    error: KafkaErrorCode,
     message: string,
     readonly recordErrors: readonly { batchIndex: number; message: string | null }[] = [],
   ) {
-    super(message);
-    this.name = 'RecordValidationError';
+    super(error, message);
   }
 }
 
@@ -86,17 +86,17 @@ export function maxRecordsBytes(recordCount: number, maxMessageBytes: number): n
  */
 export async function validateProducedRecords(records: Buffer | null, ctx: ValidationContext): Promise<ValidatedRecords> {
   if (records === null || records.length === 0) {
-    throw new RecordValidationError(Errors.INVALID_RECORD.code, 'Produce request carried no record batch');
+    throw new RecordValidationError(Errors.INVALID_RECORD, 'Produce request carried no record batch');
   }
   let buf = records;
   if (records.length > MAGIC && records.readInt8(MAGIC) < 2) {
     if (ctx.produceVersion >= 3) {
-      throw new RecordValidationError(Errors.INVALID_RECORD.code, 'Produce v3+ requires magic v2 record batches');
+      throw new RecordValidationError(Errors.INVALID_RECORD, 'Produce v3+ requires magic v2 record batches');
     }
     try {
       buf = await ctx.convertLegacy(records);
     } catch (err) {
-      throw new RecordValidationError(Errors.CORRUPT_MESSAGE.code, `Invalid legacy message set: ${(err as Error).message}`);
+      throw new RecordValidationError(Errors.CORRUPT_MESSAGE, `Invalid legacy message set: ${(err as Error).message}`);
     }
   }
 
@@ -120,16 +120,16 @@ export async function validateProducedRecords(records: Buffer | null, ctx: Valid
     offsetCount += batch.lastOffsetDelta + 1;
     position += batch.sizeInBytes;
   }
-  if (first === null) throw new RecordValidationError(Errors.INVALID_RECORD.code, 'Produce request carried no record batch');
+  if (first === null) throw new RecordValidationError(Errors.INVALID_RECORD, 'Produce request carried no record batch');
   // ProduceRequest.validateRecords: v3+ carries exactly one batch.
   if (ctx.produceVersion >= 3 && batchCount !== 1) {
     throw new RecordValidationError(
-      Errors.INVALID_RECORD.code,
+      Errors.INVALID_RECORD,
       'Produce requests with version 3 and above must contain exactly one record batch',
     );
   }
   if (batchCount > 1 && first.hasProducerId) {
-    throw new RecordValidationError(Errors.INVALID_RECORD.code, 'Idempotent produce must carry exactly one record batch');
+    throw new RecordValidationError(Errors.INVALID_RECORD, 'Idempotent produce must carry exactly one record batch');
   }
   return {
     batches: buf,
@@ -154,7 +154,7 @@ function checkFraming(buf: Buffer, position: number, ctx: ValidationContext): Re
   // Kafka checks the size before the CRC (RecordTooLargeException wins over corruption).
   if (size > ctx.settings.maxMessageBytes) {
     throw new RecordValidationError(
-      Errors.MESSAGE_TOO_LARGE.code,
+      Errors.MESSAGE_TOO_LARGE,
       `The record batch size in the append to the partition is ${size} bytes which exceeds the maximum configured value of ${ctx.settings.maxMessageBytes}.`,
     );
   }
@@ -188,10 +188,7 @@ function checkBatch(batch: RecordBatch, ctx: ValidationContext): void {
   if (compression > MAX_COMPRESSION_ID) throw corrupt(`Unknown compression type id ${compression}`);
   // ProduceRequest.validateRecords: zstd needs Produce v7+ (KIP-110).
   if (compression === CompressionType.Zstd && ctx.produceVersion < 7) {
-    throw new RecordValidationError(
-      Errors.UNSUPPORTED_COMPRESSION_TYPE.code,
-      'Produce requests with zstd compression need version 7 or above',
-    );
+    throw new RecordValidationError(Errors.UNSUPPORTED_COMPRESSION_TYPE, 'Produce requests with zstd compression need version 7 or above');
   }
 }
 
@@ -244,45 +241,36 @@ async function scanRecords(batch: RecordBatch, ctx: ValidationContext): Promise<
 
 /** LogValidator.processRecordErrors: every refused record, and Kafka's summary message. */
 function recordErrors(batch: RecordBatch, scanner: RecordScanner, ctx: ValidationContext): RecordValidationError {
-  const { nowMs, settings } = ctx;
-  let anyTimestamp = false;
-  const errors = scanner.faultIndexes.map((batchIndex, i) => {
-    const value = scanner.faultValues[i]!;
-    switch (scanner.faultKinds[i]!) {
-      case RecordFault.NullKey:
-        return {
-          batchIndex,
-          message: `Compacted topic cannot accept message without key in topic partition ${ctx.topicPartition ?? ''}`.trimEnd(),
-        };
-      case RecordFault.OffsetDelta:
-        return {
-          batchIndex,
-          message: `Record ${batchIndex} has offset delta ${value}: the records of a batch must have offset deltas 0 to ${batch.recordCount - 1} in order${where(ctx)}`,
-        };
-      case RecordFault.Timestamp:
-        anyTimestamp = true;
-        return {
-          batchIndex,
-          message: `Timestamp ${value} of message with offset ${batchIndex} is out of range. The timestamp should be within [${nowMs - settings.timestampBeforeMaxMs}, ${nowMs + settings.timestampAfterMaxMs}]`,
-        };
-    }
-  });
-  if (anyTimestamp) {
-    return new RecordValidationError(
-      Errors.INVALID_TIMESTAMP.code,
-      'One or more records have been rejected due to invalid timestamp',
-      errors,
-    );
+  const errors = scanner.faultIndexes.map((batchIndex, i) => ({
+    batchIndex,
+    // The three fault arrays are parallel: one kind and one value per index.
+    message: recordErrorMessage(batch, scanner.faultKinds[i] ?? RecordFault.NullKey, scanner.faultValues[i] ?? 0, batchIndex, ctx),
+  }));
+  if (scanner.faultKinds.includes(RecordFault.Timestamp)) {
+    return new RecordValidationError(Errors.INVALID_TIMESTAMP, 'One or more records have been rejected due to invalid timestamp', errors);
   }
   const shown = errors
     .slice(0, 3)
     .map((e) => `RecordError(batchIndex=${e.batchIndex}, message='${e.message}')`)
     .join(', ');
   return new RecordValidationError(
-    Errors.INVALID_RECORD.code,
+    Errors.INVALID_RECORD,
     `One or more records have been rejected due to ${errors.length} record errors in total, and only showing the first three errors at most: [${shown}]`,
     errors,
   );
+}
+
+/** Kafka's message for one refused record. */
+function recordErrorMessage(batch: RecordBatch, kind: RecordFault, value: number, batchIndex: number, ctx: ValidationContext): string {
+  const { nowMs, settings } = ctx;
+  switch (kind) {
+    case RecordFault.NullKey:
+      return `Compacted topic cannot accept message without key in topic partition ${ctx.topicPartition ?? ''}`.trimEnd();
+    case RecordFault.OffsetDelta:
+      return `Record ${batchIndex} has offset delta ${value}: the records of a batch must have offset deltas 0 to ${batch.recordCount - 1} in order${where(ctx)}`;
+    case RecordFault.Timestamp:
+      return `Timestamp ${value} of message with offset ${batchIndex} is out of range. The timestamp should be within [${nowMs - settings.timestampBeforeMaxMs}, ${nowMs + settings.timestampAfterMaxMs}]`;
+  }
 }
 
 function checkCrc(batch: RecordBatch): void {
@@ -294,9 +282,9 @@ function where(ctx: ValidationContext): string {
 }
 
 function invalid(message: string): RecordValidationError {
-  return new RecordValidationError(Errors.INVALID_RECORD.code, message);
+  return new RecordValidationError(Errors.INVALID_RECORD, message);
 }
 
 function corrupt(message: string): RecordValidationError {
-  return new RecordValidationError(Errors.CORRUPT_MESSAGE.code, message);
+  return new RecordValidationError(Errors.CORRUPT_MESSAGE, message);
 }

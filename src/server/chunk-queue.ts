@@ -30,26 +30,26 @@ export class ChunkQueue {
     return head.readInt32BE(0);
   }
 
-  /** Removes and returns the first n bytes (n must not exceed `length`). */
-  take(n: number): Buffer {
+  /** Removes and returns the first `bytes` bytes (no more than `length`). */
+  take(bytes: number): Buffer {
     const first = this.chunks[0]!;
-    if (first.length >= n) {
-      if (first.length === n) this.chunks.shift();
-      else this.chunks[0] = first.subarray(n);
-      this.bytes -= n;
-      return first.subarray(0, n);
+    if (first.length >= bytes) {
+      if (first.length === bytes) this.chunks.shift();
+      else this.chunks[0] = first.subarray(bytes);
+      this.bytes -= bytes;
+      return first.subarray(0, bytes);
     }
-    const out = Buffer.allocUnsafe(n);
+    const out = Buffer.allocUnsafe(bytes);
     let filled = 0;
-    while (filled < n) {
+    while (filled < bytes) {
       const chunk = this.chunks[0]!;
-      const used = Math.min(chunk.length, n - filled);
+      const used = Math.min(chunk.length, bytes - filled);
       chunk.copy(out, filled, 0, used);
       filled += used;
       if (used === chunk.length) this.chunks.shift();
       else this.chunks[0] = chunk.subarray(used);
     }
-    this.bytes -= n;
+    this.bytes -= bytes;
     return out;
   }
 }

@@ -1,12 +1,14 @@
 /**
  * One client connection: 4-byte size framing, strictly ordered processing of pipelined
- * requests, corked response writes, back-pressure and idle expiry.
+ * requests, corked response writes, back-pressure (per connection, and broker-wide through the
+ * request memory pool) and idle expiry.
  */
 import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
-import type { Session } from '../handlers/registry.ts';
 import { ChunkQueue } from './chunk-queue.ts';
-import { runGuarded } from '../runtime/guard.ts';
+import type { RequestMemoryPool } from './memory-pool.ts';
+import type { Session } from './session.ts';
+import { guarded, runGuarded } from '../runtime/guard.ts';
 
 /** Thrown by a FrameProcessor for a protocol violation: log one line, then close. */
 export class ConnectionClosingError extends Error {
@@ -62,11 +64,15 @@ const MAX_LOGGED_REASON_CHARS = 1024;
 const CLOSE_GRACE_MS = 1000;
 
 export class Connection {
-  /** Received bytes not yet cut into frames. */
   /** Bytes read but not yet cut into frames. */
   private readonly pending = new ChunkQueue();
+  /** Frames read and not yet processed; each holds its length in the memory pool. */
   private readonly queue: Buffer[] = [];
   private queuedBytes = 0;
+  /** Bytes reserved in the pool for the frame whose size prefix is at the front of `pending`, or null. */
+  private partialFrameBytes: number | null = null;
+  /** Cancels the wait for pool memory while reading is held back by it, else null. */
+  private cancelMemoryWait: (() => void) | null = null;
   private processing = false;
   private corked = false;
   private paused = false;
@@ -78,6 +84,7 @@ export class Connection {
     private readonly socket: Socket,
     private readonly processor: FrameProcessor,
     private readonly limits: ConnectionLimits,
+    private readonly memory: RequestMemoryPool,
     private readonly logger: Logger,
     private readonly onClose: (conn: Connection) => void,
   ) {
@@ -95,6 +102,11 @@ export class Connection {
     return this.paused;
   }
 
+  /** Whether reading is held back because the broker-wide request memory pool is exhausted. */
+  get isWaitingForMemory(): boolean {
+    return this.cancelMemoryWait !== null;
+  }
+
   /** Bytes held for this connection: queued requests, partial frames and unsent responses. */
   get bufferedBytes(): number {
     return this.queuedBytes + this.pending.length + this.socket.writableLength;
@@ -107,18 +119,39 @@ export class Connection {
   private onData(chunk: Buffer): void {
     if (this.closing) return;
     this.pending.push(chunk);
+    this.cutFrames();
+  }
+
+  /**
+   * Cuts complete frames out of `pending` into the queue. A frame's size is reserved in the
+   * memory pool as soon as its size prefix is read, as Kafka's NetworkReceive allocates its
+   * buffer; when the pool refuses, cutting stops and the socket is not read until memory is
+   * released (the bytes already read stay in `pending`: at most one socket read).
+   */
+  private cutFrames(): void {
+    if (this.closing || this.cancelMemoryWait !== null) return;
     while (this.pending.length >= SIZE_BYTES) {
-      const size = this.pending.peekInt32();
-      if (size < 0 || size > this.limits.maxRequestBytes) {
+      const frameBytes = this.pending.peekInt32();
+      if (frameBytes < 0 || frameBytes > this.limits.maxRequestBytes) {
         this.protocolClose(
           new ConnectionClosingError(
-            size < 0 ? `invalid frame size ${size}` : `frame size ${size} exceeds socket.request.max.bytes ${this.limits.maxRequestBytes}`,
+            frameBytes < 0
+              ? `invalid frame size ${frameBytes}`
+              : `frame size ${frameBytes} exceeds socket.request.max.bytes ${this.limits.maxRequestBytes}`,
           ),
         );
         return;
       }
-      if (this.pending.length < SIZE_BYTES + size) break;
-      const frame = this.pending.take(SIZE_BYTES + size).subarray(SIZE_BYTES);
+      if (this.partialFrameBytes === null) {
+        if (!this.memory.tryReserve(frameBytes)) {
+          this.waitForMemory();
+          break;
+        }
+        this.partialFrameBytes = frameBytes;
+      }
+      if (this.pending.length < SIZE_BYTES + frameBytes) break;
+      const frame = this.pending.take(SIZE_BYTES + frameBytes).subarray(SIZE_BYTES);
+      this.partialFrameBytes = null;
       this.queue.push(frame);
       this.queuedBytes += frame.length;
     }
@@ -133,6 +166,22 @@ export class Connection {
     );
   }
 
+  private waitForMemory(): void {
+    this.cancelMemoryWait = this.memory.whenAvailable(
+      guarded(
+        (err) => {
+          this.logger.error({ client: this.session.clientAddress, err }, 'closing connection: resuming after memory pressure failed');
+          this.socket.destroy();
+        },
+        'resuming after memory pressure',
+        () => {
+          this.cancelMemoryWait = null;
+          this.cutFrames();
+        },
+      ),
+    );
+  }
+
   private async drainQueue(): Promise<void> {
     if (this.processing) return;
     this.processing = true;
@@ -141,17 +190,22 @@ export class Connection {
         // Unsent responses past the bound hold back processing too, not only reading: frames
         // already queued would otherwise turn into unbounded response bytes.
         if (this.socket.writableLength > this.limits.maxBufferedBytes) await this.writableDrained();
-        if (this.closed || this.queue.length === 0) break;
-        const frame = this.queue.shift()!;
+        if (this.closed) break;
+        const frame = this.queue.shift();
+        if (frame === undefined) break;
         this.queuedBytes -= frame.length;
         let response: Buffer[] | null;
         try {
           response = await this.processor.process(this.session, frame);
         } catch (err) {
+          this.memory.release(frame.length);
           this.protocolClose(err);
           return;
         }
         if (response !== null && !this.closed) this.write(response);
+        // Done: the response is the socket's now (bounded per connection by
+        // connection.max.buffered.bytes); the request's bytes go back to the pool.
+        this.memory.release(frame.length);
         this.updateReading();
       }
     } finally {
@@ -190,7 +244,9 @@ export class Connection {
     // A partial frame does not count: it is bounded by maxRequestBytes, and pausing while a
     // frame larger than the bound arrives would never let it complete.
     const over =
-      this.queue.length >= this.limits.maxQueuedRequests || this.queuedBytes + this.socket.writableLength > this.limits.maxBufferedBytes;
+      this.cancelMemoryWait !== null ||
+      this.queue.length >= this.limits.maxQueuedRequests ||
+      this.queuedBytes + this.socket.writableLength > this.limits.maxBufferedBytes;
     if (over && !this.paused) {
       this.paused = true;
       this.socket.pause();
@@ -201,8 +257,9 @@ export class Connection {
   }
 
   private onIdle(): void {
-    // A request still being answered (a long-poll fetch) is not idleness.
-    if (this.processing || this.queue.length > 0) return;
+    // A request still being answered (a long-poll fetch), or one the broker holds back for
+    // memory, is not idleness.
+    if (this.processing || this.queue.length > 0 || this.cancelMemoryWait !== null) return;
     this.logger.debug({ client: this.session.clientAddress, idleMs: this.limits.idleMs }, 'closing idle connection');
     this.socket.destroy();
   }
@@ -227,13 +284,13 @@ export class Connection {
       this.logger.error({ client: this.session.clientAddress, err }, 'closing connection: request handling failed');
     }
     this.closing = true;
-    this.queue.length = 0;
-    this.queuedBytes = 0;
+    this.dropUnprocessed();
     // end() rather than destroy(): responses already written still reach the client; a peer
     // that neither reads nor closes is cut off shortly after.
     this.socket.end();
     this.socket.resume();
-    setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS).unref();
+    const cutOff = setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS);
+    this.socket.once('close', () => clearTimeout(cutOff));
   }
 
   /**
@@ -244,8 +301,7 @@ export class Connection {
     if (this.closed) return Promise.resolve();
     this.closing = true;
     this.socket.pause();
-    this.queue.length = 0;
-    this.queuedBytes = 0;
+    this.dropUnprocessed();
     return new Promise((resolve) => {
       this.socket.once('close', () => resolve());
       if (!this.processing) this.socket.end();
@@ -259,9 +315,23 @@ export class Connection {
   private finish(): void {
     if (this.closed) return;
     this.closed = true;
-    this.queue.length = 0;
+    this.dropUnprocessed();
     this.pending.clear();
     this.onClose(this);
+  }
+
+  /**
+   * Drops the requests not yet started (and the partial frame) and returns their memory to the
+   * pool; the request in progress returns its own when it is done.
+   */
+  private dropUnprocessed(): void {
+    for (const frame of this.queue) this.memory.release(frame.length);
+    this.queue.length = 0;
+    this.queuedBytes = 0;
+    if (this.partialFrameBytes !== null) this.memory.release(this.partialFrameBytes);
+    this.partialFrameBytes = null;
+    this.cancelMemoryWait?.();
+    this.cancelMemoryWait = null;
   }
 }
 

@@ -17,10 +17,11 @@ import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { errorResponseFor } from '../../protocol/error-response.ts';
 import { decodeRequestHeader, encodeResponseHeader } from '../../protocol/headers.ts';
-import type { BrokerServices } from '../broker.ts';
-import type { HandlerRegistry, RequestContext, Session } from '../handlers/registry.ts';
+import type { HandlerRegistry } from '../handlers/registry.ts';
 import { unsupportedApiVersionsResponse } from '../handlers/api-versions.ts';
+import type { Logger } from '../observability/logger.ts';
 import { CloseRequestedError, ConnectionClosingError, RequestFailedError, type FrameProcessor } from './connection.ts';
+import type { RequestContext, Session } from './session.ts';
 
 /** api key (int16) + api version (int16) + correlation id (int32): readable in every header version. */
 const FIXED_HEADER_BYTES = 8;
@@ -28,7 +29,7 @@ const FIXED_HEADER_BYTES = 8;
 export class RequestProcessor implements FrameProcessor {
   constructor(
     private readonly registry: HandlerRegistry,
-    private readonly services: () => BrokerServices,
+    private readonly logger: Logger,
   ) {}
 
   async process(session: Session, frame: Buffer): Promise<Buffer[] | null> {
@@ -44,7 +45,8 @@ export class RequestProcessor implements FrameProcessor {
       }
       throw new ConnectionClosingError(`unsupported version (served ${api.minVersion}..${api.maxVersion})`, apiKey, apiVersion);
     }
-    const descriptor = apis.get(apiKey)!;
+    const descriptor = apis.get(apiKey);
+    if (descriptor === undefined) throw new ConnectionClosingError('api key not in the codec', apiKey, apiVersion);
     const reader = new Reader(frame);
     let ctx: RequestContext;
     let request: unknown;
@@ -59,7 +61,6 @@ export class RequestProcessor implements FrameProcessor {
         apiVersion,
         correlationId,
         clientId: header.clientId ?? null,
-        broker: this.services(),
         closeConnection: (reason) => {
           closeReason = reason;
         },
@@ -91,10 +92,9 @@ export class RequestProcessor implements FrameProcessor {
   ): Buffer[] {
     const refused = err instanceof KafkaError;
     const error = refused ? err.error : Errors.UNKNOWN_SERVER_ERROR;
-    const logger = this.services().logger;
     const context = { client: session.clientAddress, apiKey, apiVersion, error: error.name };
-    if (refused) logger.info({ ...context, reason: err.message }, 'request refused');
-    else logger.error({ ...context, err }, 'request handling failed');
+    if (refused) this.logger.info({ ...context, reason: err.message }, 'request refused');
+    else this.logger.error({ ...context, err }, 'request handling failed');
     if (apiKey === ApiKey.Produce && (request as { acks?: number }).acks === 0) {
       throw new RequestFailedError(apiKey, apiVersion, err);
     }
@@ -109,7 +109,8 @@ export class RequestProcessor implements FrameProcessor {
 
 /** Encodes `body` with its response header behind a 4-byte size, as chunks for writev. */
 export function frameResponse(correlationId: number, apiKey: number, apiVersion: number, body: unknown): Buffer[] {
-  const descriptor = apis.get(apiKey)!;
+  const descriptor = apis.get(apiKey);
+  if (descriptor === undefined) throw new Error(`api key ${apiKey} is not in the codec`);
   const w = new Writer();
   const setSize = w.reserveInt32();
   encodeResponseHeader(w, correlationId, apiKey, apiVersion);

@@ -4,20 +4,29 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
-import type { Session } from '../handlers/registry.ts';
 import { Connection, type ConnectionLimits, type FrameProcessor } from './connection.ts';
+import { RequestMemoryPool } from './memory-pool.ts';
+import type { ListenerRole, Session } from './session.ts';
 
 export interface ListenerSpec {
   readonly name: string;
   readonly host: string;
   readonly port: number;
   readonly securityProtocol: string;
-  readonly role: 'broker' | 'controller';
+  readonly role: ListenerRole;
 }
 
 export interface BoundListener extends ListenerSpec {
   /** The port actually bound (differs from `port` when that was 0). */
   readonly boundPort: number;
+}
+
+/** Broker-wide limits of the server, across all its connections. */
+export interface ServerLimits {
+  /** max.connections; unlimited by default. */
+  readonly maxConnections?: number;
+  /** queued.max.request.bytes: the request memory pool (memory-pool.ts); zero or less (the default here) bounds nothing. */
+  readonly maxQueuedRequestBytes?: number;
 }
 
 /** An empty host binds the loopback address: some clients resolve localhost to ::1 otherwise. */
@@ -28,13 +37,18 @@ export class SocketServer {
   private readonly connections = new Set<Connection>();
   private nextConnectionId = 1;
   private bound: BoundListener[] = [];
+  private readonly maxConnections: number;
+  private readonly memory: RequestMemoryPool;
 
   constructor(
     private readonly processor: FrameProcessor,
     private readonly limits: ConnectionLimits,
     private readonly logger: Logger,
-    private readonly maxConnections = Number.MAX_SAFE_INTEGER,
-  ) {}
+    serverLimits: ServerLimits = {},
+  ) {
+    this.maxConnections = serverLimits.maxConnections ?? Number.MAX_SAFE_INTEGER;
+    this.memory = new RequestMemoryPool(serverLimits.maxQueuedRequestBytes ?? -1);
+  }
 
   get listeners(): readonly BoundListener[] {
     return this.bound;
@@ -43,6 +57,11 @@ export class SocketServer {
   /** Open connections (for tests and metrics). */
   get openConnections(): readonly Connection[] {
     return [...this.connections];
+  }
+
+  /** The memory held by requests read and not yet answered, broker-wide (for tests and metrics). */
+  get requestMemory(): Pick<RequestMemoryPool, 'capacityBytes' | 'usedBytes' | 'peakUsedBytes' | 'exhausted' | 'waitingCount'> {
+    return this.memory;
   }
 
   async start(listeners: readonly ListenerSpec[]): Promise<void> {
@@ -81,7 +100,7 @@ export class SocketServer {
       clientSoftwareVersion: null,
     };
     this.logger.debug({ client: session.clientAddress, listener: spec.name, connectionId: session.connectionId }, 'connection accepted');
-    const conn = new Connection(session, socket, this.processor, this.limits, this.logger, (c) => this.connections.delete(c));
+    const conn = new Connection(session, socket, this.processor, this.limits, this.memory, this.logger, (c) => this.connections.delete(c));
     this.connections.add(conn);
   }
 

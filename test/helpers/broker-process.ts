@@ -11,11 +11,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { BROKER_NODE_FLAGS } from '../../src/cli/node-flags.ts';
+import { join } from 'node:path';
+import { REPO, sluiceCommand } from './sluice-cli.ts';
 
-const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+export { sluiceCommand };
 const READY = /^sluice ready: .* listening on [A-Z_]+:\/\/([^:,\s]+):(\d+)/m;
 
 export interface SpawnBrokerOptions {
@@ -47,11 +46,6 @@ export interface BrokerProcess {
   restart(): Promise<BrokerProcess>;
   /** Stops with SIGKILL if still running and deletes a temp data dir this helper created. */
   cleanup(): Promise<void>;
-}
-
-/** The command line the helper runs: the same CLI a user runs. */
-export function sluiceCommand(args: string[]): { command: string; args: string[] } {
-  return { command: process.execPath, args: [...BROKER_NODE_FLAGS, '--import', 'tsx', join(REPO, 'src/cli/main.ts'), ...args] };
 }
 
 export async function spawnBroker(options: SpawnBrokerOptions = {}): Promise<BrokerProcess> {

@@ -5,6 +5,9 @@ import { RecordBatchBuilder } from '../../protocol/records/index.ts';
 import type { RecordBatchOptions } from '../../protocol/records/index.ts';
 import { type RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
 import { iterateRecords, decompressedRecords } from '../../protocol/records/index.ts';
+import type { LogConfig } from '../../storage/config.ts';
+import type { BackgroundErrorSink } from '../../storage/errors.ts';
+import { DEFAULT_LOG_CONFIG } from '../../src/config/topic-config.ts';
 
 export interface TestRecord {
   key?: string | null;
@@ -61,5 +64,21 @@ export class ManualClock {
   readonly time = (): number => this.nowMs;
   advance(ms: number): void {
     this.nowMs += ms;
+  }
+}
+
+/** A whole LogConfig: Kafka's topic defaults (from the config definitions) with `overrides`. */
+export function logConfig(overrides: Partial<LogConfig> = {}): LogConfig {
+  return { ...DEFAULT_LOG_CONFIG, ...overrides };
+}
+
+/** Collects what storage reports to its BackgroundErrorSink, for a test to assert on. */
+export class BackgroundErrors {
+  readonly reported: { err: unknown; what: string }[] = [];
+  readonly sink: BackgroundErrorSink = (err, what) => {
+    this.reported.push({ err, what });
+  };
+  get whats(): string[] {
+    return this.reported.map((r) => r.what);
   }
 }

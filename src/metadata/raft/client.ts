@@ -4,13 +4,14 @@
 // the high watermark is the offset a majority of voters holds. A quorum of one voter elects
 // itself at start and commits on its own append: the single-node broker is this same code.
 
-import { Errors } from '../../../protocol/errors.ts';
+import { Errors, KafkaError } from '../../../protocol/errors.ts';
 import {
   encodeLeaderChangeMessage,
   makeLeaderChangeMessage,
   makeLeaderChangeMessageVoter,
 } from '../../../protocol/messages/leader-change-message.ts';
 import { Writer } from '../../../protocol/primitives.ts';
+import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../../config/broker-config.ts';
 import type { RaftLog } from './log.ts';
 import type {
   BeginQuorumEpochRequest,
@@ -45,28 +46,41 @@ export interface RaftConfig {
   fetchTimeoutMs: number;
   /** controller.quorum.retry.backoff.ms */
   retryBackoffMs: number;
-  /** How long the leader parks a Fetch with nothing new (Kafka's raft uses 500 ms). */
+  /** How long the leader parks a Fetch with nothing new (RAFT_FETCH_MAX_WAIT_MS). */
   fetchMaxWaitMs: number;
   fetchMaxBytes: number;
 }
 
-export const defaultRaftConfig: Omit<RaftConfig, 'nodeId' | 'voters' | 'clusterId'> = {
-  electionTimeoutMs: 1000,
-  electionBackoffMaxMs: 1000,
-  fetchTimeoutMs: 2000,
-  retryBackoffMs: 20,
-  fetchMaxWaitMs: 500,
-  fetchMaxBytes: 8 * 1024 * 1024,
-};
+/** How long a leader parks a Fetch with nothing new (Kafka's KafkaRaftClient.FETCH_MAX_WAIT_MS). */
+export const RAFT_FETCH_MAX_WAIT_MS = 500;
+/** The most a Raft Fetch or FetchSnapshot asks for (Kafka's KafkaRaftClient.MAX_FETCH_SIZE_BYTES). */
+export const RAFT_FETCH_MAX_BYTES = 8 * 1024 * 1024;
+
+/** The Raft timing a broker config sets (controller.quorum.*), with Kafka's fixed fetch bounds. */
+export function raftTimingOf(config: BrokerConfig): Omit<RaftConfig, 'nodeId' | 'voters' | 'clusterId'> {
+  return {
+    electionTimeoutMs: config.getInt('controller.quorum.election.timeout.ms'),
+    electionBackoffMaxMs: config.getInt('controller.quorum.election.backoff.max.ms'),
+    fetchTimeoutMs: config.getInt('controller.quorum.fetch.timeout.ms'),
+    retryBackoffMs: config.getInt('controller.quorum.retry.backoff.ms'),
+    fetchMaxWaitMs: RAFT_FETCH_MAX_WAIT_MS,
+    fetchMaxBytes: RAFT_FETCH_MAX_BYTES,
+  };
+}
+
+/** Kafka's defaults, read from the config definitions. */
+export const defaultRaftConfig: Omit<RaftConfig, 'nodeId' | 'voters' | 'clusterId'> = raftTimingOf(DEFAULT_BROKER_CONFIG);
 
 export type RaftRole = 'unattached' | 'voted' | 'candidate' | 'leader' | 'follower';
 
-export class NotLeaderError extends Error {
+/** An append refused or abandoned because this node does not lead the quorum (Kafka's NotLeaderException). */
+export class NotLeaderError extends KafkaError {
+  override name = 'NotLeaderError';
   constructor(
     readonly leaderId: number,
     readonly epoch: number,
   ) {
-    super(`not the quorum leader (leader ${leaderId}, epoch ${epoch})`);
+    super(Errors.NOT_LEADER_OR_FOLLOWER, `not the quorum leader (leader ${leaderId}, epoch ${epoch})`);
   }
 }
 
@@ -88,12 +102,20 @@ interface AppendWaiter {
   reject: (err: Error) => void;
 }
 
+/** One voter or observer as DescribeQuorum reports it. */
+export interface ReplicaDescription {
+  replicaId: number;
+  logEndOffset: number;
+  lastFetchTimestampMs: number;
+  lastCaughtUpTimestampMs: number;
+}
+
 export interface QuorumDescription {
   leaderId: number;
   leaderEpoch: number;
   highWatermark: number;
-  currentVoters: { replicaId: number; logEndOffset: number; lastFetchTimestamp: number; lastCaughtUpTimestamp: number }[];
-  observers: { replicaId: number; logEndOffset: number; lastFetchTimestamp: number; lastCaughtUpTimestamp: number }[];
+  currentVoters: ReplicaDescription[];
+  observers: ReplicaDescription[];
 }
 
 /** The LeaderChangeMessage control record value (version 0) a new leader writes first. */
@@ -254,8 +276,8 @@ export class RaftClient {
     const describe = (id: number, s: VoterState | undefined) => ({
       replicaId: id,
       logEndOffset: id === this.config.nodeId ? this.log.endOffset : (s?.endOffset ?? -1),
-      lastFetchTimestamp: id === this.config.nodeId ? this.clock.now() : (s?.lastFetchTimeMs ?? -1),
-      lastCaughtUpTimestamp: id === this.config.nodeId ? this.clock.now() : (s?.lastCaughtUpTimeMs ?? -1),
+      lastFetchTimestampMs: id === this.config.nodeId ? this.clock.now() : (s?.lastFetchTimeMs ?? -1),
+      lastCaughtUpTimestampMs: id === this.config.nodeId ? this.clock.now() : (s?.lastCaughtUpTimeMs ?? -1),
     });
     return {
       leaderId: this.currentLeaderId,
@@ -414,14 +436,14 @@ export class RaftClient {
     this.fetchTimer = this.clock.setTimeout(() => {
       this.fetchTimer = null;
       if (this.role !== 'leader' || this.closed) return;
-      const now = this.clock.now();
-      const windowStart = Math.max(sinceMs, now - windowMs);
+      const nowMs = this.clock.now();
+      const windowStartMs = Math.max(sinceMs, nowMs - windowMs);
       let reached = 1;
       for (const [id, state] of this.voterStates) {
-        if (id !== this.config.nodeId && state.lastFetchTimeMs >= windowStart) reached++;
+        if (id !== this.config.nodeId && state.lastFetchTimeMs >= windowStartMs) reached++;
       }
       if (reached >= this.majority()) {
-        this.scheduleCheckQuorum(now - windowMs);
+        this.scheduleCheckQuorum(nowMs - windowMs);
         return;
       }
       this.leaveRole();
@@ -607,10 +629,11 @@ export class RaftClient {
         this.deliveredOffset = lastOffsetOf(b) + 1;
       }
       if (committed.length > 0) this.listener.handleCommit(committed);
-      if (batches.length === 0 || lastOffsetOf(batches[0]!) >= this.highWatermark) break;
+      const [first] = batches;
+      if (first === undefined || lastOffsetOf(first) >= this.highWatermark) break;
     }
-    while (this.appendWaiters.length > 0 && this.appendWaiters[0]!.lastOffset < this.deliveredOffset) {
-      const w = this.appendWaiters.shift()!;
+    for (let w = this.appendWaiters[0]; w !== undefined && w.lastOffset < this.deliveredOffset; w = this.appendWaiters[0]) {
+      this.appendWaiters.shift();
       w.resolve(w.lastOffset);
     }
   }
@@ -737,15 +760,15 @@ export class RaftClient {
   }
 
   private recordReplicaFetch(replicaId: number, fetchOffset: number): void {
-    const now = this.clock.now();
+    const nowMs = this.clock.now();
     let state = this.voterStates.get(replicaId);
     if (state === undefined) {
       state = this.observerStates.get(replicaId) ?? { endOffset: -1, lastFetchTimeMs: -1, lastCaughtUpTimeMs: -1 };
       this.observerStates.set(replicaId, state);
     }
     state.endOffset = fetchOffset;
-    state.lastFetchTimeMs = now;
-    if (fetchOffset >= this.log.endOffset) state.lastCaughtUpTimeMs = now;
+    state.lastFetchTimeMs = nowMs;
+    if (fetchOffset >= this.log.endOffset) state.lastCaughtUpTimeMs = nowMs;
     if (this.voterStates.has(replicaId)) this.maybeAdvanceLeaderHighWatermark();
   }
 

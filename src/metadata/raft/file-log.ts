@@ -6,16 +6,17 @@
 // mirrored in memory (snapshots every metadata.log.max.record.bytes.between.snapshots
 // bound that mirror); file writes are queued in order and `flush()` waits for them.
 
-import { readdir, readFile, unlink } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
+import { type BackgroundErrorSink, removeFile } from '../../../storage/errors.ts';
 import { PartitionLog } from '../../../storage/log.ts';
 import { writeFileAtomically } from '../../../storage/checkpoint.ts';
-import { decodeRaftBatches, encodeRaftBatch } from './batch-codec.ts';
-import { MemoryRaftLog, type RaftLog } from './log.ts';
+import { logConfigOf } from '../../config/topic-config.ts';
+import { MemoryRaftLog, decodeRaftBatches, encodeRaftBatch, type RaftLog } from './log.ts';
 import type { OffsetAndEpoch, RaftBatch, SnapshotId } from './types.ts';
 import { lastOffsetOf } from './types.ts';
 
-export const METADATA_TOPIC = '__cluster_metadata';
 export const METADATA_PARTITION_DIR = `${METADATA_TOPIC}-0`;
 const SNAPSHOT_SUFFIX = '.checkpoint';
 const READ_CHUNK_BYTES = 4 * 1024 * 1024;
@@ -32,8 +33,10 @@ function parseSnapshotFileName(name: string): SnapshotId | null {
 export interface FileRaftLogOptions {
   /** The `__cluster_metadata-0` directory. */
   dir: string;
-  /** metadata.log.segment.bytes */
+  /** metadata.log.segment.bytes (Kafka's segment.bytes default when absent) */
   segmentBytes?: number;
+  /** Where failures of the storage engine's background work and of snapshot clean-up go. */
+  onBackgroundError: BackgroundErrorSink;
 }
 
 export class FileRaftLog implements RaftLog {
@@ -45,18 +48,22 @@ export class FileRaftLog implements RaftLog {
   private constructor(
     private readonly dir: string,
     private readonly log: PartitionLog,
+    private readonly onBackgroundError: BackgroundErrorSink,
   ) {}
 
   static async open(options: FileRaftLogOptions): Promise<FileRaftLog> {
+    const { segmentBytes } = options;
     const log = await PartitionLog.open({
       dir: options.dir,
-      config: options.segmentBytes !== undefined ? { segmentBytes: options.segmentBytes } : {},
+      // A topic's defaults, but for the segment size metadata.log.segment.bytes sets.
+      config: logConfigOf((name) => (name === 'segment.bytes' && segmentBytes !== undefined ? String(segmentBytes) : undefined)),
       // The metadata log is small: validate all of it at every start rather than trust a
       // recovery point nobody checkpoints for it.
       cleanShutdown: false,
       recoveryPoint: 0,
+      onBackgroundError: options.onBackgroundError,
     });
-    const raftLog = new FileRaftLog(options.dir, log);
+    const raftLog = new FileRaftLog(options.dir, log, options.onBackgroundError);
     await raftLog.load();
     return raftLog;
   }
@@ -66,7 +73,7 @@ export class FileRaftLog implements RaftLog {
     for (const name of names) {
       const id = parseSnapshotFileName(name);
       if (id !== null) this.snapshotFiles.push(id);
-      if (name.endsWith(`${SNAPSHOT_SUFFIX}.tmp`)) await unlink(join(this.dir, name));
+      if (name.endsWith(`${SNAPSHOT_SUFFIX}.tmp`)) await removeFile(join(this.dir, name), this.onBackgroundError);
     }
     this.snapshotFiles.sort((a, b) => a.endOffset - b.endOffset);
     const latest = this.snapshotFiles[this.snapshotFiles.length - 1];
@@ -92,6 +99,11 @@ export class FileRaftLog implements RaftLog {
     this.log.highWatermark = this.log.logEndOffset;
   }
 
+  /**
+   * Queues a file write. The first that fails stops the ones after it (the files would no
+   * longer match the log in memory); flush() throws it from then on, and it is reported
+   * here, as the Raft client waits on flushes without a logger of its own.
+   */
   private enqueue(op: () => Promise<unknown>): void {
     this.writes = this.writes.then(async () => {
       if (this.failure !== null) return;
@@ -99,6 +111,7 @@ export class FileRaftLog implements RaftLog {
         await op();
       } catch (err) {
         this.failure = err instanceof Error ? err : new Error(String(err));
+        this.onBackgroundError(err, `writing the metadata log in ${this.dir} (later writes are held back)`);
       }
     });
   }
@@ -177,7 +190,7 @@ export class FileRaftLog implements RaftLog {
   private async dropOlderSnapshots(keep: SnapshotId): Promise<void> {
     for (const old of this.snapshotFiles) {
       if (old.endOffset !== keep.endOffset || old.epoch !== keep.epoch) {
-        await unlink(join(this.dir, snapshotFileName(old))).catch(() => {});
+        await removeFile(join(this.dir, snapshotFileName(old)), this.onBackgroundError);
       }
     }
     this.snapshotFiles = [keep];

@@ -35,10 +35,10 @@ import {
   makeVoteRequestTopicData,
   type VoteResponse as WireVoteResponse,
 } from '../../../protocol/messages/vote.ts';
+import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
 import { toSafeNumber } from '../../../protocol/primitives.ts';
 import { KafkaConnection } from '../../client/connection.ts';
-import { decodeRaftBatches } from './batch-codec.ts';
-import { METADATA_TOPIC } from './file-log.ts';
+import { decodeRaftBatches } from './log.ts';
 import type {
   FetchSnapshotResponse,
   QuorumEpochResponse,

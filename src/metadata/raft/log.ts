@@ -1,6 +1,16 @@
-// The Raft log contract, the leader-epoch cache every implementation shares, and the
-// in-memory log used by tests and by voters that keep nothing on disk.
+// The Raft log contract, the byte form of its batches, the leader-epoch cache every
+// implementation shares, and the in-memory log used by tests and by voters that keep
+// nothing on disk.
 
+import { DecodeError } from '../../../protocol/primitives.ts';
+import {
+  CompressionType,
+  ControlRecordType,
+  batchesIn,
+  buildUncompressedRecordBatch,
+  encodeControlRecordKey,
+  iterateRecords,
+} from '../../../protocol/records/index.ts';
 import type { OffsetAndEpoch, RaftBatch, SnapshotId } from './types.ts';
 import { lastOffsetOf } from './types.ts';
 
@@ -33,6 +43,40 @@ export interface RaftLog {
   /** Resolves once every earlier change is written to the log files (page cache). */
   flush(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * A Raft batch as Kafka stores it in `__cluster_metadata-0` and in snapshots: an
+ * uncompressed v2 record batch whose partitionLeaderEpoch is the Raft epoch, every record
+ * stamped with the append time. Data records have null keys; the records of a control batch
+ * carry the control key of `controlType` (LeaderChange unless a snapshot header or footer).
+ */
+export function encodeRaftBatch(batch: RaftBatch, controlType: ControlRecordType = ControlRecordType.LeaderChange): Buffer {
+  const key = batch.control ? encodeControlRecordKey(controlType) : null;
+  return buildUncompressedRecordBatch(
+    { baseOffset: batch.baseOffset, partitionLeaderEpoch: batch.epoch, isControl: batch.control },
+    batch.records.map((value) => ({ key, value, timestamp: batch.appendTimeMs })),
+  );
+}
+
+/** Every batch in `buf`, framing and CRC-32C checked; values are copied out of `buf`. */
+export function decodeRaftBatches(buf: Buffer): RaftBatch[] {
+  const out: RaftBatch[] = [];
+  for (const batch of batchesIn(buf, true)) {
+    if (batch.compression !== CompressionType.None) throw new DecodeError('compressed metadata batches are not supported');
+    const records: Buffer[] = [];
+    for (const record of iterateRecords(batch, batch.recordsPayload())) {
+      records.push(record.value === null ? Buffer.alloc(0) : Buffer.from(record.value));
+    }
+    out.push({
+      baseOffset: batch.baseOffset,
+      epoch: batch.partitionLeaderEpoch,
+      appendTimeMs: batch.maxTimestamp,
+      control: batch.isControl,
+      records,
+    });
+  }
+  return out;
 }
 
 export function batchSizeBytes(batch: RaftBatch): number {
@@ -76,13 +120,17 @@ export class EpochCache {
   }
 
   endOffsetFor(epoch: number, logEndOffset: number): OffsetAndEpoch {
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      const entry = this.entries[i]!;
-      if (entry.epoch <= epoch) {
-        const next = this.entries[i + 1];
-        return { epoch: entry.epoch, offset: next ? next.startOffset : logEndOffset };
+    // Epochs increase along the entries: the floor is the last at or below `epoch`.
+    let floor: EpochEntry | undefined;
+    let next: EpochEntry | undefined;
+    for (const entry of this.entries) {
+      if (entry.epoch > epoch) {
+        next = entry;
+        break;
       }
+      floor = entry;
     }
+    if (floor !== undefined) return { epoch: floor.epoch, offset: next ? next.startOffset : logEndOffset };
     if (this.base !== null && this.base.epoch <= epoch) {
       return { epoch: this.base.epoch, offset: this.base.endOffset };
     }
@@ -90,10 +138,13 @@ export class EpochCache {
   }
 
   epochOf(offset: number): number {
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      if (this.entries[i]!.startOffset <= offset) return this.entries[i]!.epoch;
+    // Start offsets increase along the entries: the epoch is the last one starting at or before `offset`.
+    let epoch = this.base?.epoch ?? 0;
+    for (const entry of this.entries) {
+      if (entry.startOffset > offset) break;
+      epoch = entry.epoch;
     }
-    return this.base?.epoch ?? 0;
+    return epoch;
   }
 }
 
@@ -141,11 +192,12 @@ export class MemoryRaftLog implements RaftLog {
     const out: RaftBatch[] = [];
     let bytes = 0;
     for (let i = this.firstBatchEndingAtOrAfter(fromOffset); i < this.batches.length; i++) {
-      const batch = this.batches[i]!;
-      const size = batchSizeBytes(batch);
-      if (out.length > 0 && bytes + size > maxBytes) break;
+      const batch = this.batches[i];
+      if (batch === undefined) break;
+      const sizeBytes = batchSizeBytes(batch);
+      if (out.length > 0 && bytes + sizeBytes > maxBytes) break;
       out.push(batch);
-      bytes += size;
+      bytes += sizeBytes;
     }
     return out;
   }
@@ -156,7 +208,8 @@ export class MemoryRaftLog implements RaftLog {
     let hi = this.batches.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (lastOffsetOf(this.batches[mid]!) < offset) lo = mid + 1;
+      const batch = this.batches[mid];
+      if (batch !== undefined && lastOffsetOf(batch) < offset) lo = mid + 1;
       else hi = mid;
     }
     return lo;

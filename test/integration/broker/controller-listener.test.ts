@@ -17,7 +17,8 @@ import {
 import { Reader, Writer } from '../../../protocol/primitives.ts';
 import { batchesIn } from '../../../protocol/records/batch.ts';
 import { startBroker, type EmbeddedBroker } from '../../../src/index.ts';
-import { METADATA_TOPIC, METADATA_TOPIC_ID } from '../../../src/handlers/quorum.ts';
+import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
+import { METADATA_TOPIC_ID } from '../../../src/handlers/quorum.ts';
 import { freePort } from '../../helpers/wait.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
 

@@ -68,22 +68,26 @@ describe('crash and restart of the real broker', function () {
         assert.equal(total, count, `${topic} holds every acknowledged record`);
       }
       const consumer = kafka.consumer({ groupId: 'crash-check' });
-      await consumer.connect();
-      const seen = new Set<string>();
-      await consumer.subscribe({ topics: [...acknowledged.keys()], fromBeginning: true });
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`read ${seen.size} of 15 records`)), 60_000);
-        void consumer.run({
-          eachMessage: async ({ message }) => {
-            seen.add(message.value!.toString());
-            if (seen.size === 15) {
-              clearTimeout(timer);
-              resolve();
-            }
-          },
+      try {
+        await consumer.connect();
+        const seen = new Set<string>();
+        await consumer.subscribe({ topics: [...acknowledged.keys()], fromBeginning: true });
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`read ${seen.size} of 15 records`)), 60_000);
+          void consumer.run({
+            eachMessage: async ({ message }) => {
+              seen.add(message.value!.toString());
+              if (seen.size === 15) {
+                clearTimeout(timer);
+                resolve();
+              }
+            },
+          });
         });
-      });
-      await consumer.disconnect();
+      } finally {
+        // A consumer left running retries against the stopped broker and keeps the run alive.
+        await consumer.disconnect();
+      }
     } finally {
       await admin.disconnect();
     }

@@ -8,7 +8,7 @@ import { ApiKey } from '../../../protocol/messages/index.ts';
 import { decodeApiVersionsResponse } from '../../../protocol/messages/api-versions.ts';
 import { Errors } from '../../../protocol/errors.ts';
 import { Kafka, logLevel } from 'kafkajs';
-import { startBroker } from '../../../src/index.ts';
+import { startBroker, type EmbeddedBroker, type StartBrokerOptions } from '../../../src/index.ts';
 import { RawClient, requestPayload } from '../../helpers/raw-client.ts';
 
 async function apiVersionsErrorCode(port: number): Promise<number> {
@@ -22,9 +22,20 @@ async function apiVersionsErrorCode(port: number): Promise<number> {
 }
 
 describe('embedding (startBroker)', () => {
+  // Every broker a test started; a failed assertion must not leave one serving in this process.
+  const started: EmbeddedBroker[] = [];
+  const start = async (options?: StartBrokerOptions): Promise<EmbeddedBroker> => {
+    const broker = await startBroker(options);
+    started.push(broker);
+    return broker;
+  };
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((b) => b.close()));
+  });
+
   it('starts on a free port with a temp data dir, serves, and removes the dir on close', async () => {
     const started = process.hrtime.bigint();
-    const broker = await startBroker();
+    const broker = await start();
     assert.notEqual(broker.port, 0);
     assert.equal(broker.bootstrap, `127.0.0.1:${broker.port}`);
     assert.ok(existsSync(broker.dataDir));
@@ -38,7 +49,7 @@ describe('embedding (startBroker)', () => {
 
   it('takes a produce from kafkajs and serves it back (time to first acknowledged produce printed)', async () => {
     const started = process.hrtime.bigint();
-    const broker = await startBroker();
+    const broker = await start();
     const kafka = new Kafka({ clientId: 'embedding-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     try {
@@ -64,7 +75,7 @@ describe('embedding (startBroker)', () => {
 
   it('keeps a caller-supplied data dir and applies overrides', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-embed-'));
-    const broker = await startBroker({ dataDir: dir, overrides: { 'num.partitions': 3 } });
+    const broker = await start({ dataDir: dir, overrides: { 'num.partitions': 3 } });
     assert.equal(broker.broker.config.getInt('num.partitions'), 3);
     await broker.close();
     assert.ok(existsSync(dir));
@@ -72,7 +83,7 @@ describe('embedding (startBroker)', () => {
   });
 
   it('runs two brokers side by side', async () => {
-    const [a, b] = await Promise.all([startBroker(), startBroker()]);
+    const [a, b] = await Promise.all([start(), start()]);
     assert.notEqual(a.port, b.port);
     assert.equal(await apiVersionsErrorCode(a.port), Errors.NONE.code);
     assert.equal(await apiVersionsErrorCode(b.port), Errors.NONE.code);

@@ -16,6 +16,8 @@ interface GroupMember {
 }
 
 const consumed = new Set<string>();
+/** Every member started, stopped in `after` whatever a failed test left running. */
+const started: GroupMember[] = [];
 
 function inProcessMember(kafka: Kafka, groupId: string): GroupMember & { consumer: Consumer; start(): Promise<void> } {
   const consumer = kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10000 });
@@ -38,6 +40,7 @@ function inProcessMember(kafka: Kafka, groupId: string): GroupMember & { consume
     },
     stop: () => consumer.disconnect(),
   };
+  started.push(member);
   return member;
 }
 
@@ -45,14 +48,17 @@ function childMember(bootstrap: string): GroupMember & { child: ChildProcess } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/group-consumer.ts', bootstrap, GROUP, TOPIC], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const member = {
     child,
     assignment: [] as number[],
     consumed: new Set<string>(),
     stop: async () => {
-      child.kill('SIGKILL');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
     },
   };
+  started.push(member);
   createInterface({ input: child.stdout! }).on('line', (line) => {
     const event = JSON.parse(line) as { event: string; partitions?: number[]; partition?: number; offset?: string };
     if (event.event === 'assigned') member.assignment = event.partitions!;
@@ -98,6 +104,7 @@ describe('consumer groups with kafkajs against the broker', function () {
   });
 
   after(async () => {
+    for (const m of started) await m.stop().catch(() => undefined);
     await broker?.cleanup();
   });
 

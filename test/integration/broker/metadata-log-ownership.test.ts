@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { LogManager } from '../../../storage/log-manager.ts';
-import { startBroker } from '../../../src/index.ts';
-import { METADATA_TOPIC } from '../../../src/handlers/quorum.ts';
+import { startBroker, type EmbeddedBroker } from '../../../src/index.ts';
+import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
+import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
 
 const METADATA_DIR = `${METADATA_TOPIC}-0`;
 
@@ -19,19 +20,23 @@ async function segmentFiles(dir: string): Promise<string[]> {
 describe('the metadata log in the data log dir', function () {
   this.timeout(60_000);
   let dataDir: string;
+  /** The broker a test runs, closed here when a failed assertion skipped its own close(). */
+  let broker: EmbeddedBroker | undefined;
 
   beforeEach(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'sluice-metadata-owner-'));
   });
 
   afterEach(async () => {
+    await broker?.close();
+    broker = undefined;
     await rm(dataDir, { recursive: true, force: true });
   });
 
   it("is not loaded by the broker's LogManager, survives data-dir retention, and is intact after a restart", async () => {
     // Every data log is past retention at once: a retention pass deletes whatever it owns.
     const overrides = { 'log.retention.ms': 1, 'log.retention.check.interval.ms': 3_600_000 };
-    let broker = await startBroker({ dataDir, overrides });
+    broker = await startBroker({ dataDir, overrides });
     const kafka = new Kafka({ clientId: 'metadata-owner', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
@@ -67,13 +72,25 @@ describe('the metadata log in the data log dir', function () {
   });
 
   it('is skipped by LogManager.startup when its topic is in skipTopics, and no other dir is', async () => {
-    const first = await LogManager.startup({ logDirs: [dataDir], scheduleTasks: false });
-    const data = await first.getOrCreateLog('orders', 0);
-    const metadata = await first.getOrCreateLog(METADATA_TOPIC, 0);
-    assert.ok(data !== undefined && metadata !== undefined);
-    await first.shutdown();
+    const first = await LogManager.startup({
+      logDirs: [dataDir],
+      defaultConfig: logConfig(),
+      onBackgroundError: new BackgroundErrors().sink,
+    });
+    try {
+      const data = await first.getOrCreateLog('orders', 0);
+      const metadata = await first.getOrCreateLog(METADATA_TOPIC, 0);
+      assert.ok(data !== undefined && metadata !== undefined);
+    } finally {
+      await first.shutdown();
+    }
 
-    const second = await LogManager.startup({ logDirs: [dataDir], scheduleTasks: false, skipTopics: [METADATA_TOPIC] });
+    const second = await LogManager.startup({
+      logDirs: [dataDir],
+      defaultConfig: logConfig(),
+      onBackgroundError: new BackgroundErrors().sink,
+      skipTopics: [METADATA_TOPIC],
+    });
     try {
       assert.equal(second.getLog(METADATA_TOPIC, 0), undefined);
       assert.ok(second.getLog('orders', 0) !== undefined);

@@ -248,7 +248,7 @@ describe('sluice groups against the Apache Kafka reference broker', function () 
     if (!kafkaInstalled()) {
       if (process.env.CI === 'true')
         throw new Error('the Apache Kafka reference broker is not installed (scripts/install-test-clients.sh)');
-      console.log(
+      console.error(
         '*** SKIP: sluice groups against Kafka: the reference broker is not installed (bash scripts/install-test-clients.sh) ***',
       );
       this.skip();

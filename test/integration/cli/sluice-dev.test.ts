@@ -196,19 +196,23 @@ describe('sluice start and usage errors', () => {
     );
     const cmd = sluiceCommand(['start', '--config', props, '--override', 'node.id=3', '--override', 'num.partitions=4']);
     const child = spawn(cmd.command, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('\n')) resolve();
-      });
-      child.on('exit', (code) => reject(new Error(`exited ${code}`)));
-    });
-    assert.match(out, /^sluice ready: node 3 listening on PLAINTEXT:\/\/127\.0\.0\.1:\d+/);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0);
-    await rm(dir, { recursive: true, force: true });
+    try {
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`exited ${code}`)));
+      });
+      assert.match(out, /^sluice ready: node 3 listening on PLAINTEXT:\/\/127\.0\.0\.1:\d+/);
+    } finally {
+      // A broker left running on a failed assertion would keep the test run alive.
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('runs the broker with its Node flags from the sluice command and from npm start', async () => {

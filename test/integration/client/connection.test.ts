@@ -10,17 +10,22 @@ import {
   makeMetadataResponsePartition,
   type MetadataResponse,
 } from '../../../protocol/messages/metadata.ts';
-import { Errors } from '../../../protocol/errors.ts';
+import { Errors, KafkaError } from '../../../protocol/errors.ts';
 import { Reader, Writer } from '../../../protocol/primitives.ts';
-import { ConnectionError, KafkaConnection, KafkaError } from '../../../src/client/connection.ts';
+import { ConnectionError, KafkaConnection } from '../../../src/client/connection.ts';
 import { KafkaCluster, parseHostPort } from '../../../src/client/cluster.ts';
 
 type Handler = (header: RequestHeader, body: Reader, reply: (apiVersion: number, msg: unknown) => void) => void;
+
+/** The fake brokers' side of every open connection: a server's close() waits for them to end. */
+const accepted = new Set<Socket>();
 
 /** A fake broker speaking our codec: frames in, the handler's replies out. */
 async function fakeBroker(handler: Handler): Promise<{ server: Server; port: number; seen: RequestHeader[] }> {
   const seen: RequestHeader[] = [];
   const server = createServer((socket: Socket) => {
+    accepted.add(socket);
+    socket.once('close', () => accepted.delete(socket));
     let buffered = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
@@ -68,8 +73,10 @@ function metadataFor(port: number, topic: string): MetadataResponse {
 
 describe('client: KafkaConnection', () => {
   const servers: Server[] = [];
-  afterEach(() => {
-    for (const s of servers.splice(0)) s.close();
+  afterEach(async () => {
+    // A test that failed before closing its client leaves both ends open.
+    for (const socket of accepted) socket.destroy();
+    await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
   });
 
   it('negotiates with ApiVersions and picks the highest common version', async () => {

@@ -2,11 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiKey } from '../../../protocol/messages/index.ts';
-import { handleApiVersions } from '../../../src/handlers/api-versions.ts';
-import type { BrokerServices } from '../../../src/broker.ts';
 import { BrokerConfig } from '../../../src/config/broker-config.ts';
-import { registerQuorumHandlers } from '../../../src/handlers/quorum.ts';
+import { registerApiVersions, registerQuorumApis } from '../../../src/handlers/index.ts';
 import { HandlerRegistry } from '../../../src/handlers/registry.ts';
 import { MetadataManager } from '../../../src/metadata/manager.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
@@ -53,14 +50,13 @@ async function startVoter(id: number, dir: string, ports: number[], clusterId: s
   const logger = createLogger({ quiet: true });
   const metadata = new MetadataManager({ config, logger });
   const registry = new HandlerRegistry();
-  registry.register(ApiKey.ApiVersions, handleApiVersions, { listeners: 'both' });
-  registerQuorumHandlers(registry, { nodeId: id, config, metadata });
-  const services = { registry } as unknown as BrokerServices;
+  registerApiVersions(registry);
+  registerQuorumApis(registry, metadata);
   const server = new SocketServer(
-    new RequestProcessor(registry, () => services),
+    new RequestProcessor(registry, logger),
     { maxRequestBytes: 100 << 20, maxQueuedRequests: 500, maxBufferedBytes: 100 << 20, idleMs: 600_000 },
     logger,
-    1000,
+    { maxConnections: 1000 },
   );
   await server.start([{ name: 'CONTROLLER', host: '127.0.0.1', port: ports[id - 1]!, securityProtocol: 'PLAINTEXT', role: 'controller' }]);
   await metadata.start();

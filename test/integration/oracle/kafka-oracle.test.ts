@@ -45,7 +45,9 @@ describe('Kafka oracle process', function () {
         oracle.encode('ApiVersionsRequest', 3, `{"clientSoftwareName":"c${i}","clientSoftwareVersion":"1"}`),
       ),
     );
-    answers.forEach(({ bytes }, i) => assert.equal(bytes.subarray(1, 1 + `c${i}`.length).toString(), `c${i}`));
+    answers.forEach(({ bytes }, i) => {
+      assert.equal(bytes.subarray(1, 1 + `c${i}`.length).toString(), `c${i}`);
+    });
   });
 
   it('serves versions newer than Kafka 3.9 from the newer client jar', async () => {

@@ -1,6 +1,7 @@
 // Client for Kafka's own codec running as a Java process (test/integration/oracle/java), used as the
 // oracle of the differential tests. One process serves the whole test run: it starts on
-// first use, is shared by every test file, and dies with the test process.
+// first use, is shared by every test file, and is closed by a root-level `after` hook once the
+// last test has run (its stdin ends; Oracle.java exits at end of input).
 //
 // The jars come from `bash scripts/install-oracle.sh`. Without Java or the jars the oracle
 // tests are skipped with a loud notice, except under CI=true, where that is a failure.
@@ -13,7 +14,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repoRoot = resolve(here, '../..');
+const repoRoot = resolve(here, '../../..');
 const javaSourceDir = join(here, 'java');
 const cacheDir = join(repoRoot, '.cache/oracle');
 const libDir = join(cacheDir, 'lib');
@@ -203,6 +204,7 @@ export class KafkaOracle {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (a: Answer) => void; reject: (e: Error) => void }>();
   private exited: Error | null = null;
+  private readonly exitedPromise: Promise<void>;
   private stderr = '';
 
   private constructor(private readonly child: ChildProcessWithoutNullStreams) {
@@ -220,7 +222,21 @@ export class KafkaOracle {
     child.stdin.on('error', () => {
       // The exit handler reports the failure with the process's stderr.
     });
-    this.idle();
+    this.exitedPromise = new Promise((resolveExit) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolveExit();
+      else child.once('exit', () => resolveExit());
+    });
+  }
+
+  /** Ends the process's input and waits for it to exit (SIGKILL after `graceMs`). */
+  async close(graceMs = 5_000): Promise<void> {
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    try {
+      await this.exitedPromise;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   static start(): KafkaOracle {
@@ -235,21 +251,9 @@ export class KafkaOracle {
       'sluice.oracle.Oracle',
       newerLibDir,
     ];
+    // Should the test process die without its after hooks, the oracle's stdin ends with it.
     const child = spawn('java', args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    process.once('exit', () => child.kill());
     return new KafkaOracle(child);
-  }
-
-  /** While nothing is pending the process must not keep the test run alive. */
-  private idle(): void {
-    this.child.unref();
-    (this.child.stdout as unknown as { unref(): void }).unref();
-    (this.child.stderr as unknown as { unref(): void }).unref();
-  }
-
-  private busy(): void {
-    this.child.ref();
-    (this.child.stdout as unknown as { ref(): void }).ref();
   }
 
   private onLine(line: string): void {
@@ -257,7 +261,6 @@ export class KafkaOracle {
     const p = this.pending.get(answer.id);
     if (!p) return;
     this.pending.delete(answer.id);
-    if (this.pending.size === 0) this.idle();
     if (answer.ok) p.resolve(answer);
     else p.reject(new OracleError(answer.error ?? 'unknown oracle error', answer.trace));
   }
@@ -267,7 +270,6 @@ export class KafkaOracle {
     if (this.exited) return Promise.reject(this.exited);
     const id = this.nextId++;
     return new Promise<Answer>((resolveAnswer, reject) => {
-      if (this.pending.size === 0) this.busy();
       this.pending.set(id, { resolve: resolveAnswer, reject });
       this.child.stdin.write(`{"id":${id},"op":${JSON.stringify(op)}${fields ? ',' : ''}${fields}}\n`);
     });
@@ -351,3 +353,18 @@ export function kafkaOracle(): Promise<KafkaOracle | null> {
   })();
   return shared;
 }
+
+/** Closes the shared oracle if one was started; the next kafkaOracle() starts a new one. */
+export async function closeKafkaOracle(): Promise<void> {
+  const started = shared;
+  shared = undefined;
+  const oracle = await started?.catch(() => null);
+  await oracle?.close();
+}
+
+// A root-level hook (this module is imported while mocha loads the test files): runs once,
+// after every test of the run, whichever files used the oracle.
+after(async function () {
+  this.timeout(10_000);
+  await closeKafkaOracle();
+});

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { SocketServer } from '../../../src/server/socket-server.ts';
 import { ConnectionClosingError, type ConnectionLimits, type FrameProcessor } from '../../../src/server/connection.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
-import type { Session } from '../../../src/handlers/registry.ts';
+import type { Session } from '../../../src/server/session.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
 
 const LIMITS: ConnectionLimits = { maxRequestBytes: 1024 * 1024, maxQueuedRequests: 500, maxBufferedBytes: 1024 * 1024, idleMs: 600_000 };
@@ -139,23 +139,27 @@ describe('server connections', () => {
     const limits = { ...LIMITS, maxBufferedBytes: 2 * 1024 * 1024 };
     await withServer(processor, limits, async (server, port) => {
       const client = await RawClient.connect(port);
-      client.socket.pause();
-      const requests = 300;
-      client.write(Buffer.concat(Array.from({ length: requests }, (_, i) => framed(u32(i)))));
-      await until(() => server.openConnections[0]?.isPaused === true, 'the server to pause the connection');
-      await sleep(200);
-      const conn = server.openConnections[0]!;
-      // Bounded: the limit plus at most one response over it, though 300 * 256 KiB were asked for.
-      assert.ok(conn.bufferedBytes <= limits.maxBufferedBytes + responseBytes + 4 + requests * 8, `buffered ${conn.bufferedBytes} bytes`);
-      assert.ok(conn.isPaused);
-      let received = 0;
-      client.socket.resume();
-      while (received < requests) {
-        await client.next();
-        received++;
+      // A paused client never reads the server's close: it must be closed here whatever fails.
+      try {
+        client.socket.pause();
+        const requests = 300;
+        client.write(Buffer.concat(Array.from({ length: requests }, (_, i) => framed(u32(i)))));
+        await until(() => server.openConnections[0]?.isPaused === true, 'the server to pause the connection');
+        await sleep(200);
+        const conn = server.openConnections[0]!;
+        // Bounded: the limit plus at most one response over it, though 300 * 256 KiB were asked for.
+        assert.ok(conn.bufferedBytes <= limits.maxBufferedBytes + responseBytes + 4 + requests * 8, `buffered ${conn.bufferedBytes} bytes`);
+        assert.ok(conn.isPaused);
+        let received = 0;
+        client.socket.resume();
+        while (received < requests) {
+          await client.next();
+          received++;
+        }
+        assert.equal(received, requests);
+      } finally {
+        client.close();
       }
-      assert.equal(received, requests);
-      client.close();
     });
   });
 

@@ -4,19 +4,13 @@ import { pino } from 'pino';
 import { Reader } from '../../../protocol/primitives.ts';
 import { ApiKey } from '../../../protocol/messages/index.ts';
 import { decodeApiVersionsResponse, type ApiVersionsResponse } from '../../../protocol/messages/api-versions.ts';
-import {
-  decodeDescribeGroupsResponse,
-  makeDescribeGroupsResponse,
-  type DescribeGroupsRequest,
-} from '../../../protocol/messages/describe-groups.ts';
+import { decodeDescribeGroupsResponse, makeDescribeGroupsResponse } from '../../../protocol/messages/describe-groups.ts';
 import { Errors, KafkaError } from '../../../protocol/errors.ts';
-import { HandlerRegistry, type Session } from '../../../src/handlers/registry.ts';
-import { registerApiVersionsHandler } from '../../../src/handlers/api-versions.ts';
+import { registerApiVersions } from '../../../src/handlers/index.ts';
+import { HandlerRegistry } from '../../../src/handlers/registry.ts';
 import { RequestProcessor } from '../../../src/server/request-processor.ts';
+import type { Session } from '../../../src/server/session.ts';
 import { SocketServer } from '../../../src/server/socket-server.ts';
-import type { BrokerServices } from '../../../src/broker.ts';
-import { BrokerConfig } from '../../../src/config/index.ts';
-import { MetadataManager } from '../../../src/metadata/manager.ts';
 import { RawClient, requestPayload } from '../../helpers/raw-client.ts';
 
 interface Harness {
@@ -36,25 +30,16 @@ async function startHarness(): Promise<Harness> {
   });
   const logger = pino({ level: 'info' }, sink);
   const registry = new HandlerRegistry();
-  registerApiVersionsHandler(registry);
+  registerApiVersions(registry);
   const describeGroupsCalls: Harness['describeGroupsCalls'] = [];
-  registry.register<DescribeGroupsRequest, unknown>(ApiKey.DescribeGroups, (ctx, request) => {
+  registry.register(ApiKey.DescribeGroups, (ctx, request) => {
     describeGroupsCalls.push({ groups: request.groups, session: ctx.session });
     if (request.groups.includes('boom')) throw new Error('handler bug');
     if (request.groups.includes('refuse')) throw new KafkaError(Errors.INVALID_REQUEST, 'refused');
     return makeDescribeGroupsResponse();
   });
-  const config = new BrokerConfig();
-  const services: BrokerServices = {
-    nodeId: 1,
-    config,
-    logger,
-    registry,
-    metadata: new MetadataManager({ config, logger }),
-    advertisedListeners: () => [],
-  };
   const server = new SocketServer(
-    new RequestProcessor(registry, () => services),
+    new RequestProcessor(registry, logger),
     { maxRequestBytes: 100 * 1024 * 1024, maxQueuedRequests: 500, maxBufferedBytes: 16 * 1024 * 1024, idleMs: 600_000 },
     logger,
   );

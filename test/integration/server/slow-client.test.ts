@@ -11,8 +11,11 @@ describe('a broker with a client that never reads', () => {
   it('stops reading that connection, holds its memory to the bound, and serves others', async () => {
     const boundBytes = 64 * 1024;
     const broker = await startBroker({ overrides: { 'connection.max.buffered.bytes': boundBytes } });
+    const clients: RawClient[] = [];
     try {
       const slow = await RawClient.connect(broker.port);
+      // A paused client never reads the broker's close: closed in `finally` whatever fails.
+      clients.push(slow);
       slow.socket.pause();
       const request = requestPayload(ApiKey.ApiVersions, 2, 1, Buffer.alloc(0));
       const frame = Buffer.concat([Buffer.alloc(4), request]);
@@ -32,8 +35,8 @@ describe('a broker with a client that never reads', () => {
       assert.equal(r.int32(), 77);
       assert.equal(decodeApiVersionsResponse(r, 2).errorCode, Errors.NONE.code);
       other.close();
-      slow.close();
     } finally {
+      for (const c of clients) c.close();
       await broker.close();
     }
   });

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PartitionLog } from '../../../storage/index.ts';
-import { headers, recordsOf, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, headers, logConfig, recordsOf, withTempDir } from '../../helpers/storage.ts';
 
 const writer = fileURLToPath(new URL('./fixtures/crash-writer.ts', import.meta.url));
 const ROUNDS = 5;
@@ -17,8 +17,7 @@ async function runAndKill(dir: string, recoveryPoint: number, killAfterMs: numbe
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
+      for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
         const [word, value] = buffered.slice(0, nl).split(' ');
         buffered = buffered.slice(nl + 1);
         if (word === 'ready')
@@ -49,9 +48,10 @@ describe('storage/log: crash test (SIGKILL while appending)', function () {
         const flushed = await runAndKill(dir, recoveryPoint, 150 + Math.floor(Math.random() * 400));
         const log = await PartitionLog.open({
           dir,
-          config: { segmentBytes: 32 * 1024, indexIntervalBytes: 512 },
+          config: logConfig({ segmentBytes: 32 * 1024, indexIntervalBytes: 512 }),
           cleanShutdown: false,
           recoveryPoint: flushed,
+          onBackgroundError: new BackgroundErrors().sink,
         });
         assert.ok(log.logEndOffset >= flushed, `round ${round}: log end ${log.logEndOffset} below flushed ${flushed}`);
         assert.ok(log.logEndOffset >= previousEnd, `round ${round}: lost data acknowledged as flushed before`);

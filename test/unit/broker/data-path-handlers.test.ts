@@ -54,11 +54,12 @@ import { handleOffsetForLeaderEpoch } from '../../../src/handlers/offset-for-lea
 import { handleDescribeProducers, handleInitProducerId } from '../../../src/handlers/producer-id.ts';
 import { FetchSessionCache } from '../../../src/replication/fetch-session.ts';
 import type { DataPathServices } from '../../../src/replication/index.ts';
-import { configFromRecord } from '../../../src/replication/log.ts';
+import { topicConfigLookup } from '../../../src/config/topic-config.ts';
 import { ProducerIdManager } from '../../../src/replication/producer-id-manager.ts';
 import { ReplicaManager } from '../../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
 import { flipBits } from '../../helpers/bytes.ts';
+import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
 
 const TOPIC = 'events';
 const TOPIC_ID = 'c2x1aWNlLXRvcGljLWlkMQ';
@@ -79,7 +80,7 @@ describe('data-path handlers', function () {
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-dp-'));
-    logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
+    logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
     const replicaManager = new ReplicaManager({ brokerId: 1, logs: new LogManagerProvider(logs) });
     for (const partition of [0, 1]) {
       await replicaManager.applyPartitionState(
@@ -93,7 +94,7 @@ describe('data-path handlers', function () {
           replicas: [1],
           isr: [1],
         },
-        configFromRecord({}),
+        topicConfigLookup({}),
       );
     }
     blocks = 0;
@@ -428,6 +429,121 @@ describe('data-path handlers', function () {
       }),
     );
     assert.deepEqual(epochs.topics[0]!.partitions[0]!.endOffset, 5n);
+  });
+
+  // Offsets and timestamps are JS numbers inside the broker, exact to 2^53: a wire value beyond
+  // that is answered with Kafka's error for a value outside the log, never rounded into one.
+  const UNSAFE = [2n ** 60n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n, -(2n ** 60n), -(2n ** 63n)];
+
+  it('Fetch answers an offset beyond 2^53 with OFFSET_OUT_OF_RANGE once the partition is checked', async () => {
+    await produce(await sample(3));
+    for (const fetchOffset of UNSAFE) {
+      const request = makeFetchRequest({
+        maxWaitMs: 0,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        topics: [
+          makeFetchRequestFetchTopic({
+            topic: TOPIC,
+            topicId: TOPIC_ID,
+            partitions: [0, 7].map((partition) => makeFetchRequestFetchPartition({ partition, fetchOffset, partitionMaxBytes: 1 << 20 })),
+          }),
+        ],
+      });
+      for (const version of [4, 12, 17]) {
+        const [known, unknown] = (await fetch(version, request)).responses[0]!.partitions;
+        assert.equal(known!.errorCode, Errors.OFFSET_OUT_OF_RANGE.code, `offset ${fetchOffset} v${version}`);
+        assert.equal(known!.highWatermark, 3n, 'the answer carries the partition state, as any OFFSET_OUT_OF_RANGE does');
+        assert.equal(known!.records!.length, 0);
+        assert.equal(unknown!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code, 'the partition is checked first');
+      }
+    }
+    assert.equal((await fetch(12)).responses[0]!.partitions[0]!.errorCode, Errors.NONE.code, 'later fetches are served');
+  });
+
+  it('a follower fetch at an offset beyond 2^53 does not move the high watermark', async () => {
+    await services.replicaManager.applyPartitionState(
+      { topic: TOPIC, topicId: TOPIC_ID, partition: 2, leaderId: 1, leaderEpoch: 0, partitionEpoch: 0, replicas: [1, 2], isr: [1, 2] },
+      topicConfigLookup({}),
+    );
+    await produce(await sample(3), 9, 1, 2);
+    const partition = services.replicaManager.getPartition(TOPIC, 2)!;
+    assert.equal(partition.highWatermark, 0, 'the follower has not fetched yet');
+    const followerFetch = (fetchOffset: bigint) =>
+      makeFetchRequest({
+        replicaId: 2,
+        maxWaitMs: 0,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        topics: [
+          makeFetchRequestFetchTopic({
+            topic: TOPIC,
+            topicId: TOPIC_ID,
+            partitions: [makeFetchRequestFetchPartition({ partition: 2, fetchOffset, partitionMaxBytes: 1 << 20 })],
+          }),
+        ],
+      });
+    for (const fetchOffset of UNSAFE) {
+      const p = (await fetch(12, followerFetch(fetchOffset))).responses[0]!.partitions[0]!;
+      assert.equal(p.errorCode, Errors.OFFSET_OUT_OF_RANGE.code, `offset ${fetchOffset}`);
+      assert.equal(partition.highWatermark, 0, `offset ${fetchOffset} is no follower position`);
+    }
+    await fetch(12, followerFetch(3n));
+    assert.equal(partition.highWatermark, 3, 'a real follower position moves it');
+  });
+
+  it('ListOffsets answers a timestamp beyond 2^53 as a timestamp no record reaches, or as a bad negative one', async () => {
+    await produce(await sample(2));
+    const request = (timestamp: bigint) =>
+      makeListOffsetsRequest({
+        replicaId: -1,
+        topics: [
+          makeListOffsetsRequestListOffsetsTopic({
+            name: TOPIC,
+            partitions: [0, 7].map((partitionIndex) =>
+              makeListOffsetsRequestListOffsetsPartition({ partitionIndex, timestamp, maxNumOffsets: 1 }),
+            ),
+          }),
+        ],
+      });
+    for (const timestamp of UNSAFE) {
+      for (const version of [0, 1, 7]) {
+        const r = wire<ListOffsetsResponse>(ApiKey.ListOffsets, await handleListOffsets(services, request(timestamp), version), version);
+        const [known, unknown] = r.topics[0]!.partitions;
+        const what = `timestamp ${timestamp} v${version}`;
+        assert.equal(known!.errorCode, timestamp > 0n ? Errors.NONE.code : Errors.INVALID_REQUEST.code, what);
+        if (version === 0) assert.deepEqual(known!.oldStyleOffsets, [], what);
+        else assert.deepEqual([known!.offset, known!.timestamp], [-1n, -1n], what);
+        assert.equal(unknown!.errorCode, Errors.UNKNOWN_TOPIC_OR_PARTITION.code, what);
+      }
+    }
+  });
+
+  it('DeleteRecords answers an offset beyond 2^53 with OFFSET_OUT_OF_RANGE once the partition is checked', async () => {
+    await produce(await sample(2));
+    for (const offset of UNSAFE) {
+      const r = await handleDeleteRecords(
+        services,
+        makeDeleteRecordsRequest({
+          timeoutMs: 1000,
+          topics: [
+            makeDeleteRecordsRequestDeleteRecordsTopic({
+              name: TOPIC,
+              partitions: [0, 7].map((partitionIndex) => makeDeleteRecordsRequestDeleteRecordsPartition({ partitionIndex, offset })),
+            }),
+          ],
+        }),
+      );
+      assert.deepEqual(
+        r.topics[0]!.partitions.map((p) => [p.lowWatermark, p.errorCode]),
+        [
+          [-1n, Errors.OFFSET_OUT_OF_RANGE.code],
+          [-1n, Errors.UNKNOWN_TOPIC_OR_PARTITION.code],
+        ],
+        `offset ${offset}`,
+      );
+    }
+    assert.equal(services.replicaManager.getPartition(TOPIC, 0)!.logStartOffset, 0, 'nothing was deleted');
   });
 
   it('InitProducerId hands out fresh ids at epoch 0 from controller blocks; transactional ids wait for the coordinator', async () => {

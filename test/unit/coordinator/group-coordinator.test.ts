@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { Errors } from '../../../protocol/errors.ts';
-import { DEFAULT_GROUP_COORDINATOR_CONFIG, GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts';
+import { Errors, KafkaError, errorByCode } from '../../../protocol/errors.ts';
+import { DEFAULT_GROUP_COORDINATOR_CONFIG } from '../../../src/coordinator/config.ts';
+import { GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts';
 import type { CoordinatorLog, JoinGroupParams } from '../../../src/coordinator/group-coordinator.ts';
 import { GroupState } from '../../../src/coordinator/group.ts';
 import type { JoinResult } from '../../../src/coordinator/group.ts';
@@ -12,7 +13,7 @@ class MemoryLog implements CoordinatorLog {
   readonly records: { partition: number; record: CoordinatorRecord }[] = [];
   failWith: number | null = null;
   async append(partition: number, records: CoordinatorRecord[]): Promise<void> {
-    if (this.failWith !== null) throw Object.assign(new Error('append failed'), { errorCode: this.failWith });
+    if (this.failWith !== null) throw new KafkaError(errorByCode(this.failWith), 'append failed');
     for (const record of records) this.records.push({ partition, record });
   }
   forPartition(partition: number): CoordinatorRecord[] {

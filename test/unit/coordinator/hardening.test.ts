@@ -8,7 +8,8 @@ import { Errors } from '../../../protocol/errors.ts';
 import { Writer } from '../../../protocol/primitives.ts';
 import { buildRecordBatch, RecordBatch } from '../../../protocol/records/index.ts';
 import { encodeOffsetCommitValue } from '../../../protocol/messages/group-coordinator/offset-commit-value.ts';
-import { DEFAULT_GROUP_COORDINATOR_CONFIG, GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts';
+import { DEFAULT_GROUP_COORDINATOR_CONFIG } from '../../../src/coordinator/config.ts';
+import { GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts';
 import type { CoordinatorLog, JoinGroupParams } from '../../../src/coordinator/group-coordinator.ts';
 import { GroupState, uniqueProtocols } from '../../../src/coordinator/group.ts';
 import {
@@ -295,13 +296,20 @@ describe('group coordinator hardening', () => {
         onError: (err, what) => {
           failures.push({ what, err });
         },
-        loadRetryBackoffMs: { initial: 100, max: 1000 },
+        loadRetryBackoffMs: { initialMs: 100, maxMs: 1000 },
       });
       return { svc, scheduler, failures };
     }
 
     async function* batchesOf(...batches: Buffer[]) {
       for (const b of batches) yield new RecordBatch(b);
+    }
+
+    /** A read of the partition that fails before its first batch. */
+    function failingRead(): AsyncIterable<RecordBatch> {
+      return {
+        [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new Error('storage unavailable')) }),
+      };
     }
 
     it('skips records it cannot decode, logs their offset, counts them, and loads the rest', async () => {
@@ -370,11 +378,7 @@ describe('group coordinator hardening', () => {
       const batch = await buildRecordBatch({}, [{ ...good, timestamp: now }]);
       const { svc, scheduler, failures } = service(() => {
         reads++;
-        if (reads <= 2) {
-          return (async function* () {
-            throw new Error('storage unavailable');
-          })();
-        }
+        if (reads <= 2) return failingRead();
         return batchesOf(batch);
       });
       svc.onOffsetsPartitionLeadership(0, true);
@@ -407,12 +411,82 @@ describe('group coordinator hardening', () => {
       );
     });
 
-    it('stops retrying a partition it no longer leads', async () => {
-      const { svc, scheduler } = service(() =>
-        (async function* () {
-          throw new Error('storage unavailable');
-        })(),
+    it('loads at most offsets.load.max.partitions partitions at once, each as soon as a slot frees', async () => {
+      const gates = new Map<number, () => void>();
+      let reading = 0;
+      let mostAtOnce = 0;
+      const started: number[] = [];
+      const scheduler = new ManualScheduler(now);
+      const batch = await buildRecordBatch({}, [{ ...encodeCoordinatorRecord(offsetRecord('g', 1n)), timestamp: now }]);
+      const svc = new GroupCoordinatorService({
+        nodeId: 1,
+        config: { ...config, offsetsTopicPartitions: 4 },
+        scheduler,
+        access: {
+          partitionLeader: () => null,
+          createOffsetsTopic: async () => 0,
+          partitionExists: () => true,
+          append: async () => {},
+          async *readBatches(partition) {
+            started.push(partition);
+            reading++;
+            mostAtOnce = Math.max(mostAtOnce, reading);
+            await new Promise<void>((resolve) => gates.set(partition, resolve));
+            reading--;
+            yield new RecordBatch(batch);
+          },
+        },
+        onError: () => {},
+        maxConcurrentLoads: 2,
+      });
+      for (let p = 0; p < 4; p++) svc.onOffsetsPartitionLeadership(p, true);
+      const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+      await settle();
+      assert.deepEqual(started, [0, 1]);
+      gates.get(1)?.();
+      await settle();
+      assert.deepEqual(started, [0, 1, 2], 'the slot partition 1 freed goes to the next in line');
+      gates.get(0)?.();
+      await settle();
+      gates.get(2)?.();
+      await settle();
+      gates.get(3)?.();
+      await svc.whenLoaded();
+      assert.equal(mostAtOnce, 2);
+      assert.deepEqual(
+        svc.partitionLoadStatuses().map((st) => st.state),
+        ['loaded', 'loaded', 'loaded', 'loaded'],
       );
+    });
+
+    it('replays a partition batch by batch while reading it, not the whole log at the end', async () => {
+      const first = await buildRecordBatch({ baseOffset: 0 }, [{ ...encodeCoordinatorRecord(offsetRecord('g1', 1n)), timestamp: now }]);
+      const second = await buildRecordBatch({ baseOffset: 1 }, [{ ...encodeCoordinatorRecord(offsetRecord('g1', 2n)), timestamp: now }]);
+      const replayedBeforeSecondRead: number[] = [];
+      const replayed: number[] = [];
+      const { svc } = service(async function* () {
+        yield new RecordBatch(first);
+        replayedBeforeSecondRead.push(replayed.length);
+        yield new RecordBatch(second);
+      });
+      const replay = svc.coordinator.replayLoading.bind(svc.coordinator);
+      svc.coordinator.replayLoading = (partition, records, onSkipped) => {
+        const list = [...records];
+        replayed.push(list.length);
+        return replay(partition, list, onSkipped);
+      };
+      svc.onOffsetsPartitionLeadership(0, true);
+      await svc.whenLoaded();
+      assert.deepEqual(replayedBeforeSecondRead, [1], 'the first batch was applied before the second was read');
+      assert.deepEqual(
+        replayed.filter((n) => n > 0),
+        [1, 1],
+      );
+      assert.equal(svc.coordinator.fetchOffsets('g1', [{ topic: 't', partition: 0 }]).offsets[0]!.offset, 2n);
+    });
+
+    it('stops retrying a partition it no longer leads', async () => {
+      const { svc, scheduler } = service(failingRead);
       svc.onOffsetsPartitionLeadership(0, true);
       await svc.whenLoaded();
       assert.equal(svc.partitionLoadStatus(0)!.state, 'failed');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Errors } from '../../../protocol/errors.ts';
-import { DEFAULT_GROUP_COORDINATOR_CONFIG, GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts';
+import { DEFAULT_GROUP_COORDINATOR_CONFIG } from '../../../src/coordinator/config.ts';
+import { GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts';
 import type { CoordinatorLog, JoinGroupParams } from '../../../src/coordinator/group-coordinator.ts';
 import { GroupState } from '../../../src/coordinator/group.ts';
 import type { JoinResult } from '../../../src/coordinator/group.ts';

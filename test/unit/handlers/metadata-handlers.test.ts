@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Errors } from '../../../protocol/errors.ts';
+import { Errors, KafkaError } from '../../../protocol/errors.ts';
 import { ApiKey, apis } from '../../../protocol/messages/index.ts';
 import { makeDescribeClusterRequest } from '../../../protocol/messages/describe-cluster.ts';
 import {
@@ -23,17 +23,19 @@ import { makeDeleteTopicsRequest, makeDeleteTopicsRequestDeleteTopicState } from
 import { makeCreateTopicsRequest, makeCreateTopicsRequestCreatableTopic } from '../../../protocol/messages/create-topics.ts';
 import { makeFetchRequestFetchPartition } from '../../../protocol/messages/fetch.ts';
 import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../../protocol/messages/metadata.ts';
+import { makeVoteRequest, makeVoteRequestPartitionData, makeVoteRequestTopicData } from '../../../protocol/messages/vote.ts';
+import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
 import { Writer, ZERO_UUID } from '../../../protocol/primitives.ts';
 import { BrokerConfig } from '../../../src/config/broker-config.ts';
 import { handleDescribeCluster, handleDescribeTopicPartitions } from '../../../src/handlers/cluster.ts';
 import { handleDescribeConfigs } from '../../../src/handlers/configs.ts';
 import { handleMetadata, type MetadataHandlerServices } from '../../../src/handlers/metadata.ts';
-import { fetchMetadataPartition, handleDescribeQuorum } from '../../../src/handlers/quorum.ts';
+import { fetchMetadataPartition, handleDescribeQuorum, handleVote } from '../../../src/handlers/quorum.ts';
 import { handleCreateTopics, handleDeleteTopics } from '../../../src/handlers/topics.ts';
-import type { RequestContext } from '../../../src/handlers/registry.ts';
+import type { RequestContext } from '../../../src/server/session.ts';
 import { AUTHORIZED_OPERATIONS_OMITTED, TOPIC_OPERATIONS } from '../../../src/metadata/describe.ts';
 import { MetadataManager } from '../../../src/metadata/manager.ts';
-import { decodeRaftBatches } from '../../../src/metadata/raft/batch-codec.ts';
+import { decodeRaftBatches } from '../../../src/metadata/raft/log.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 
 // The handlers called directly on a real single-voter metadata quorum; every response is
@@ -283,5 +285,41 @@ describe('metadata handlers', () => {
     assert.equal(batches[0]!.baseOffset, 0);
     assert.ok(batches[0]!.control, 'the log starts with a LeaderChange control batch');
     assert.equal(data.highWatermark, BigInt(services.metadata.raft.highWatermarkOffset));
+  });
+
+  it('refuses a quorum request whose offset or position is beyond 2^53 with INVALID_REQUEST', async () => {
+    const fetchAt = (fetchOffset: bigint) =>
+      fetchMetadataPartition(
+        services.metadata,
+        services.metadata.clusterId,
+        2,
+        makeFetchRequestFetchPartition({
+          partition: 0,
+          currentLeaderEpoch: services.metadata.raft.currentEpoch,
+          fetchOffset,
+          lastFetchedEpoch: -1,
+          partitionMaxBytes: 1 << 20,
+        }),
+        0,
+      );
+    const refused = (err: unknown) => err instanceof KafkaError && err.error === Errors.INVALID_REQUEST;
+    for (const offset of [2n ** 60n, 2n ** 53n, -(2n ** 60n)]) await assert.rejects(fetchAt(offset), refused, `fetch offset ${offset}`);
+    const vote = (lastOffset: bigint) =>
+      handleVote(
+        services.metadata,
+        makeVoteRequest({
+          clusterId: services.metadata.clusterId,
+          topics: [
+            makeVoteRequestTopicData({
+              topicName: METADATA_TOPIC,
+              partitions: [
+                makeVoteRequestPartitionData({ partitionIndex: 0, candidateEpoch: 0, candidateId: 2, lastOffsetEpoch: 0, lastOffset }),
+              ],
+            }),
+          ],
+        }),
+      );
+    assert.throws(() => vote(2n ** 62n), refused);
+    assert.equal((await fetchAt(0n)).errorCode, 0, 'the quorum serves on');
   });
 });

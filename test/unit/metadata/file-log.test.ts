@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileRaftLog, snapshotFileName } from '../../../src/metadata/raft/file-log.ts';
 import { FileQuorumStateStore } from '../../../src/metadata/raft/quorum-state.ts';
-import { decodeRaftBatches, encodeRaftBatch } from '../../../src/metadata/raft/batch-codec.ts';
-import type { RaftLog } from '../../../src/metadata/raft/log.ts';
+import { decodeRaftBatches, encodeRaftBatch, type RaftLog } from '../../../src/metadata/raft/log.ts';
 import { FakeCluster } from './fake-cluster.ts';
+import { BackgroundErrors } from '../../helpers/storage.ts';
+
+const background = new BackgroundErrors();
 
 const values = (...xs: string[]) => xs.map((x) => Buffer.from(x));
 const contents = (log: FileRaftLog) => log.read(0, Infinity).flatMap((b) => b.records.map(String));
@@ -32,14 +34,14 @@ describe('raft log on the storage engine', () => {
   });
 
   it('keeps appended batches, epochs and truncations across a reopen', async () => {
-    const log = await FileRaftLog.open({ dir });
+    const log = await FileRaftLog.open({ dir, onBackgroundError: background.sink });
     log.appendAsLeader(values('a', 'b'), 1, false, 1);
     log.appendAsLeader(values('c'), 1, false, 2);
     log.appendAsLeader(values('d'), 2, false, 3);
     log.truncateTo(3);
     log.appendAsLeader(values('e', 'f'), 3, false, 4);
     await log.close();
-    const reopened = await FileRaftLog.open({ dir });
+    const reopened = await FileRaftLog.open({ dir, onBackgroundError: background.sink });
     assert.deepEqual(contents(reopened), ['a', 'b', 'c', 'e', 'f']);
     assert.equal(reopened.endOffset, 5);
     assert.equal(reopened.lastFetchedEpoch(), 3);
@@ -48,7 +50,7 @@ describe('raft log on the storage engine', () => {
   });
 
   it('replaces older snapshots, drops the log below one, and restarts from it', async () => {
-    const log = await FileRaftLog.open({ dir, segmentBytes: 100 });
+    const log = await FileRaftLog.open({ dir, segmentBytes: 100, onBackgroundError: background.sink });
     for (let i = 0; i < 10; i++) log.appendAsLeader(values(`record-${i}`), 1, false, i);
     log.writeSnapshot({ endOffset: 4, epoch: 1 }, Buffer.from('first'));
     log.writeSnapshot({ endOffset: 8, epoch: 1 }, Buffer.from('second'));
@@ -59,7 +61,7 @@ describe('raft log on the storage engine', () => {
       [snapshotFileName({ endOffset: 8, epoch: 1 })],
     );
     await log.close();
-    const reopened = await FileRaftLog.open({ dir, segmentBytes: 100 });
+    const reopened = await FileRaftLog.open({ dir, segmentBytes: 100, onBackgroundError: background.sink });
     assert.deepEqual(reopened.latestSnapshotId(), { endOffset: 8, epoch: 1 });
     assert.equal(String(reopened.readSnapshot({ endOffset: 8, epoch: 1 })), 'second');
     assert.deepEqual(contents(reopened), ['record-8', 'record-9']);
@@ -90,7 +92,7 @@ describe('raft over on-disk logs (three voters)', () => {
 
   it('replicates, truncates a deposed leader’s suffix on disk and reopens consistent logs', async () => {
     const logs = new Map<number, RaftLog>();
-    for (const id of [1, 2, 3]) logs.set(id, await FileRaftLog.open({ dir: join(dir, `node-${id}`) }));
+    for (const id of [1, 2, 3]) logs.set(id, await FileRaftLog.open({ dir: join(dir, `node-${id}`), onBackgroundError: background.sink }));
     const cluster = new FakeCluster([1, 2, 3], logs);
     for (const n of cluster.nodes.values()) n.client.start();
     await cluster.clock.advance(5000);
@@ -108,7 +110,7 @@ describe('raft over on-disk logs (three voters)', () => {
       await n.log.close();
     }
     for (const id of [1, 2, 3]) {
-      const reopened = await FileRaftLog.open({ dir: join(dir, `node-${id}`) });
+      const reopened = await FileRaftLog.open({ dir: join(dir, `node-${id}`), onBackgroundError: background.sink });
       assert.deepEqual(
         reopened.read(0, Infinity).flatMap((b) => (b.control ? [] : b.records.map(String))),
         ['committed', 'winner'],

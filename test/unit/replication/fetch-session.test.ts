@@ -7,7 +7,7 @@ function part(topic: string, partition: number, fetchOffset = 0): SessionPartiti
   return { topic, topicId: `id-${topic}`, partition, fetchOffset, partitionMaxBytes: 1024, currentLeaderEpoch: -1, logStartOffset: -1 };
 }
 
-const quiet = { errorCode: 0, highWatermark: 10, logStartOffset: 0, recordsSize: 0 };
+const quiet = { errorCode: 0, highWatermark: 10, logStartOffset: 0, recordsSizeBytes: 0 };
 
 describe('FetchSessionCache (KIP-227)', () => {
   it('epoch -1 fetches without a session; epoch 0 opens one whose next epoch is 1', () => {
@@ -41,7 +41,7 @@ describe('FetchSessionCache (KIP-227)', () => {
       ],
     );
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), quiet), false, 'unchanged partition omitted');
-    assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 0), { ...quiet, recordsSize: 100 }), true, 'new data sent');
+    assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 0), { ...quiet, recordsSizeBytes: 100 }), true, 'new data sent');
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, highWatermark: 11 }), true, 'moved HW sent');
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, highWatermark: 11 }), false, 'then remembered');
     assert.equal(FetchSessionCache.mustRespond(ctx.session, part('a', 1), { ...quiet, logStartOffset: 3 }), true, 'moved log start sent');

@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { LogManager } from '../../../storage/log-manager.ts';
 import { MetadataImage, type MetadataDelta } from '../../../src/metadata/image.ts';
 import { ConfigResourceType, type MetadataRecord, type PartitionRecord } from '../../../src/metadata/records.ts';
-import { configFromRecord } from '../../../src/replication/log.ts';
+import { topicConfigLookup } from '../../../src/config/topic-config.ts';
 import { ReplicaMetadataPublisher } from '../../../src/replication/metadata-publisher.ts';
 import { ReplicaManager } from '../../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
+import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
 
 const TOPIC_ID = 'dG9waWMtb25lLWlkLTAwMQ';
 
@@ -42,10 +43,10 @@ describe('ReplicaMetadataPublisher', () => {
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-pub-'));
-    logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
+    logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
     rmgr = new ReplicaManager({ brokerId: 1, logs: new LogManagerProvider(logs) });
     publisher = new ReplicaMetadataPublisher(rmgr, {
-      topicConfig: (img, topic) => configFromRecord(img.topicConfigs(topic)),
+      topicConfig: (img, topic) => topicConfigLookup(img.topicConfigs(topic)),
       onError: (err) => errors.push(err),
     });
     image = MetadataImage.EMPTY;

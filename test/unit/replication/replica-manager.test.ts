@@ -6,13 +6,15 @@ import { Errors } from '../../../protocol/errors.ts';
 import { batchesIn, RecordBatch } from '../../../protocol/records/batch.ts';
 import { buildRecordBatch } from '../../../protocol/records/builder.ts';
 import { LogManager } from '../../../storage/log-manager.ts';
-import { configFromRecord, type LogProvider } from '../../../src/replication/log.ts';
+import { topicConfigLookup } from '../../../src/config/topic-config.ts';
+import type { LogProvider } from '../../../src/replication/log.ts';
 import { ReplicaManager, type FetchParams } from '../../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
 import fc from 'fast-check';
 import { readRecords } from '../../../protocol/records/record.ts';
 import { FakeClock } from './fake-clock.ts';
 import { flipBits } from '../../helpers/bytes.ts';
+import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
 
 const BROKER = 1;
 
@@ -25,7 +27,7 @@ interface Env {
 
 async function setup(topicConfig: Record<string, string> = {}, partitions = 1, isr: number[] = [BROKER]): Promise<Env> {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
-  const logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
+  const logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
   const clock = new FakeClock();
   const rm = new ReplicaManager({
     brokerId: BROKER,
@@ -44,7 +46,7 @@ async function setup(topicConfig: Record<string, string> = {}, partitions = 1, i
         replicas: isr,
         isr,
       },
-      configFromRecord(topicConfig),
+      topicConfigLookup(topicConfig),
     );
   }
   return { dir, logs, rm, clock };
@@ -123,7 +125,7 @@ describe('ReplicaManager', function () {
 
   it('an append that breaks the offset invariant fails its request with UNKNOWN_SERVER_ERROR and later appends still go through', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
-    const logs = await LogManager.startup({ logDirs: [dir], scheduleTasks: false });
+    const logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
     const provider = new LogManagerProvider(logs);
     let misreport = true;
     const reported: string[] = [];
@@ -167,7 +169,7 @@ describe('ReplicaManager', function () {
         replicas: [BROKER],
         isr: [BROKER],
       },
-      configFromRecord({}),
+      topicConfigLookup({}),
     );
     env = { dir, logs, rm: manager, clock };
     const [failed] = await produce(env, await records(2));
@@ -176,6 +178,120 @@ describe('ReplicaManager', function () {
     const [next] = await produce(env, await records(1));
     assert.equal(next!.errorCode, Errors.NONE.code);
     assert.equal(next!.baseOffset, 2);
+  });
+
+  describe('bounded append queues (replica.append.queue.max.*)', () => {
+    /** A ReplicaManager whose log appends wait until the test opens the gate; it records each write's batch count. */
+    async function gated(limits: { maxBytes: number; maxRequests: number }) {
+      const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
+      const logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
+      const provider = new LogManagerProvider(logs);
+      const writes: number[] = [];
+      let open: () => void = () => {};
+      let gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const gatedProvider: LogProvider = {
+        async getOrCreateLog(topic, partition, topicId, config) {
+          const log = await provider.getOrCreateLog(topic, partition, topicId, config);
+          return new Proxy(log, {
+            get(target, prop) {
+              if (prop === 'appendAsLeader') {
+                return async (batches: Buffer, leaderEpoch: number) => {
+                  writes.push([...batchesIn(batches)].length);
+                  await gate;
+                  return target.appendAsLeader(batches, leaderEpoch);
+                };
+              }
+              const value = Reflect.get(target, prop) as unknown;
+              return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+            },
+          });
+        },
+        deleteLog: (topic, partition) => provider.deleteLog(topic, partition),
+        logDirOf: (topic, partition) => provider.logDirOf(topic, partition),
+        logDirs: () => provider.logDirs(),
+      };
+      const clock = new FakeClock();
+      const manager = new ReplicaManager({ brokerId: BROKER, logs: gatedProvider, clock, appendQueueLimits: limits });
+      await manager.applyPartitionState(
+        {
+          topic: 't',
+          topicId: 'AAAAAAAAAAAAAAAAAAAAAQ',
+          partition: 0,
+          leaderId: BROKER,
+          leaderEpoch: 3,
+          partitionEpoch: 0,
+          replicas: [BROKER],
+          isr: [BROKER],
+        },
+        topicConfigLookup({}),
+      );
+      env = { dir, logs, rm: manager, clock };
+      const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+      return {
+        writes,
+        settle,
+        /** Lets the writes through, the ones made so far and every later one. */
+        release() {
+          open();
+          gate = Promise.resolve();
+        },
+      };
+    }
+
+    it('holds what does not fit (max.requests) until the write in flight is done, then writes it next, in order', async () => {
+      const q = await gated({ maxBytes: 1 << 20, maxRequests: 2 });
+      const sent = [];
+      for (let i = 0; i < 5; i++) sent.push(produce(env, await records(1)));
+      await q.settle();
+      // The first request is being written; two fill the queue, two wait for room.
+      assert.deepEqual(q.writes, [1]);
+      q.release();
+      const results = await Promise.all(sent);
+      assert.deepEqual(
+        results.map(([r]) => [r!.errorCode, r!.baseOffset]),
+        [
+          [0, 0],
+          [0, 1],
+          [0, 2],
+          [0, 3],
+          [0, 4],
+        ],
+      );
+      assert.deepEqual(q.writes, [1, 2, 2], 'no write took more than max.requests');
+    });
+
+    it('bounds a write by max.bytes, but admits one request alone whatever its size', async () => {
+      const big = await records(40);
+      const q = await gated({ maxBytes: big.length, maxRequests: 100 });
+      const sent = [produce(env, await records(1)), produce(env, await records(40)), produce(env, await records(40))];
+      sent.push(produce(env, await records(200)));
+      await q.settle();
+      q.release();
+      const results = await Promise.all(sent);
+      assert.ok(results.every(([r]) => r!.errorCode === 0));
+      assert.deepEqual(q.writes, [1, 1, 1, 1]);
+      assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 281);
+    });
+
+    it('answers a request still waiting for room when its timeout passes REQUEST_TIMED_OUT, and writes nothing of it', async () => {
+      const q = await gated({ maxBytes: 1 << 20, maxRequests: 1 });
+      const first = produce(env, await records(1), 1, 0, 60_000);
+      const queued = produce(env, await records(1), 1, 0, 60_000);
+      const late = produce(env, await records(1), 1, 0, 1000);
+      await q.settle();
+      env.clock.advance(1000);
+      const [timedOut] = await late;
+      assert.equal(timedOut!.errorCode, Errors.REQUEST_TIMED_OUT.code);
+      assert.match(timedOut!.errorMessage ?? '', /append queue of t-0/);
+      q.release();
+      assert.deepEqual(
+        (await Promise.all([first, queued])).map(([r]) => r!.baseOffset),
+        [0, 1],
+      );
+      assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 2);
+    });
   });
 
   it('a corrupt batch coalesced with good ones is refused alone (the log checks the CRC)', async () => {
@@ -374,13 +490,13 @@ describe('ReplicaManager', function () {
     await produce(env, await records(3, {}, 1000)); // offsets 0-2, ts 1000-1002
     await produce(env, await records(3, {}, 5000)); // offsets 3-5, ts 5000-5002
     const list = (ts: number) => env.rm.listOffset('t', 0, ts, 0, -1, -1);
-    assert.deepEqual(await list(-2), { errorCode: 0, timestamp: -1, offset: 0, leaderEpoch: 3 });
-    assert.deepEqual(await list(-1), { errorCode: 0, timestamp: -1, offset: 6, leaderEpoch: 3 });
-    assert.deepEqual(await list(1001), { errorCode: 0, timestamp: 1001, offset: 1, leaderEpoch: 3 });
-    assert.deepEqual(await list(2000), { errorCode: 0, timestamp: 5000, offset: 3, leaderEpoch: 3 });
-    assert.deepEqual(await list(9999), { errorCode: 0, timestamp: -1, offset: -1, leaderEpoch: -1 });
+    assert.deepEqual(await list(-2), { errorCode: 0, timestampMs: -1, offset: 0, leaderEpoch: 3 });
+    assert.deepEqual(await list(-1), { errorCode: 0, timestampMs: -1, offset: 6, leaderEpoch: 3 });
+    assert.deepEqual(await list(1001), { errorCode: 0, timestampMs: 1001, offset: 1, leaderEpoch: 3 });
+    assert.deepEqual(await list(2000), { errorCode: 0, timestampMs: 5000, offset: 3, leaderEpoch: 3 });
+    assert.deepEqual(await list(9999), { errorCode: 0, timestampMs: -1, offset: -1, leaderEpoch: -1 });
     const max = await list(-3);
-    assert.deepEqual([max.offset, max.timestamp], [5, 5002]);
+    assert.deepEqual([max.offset, max.timestampMs], [5, 5002]);
   });
 
   it('DeleteRecords moves the log start (-1 = high watermark) and refuses offsets past the high watermark', async () => {
@@ -418,8 +534,8 @@ describe('ReplicaManager', function () {
       parts.map((p) => p.partitionIndex),
       [0, 1],
     );
-    assert.ok(parts[0]!.partitionSize > 0);
-    assert.equal(parts[1]!.partitionSize, 0);
+    assert.ok(parts[0]!.partitionSizeBytes > 0);
+    assert.equal(parts[1]!.partitionSizeBytes, 0);
   });
 
   it('removing a partition completes its waiting fetches and deletes its log when asked', async () => {

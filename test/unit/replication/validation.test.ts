@@ -49,7 +49,7 @@ async function rejects(records: Buffer | null, c: ValidationContext, code: numbe
     await validateProducedRecords(records, c);
   } catch (err) {
     assert.ok(err instanceof RecordValidationError, String(err));
-    assert.equal(err.errorCode, code, err.message);
+    assert.equal(err.code, code, err.message);
     return err;
   }
   assert.fail('expected a validation error');
@@ -418,7 +418,9 @@ describe('produce validation: properties', () => {
           if (accepted) {
             const decoded = await readRecords(new RecordBatch(b));
             assert.equal(decoded.length, recs.length);
-            decoded.forEach((r, i) => assert.equal(r.offsetDelta, i));
+            decoded.forEach((r, i) => {
+              assert.equal(r.offsetDelta, i);
+            });
           }
         },
       ),

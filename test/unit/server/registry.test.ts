@@ -18,7 +18,7 @@ describe('handler registry', () => {
   it('refuses versions outside the codec and double registrations', () => {
     const registry = new HandlerRegistry();
     assert.throws(() => registry.register(ApiKey.Produce, noop, { minVersion: 500 }), /outside the codec/);
-    assert.throws(() => registry.register(4242, noop), /not in the codec/);
+    assert.throws(() => registry.register(4242 as ApiKey, noop), /not in the codec/);
     registry.register(ApiKey.Produce, noop);
     assert.throws(() => registry.register(ApiKey.Produce, noop), /registered twice/);
   });

@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FileHandlePool, StorageIOError, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
-import { logConfigFromProperties } from '../../../storage/index.ts';
-import { withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, withTempDir } from '../../helpers/storage.ts';
 
-describe('storage/checkpoint and config', () => {
+describe('storage/checkpoint and the handle cache', () => {
   it('writes and reads Kafka offset checkpoints, topics with dashes included', () =>
     withTempDir(async (dir) => {
       const path = join(dir, 'recovery-point-offset-checkpoint');
@@ -29,24 +28,9 @@ describe('storage/checkpoint and config', () => {
       await assert.rejects(readOffsetCheckpoint(path), StorageIOError);
     }));
 
-  it('maps Kafka topic config names to the log config', () => {
-    const c = logConfigFromProperties({
-      'retention.ms': '1000',
-      'cleanup.policy': 'delete,compact',
-      'segment.bytes': 4096,
-      'min.insync.replicas': '2',
-    });
-    assert.equal(c.retentionMs, 1000);
-    assert.equal(c.cleanupPolicy, 'compact,delete');
-    assert.equal(c.segmentBytes, 4096);
-    assert.equal(c.indexIntervalBytes, 4096);
-    assert.equal(c.segmentIndexBytes, 10 * 1024 * 1024);
-    assert.throws(() => logConfigFromProperties({ 'cleanup.policy': 'shred' }), RangeError);
-  });
-
   it('keeps at most maxOpen idle handles and never closes a leased one', () =>
     withTempDir(async (dir) => {
-      const pool = new FileHandlePool(2);
+      const pool = new FileHandlePool({ maxOpenFiles: 2, onError: new BackgroundErrors().sink });
       const paths = ['a', 'b', 'c', 'd'].map((n) => join(dir, n));
       for (const p of paths) await writeFile(p, p);
       const held = await pool.acquire(paths[0]!);

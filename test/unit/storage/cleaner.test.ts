@@ -4,18 +4,20 @@ import { join } from 'node:path';
 import { LogCleaner, PartitionLog } from '../../../storage/index.ts';
 import type { LogConfig } from '../../../storage/index.ts';
 import { buildEndTxnMarker } from '../../../protocol/records/index.ts';
-import { ManualClock, batch, headers, recordsOf, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, ManualClock, batch, headers, logConfig, recordsOf, withTempDir } from '../../helpers/storage.ts';
 import type { TestRecord } from '../../helpers/storage.ts';
 
 const NOW = 1_700_000_000_000;
 
-const compactConfig: Partial<LogConfig> = {
+const compactConfig: LogConfig = logConfig({
   cleanupPolicy: 'compact',
   segmentBytes: 400,
   fileDeleteDelayMs: 0,
   deleteRetentionMs: 10_000,
   minCleanableDirtyRatio: 0.5,
-};
+});
+
+const background = new BackgroundErrors();
 
 async function readAll(log: PartitionLog): Promise<{ offset: number; key: string | null; value: string | null }[]> {
   const out: { offset: number; key: string | null; value: string | null }[] = [];
@@ -45,14 +47,19 @@ describe('storage/cleaner', () => {
   it('keeps only the latest record per key below the active segment, with offsets unchanged', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({ dir: join(dir, 'c-0'), config: compactConfig, time: clock.time });
+      const log = await PartitionLog.open({
+        onBackgroundError: background.sink,
+        dir: join(dir, 'c-0'),
+        config: compactConfig,
+        time: clock.time,
+      });
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
       const before = await readAll(log);
-      const cleaner = new LogCleaner({ time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
       const result = await cleaner.clean(log);
-      assert.ok(result !== null && result.recordsRemoved === 28, JSON.stringify(result));
+      assert.ok(result !== null && result.removedRecords === 28, JSON.stringify(result));
       const after = await readAll(log);
       assert.deepEqual(
         after.map((r) => r.offset),
@@ -68,11 +75,16 @@ describe('storage/cleaner', () => {
           before.find((b) => b.offset === r.offset),
           r,
         );
-      assert.ok(log.size < result.bytesBefore);
+      assert.ok(log.sizeBytes < result.sizeBeforeBytes);
       // New appends continue at the same log end.
       assert.equal((await log.append(await batch([{ key: 'k0', timestamp: NOW }]))).firstOffset, 32);
       await log.close();
-      const reopened = await PartitionLog.open({ dir: join(dir, 'c-0'), config: compactConfig, time: clock.time });
+      const reopened = await PartitionLog.open({
+        onBackgroundError: background.sink,
+        dir: join(dir, 'c-0'),
+        config: compactConfig,
+        time: clock.time,
+      });
       assert.deepEqual(
         (await readAll(reopened)).map((r) => r.offset),
         [28, 29, 30, 31, 32],
@@ -83,10 +95,15 @@ describe('storage/cleaner', () => {
   it('never cleans the active segment or beyond the high watermark', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({ dir: join(dir, 'c-0'), config: { ...compactConfig, segmentBytes: 1 << 20 }, time: clock.time });
+      const log = await PartitionLog.open({
+        onBackgroundError: background.sink,
+        dir: join(dir, 'c-0'),
+        config: { ...compactConfig, segmentBytes: 1 << 20 },
+        time: clock.time,
+      });
       await fill(log, 5, 3, clock);
       log.highWatermark = log.logEndOffset;
-      const cleaner = new LogCleaner({ time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
       assert.equal(await cleaner.clean(log, true), null);
       await log.roll();
       log.highWatermark = 0;
@@ -99,6 +116,7 @@ describe('storage/cleaner', () => {
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
       const log = await PartitionLog.open({
+        onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: { ...compactConfig, minCompactionLagMs: 60_000 },
         time: clock.time,
@@ -106,11 +124,11 @@ describe('storage/cleaner', () => {
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      const cleaner = new LogCleaner({ time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
       assert.equal(await cleaner.clean(log), null, 'too young to compact');
       clock.advance(61_000);
       const first = await cleaner.clean(log);
-      assert.ok(first !== null && first.recordsRemoved > 0);
+      assert.ok(first !== null && first.removedRecords > 0);
       // Only a little new dirty data: below the ratio, so nothing happens.
       await log.append(await batch([{ key: 'k1', value: 'new', timestamp: clock.nowMs }]));
       await log.roll();
@@ -125,11 +143,16 @@ describe('storage/cleaner', () => {
   it('keeps tombstones for delete.retention.ms, then removes them', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({ dir: join(dir, 'c-0'), config: compactConfig, time: clock.time });
+      const log = await PartitionLog.open({
+        onBackgroundError: background.sink,
+        dir: join(dir, 'c-0'),
+        config: compactConfig,
+        time: clock.time,
+      });
       await fill(log, 6, 3, clock, 'k1');
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      const cleaner = new LogCleaner({ time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
       await cleaner.clean(log, true);
       let all = await readAll(log);
       assert.deepEqual(
@@ -160,7 +183,12 @@ describe('storage/cleaner', () => {
   it('keeps control batches and transactional batches whole', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({ dir: join(dir, 'c-0'), config: compactConfig, time: clock.time });
+      const log = await PartitionLog.open({
+        onBackgroundError: background.sink,
+        dir: join(dir, 'c-0'),
+        config: compactConfig,
+        time: clock.time,
+      });
       const txn = { producerId: 7n, producerEpoch: 0, isTransactional: true };
       await log.append(await batch([{ key: 'a', value: 't1', timestamp: NOW }], { ...txn, baseSequence: 0 }));
       const marker = await buildEndTxnMarker({ commit: true, producerId: 7n, producerEpoch: 0, coordinatorEpoch: 1, timestamp: NOW });
@@ -168,7 +196,7 @@ describe('storage/cleaner', () => {
       await fill(log, 6, 2, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      await new LogCleaner({ time: clock.time }).clean(log, true);
+      await new LogCleaner({ onError: background.sink, time: clock.time }).clean(log, true);
       let offset = 0;
       const kinds: string[] = [];
       while (offset < log.logEndOffset) {
@@ -185,6 +213,7 @@ describe('storage/cleaner', () => {
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
       const log = await PartitionLog.open({
+        onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: { ...compactConfig, segmentBytes: 64 * 1024 },
         time: clock.time,
@@ -203,9 +232,9 @@ describe('storage/cleaner', () => {
         if (spinning) setImmediate(spin);
       };
       setImmediate(spin);
-      const result = await new LogCleaner({ time: clock.time, sliceMs: 1 }).clean(log, true);
+      const result = await new LogCleaner({ onError: background.sink, time: clock.time, sliceMs: 1 }).clean(log, true);
       spinning = false;
-      assert.ok(result !== null && result.recordsRemoved === 7000);
+      assert.ok(result !== null && result.removedRecords === 7000);
       assert.ok(ticks > 10, `event loop turned ${ticks} times during cleaning`);
       await log.close();
     }));
@@ -214,11 +243,11 @@ describe('storage/cleaner', () => {
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
       const partition = join(dir, 'c-0');
-      const log = await PartitionLog.open({ dir: partition, config: compactConfig, time: clock.time });
+      const log = await PartitionLog.open({ onBackgroundError: background.sink, dir: partition, config: compactConfig, time: clock.time });
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      await new LogCleaner({ time: clock.time }).clean(log, true);
+      await new LogCleaner({ onError: background.sink, time: clock.time }).clean(log, true);
       const cleanedView = await readAll(log);
       await log.close();
       // Pretend the crash hit after the commit point: the new file is still named .swap and the
@@ -230,6 +259,7 @@ describe('storage/cleaner', () => {
       await copyFile(join(partition, `${seg}.log.swap`), join(partition, `${seg}.index.cleaned`));
       await writeFile(join(partition, '00000000000000000040.log.cleaned'), Buffer.alloc(10));
       const reopened = await PartitionLog.open({
+        onBackgroundError: background.sink,
         dir: partition,
         config: compactConfig,
         time: clock.time,

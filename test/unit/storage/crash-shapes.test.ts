@@ -4,10 +4,16 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LeaderEpochCache, LogManager } from '../../../storage/index.ts';
 import { writeCheckpointLines, writeFileAtomically } from '../../../storage/checkpoint.ts';
-import { ManualClock, simpleBatch, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, ManualClock, logConfig, simpleBatch, withTempDir } from '../../helpers/storage.ts';
 
 const NOW = 1_700_000_000_000;
-const start = (dir: string) => LogManager.startup({ logDirs: [dir], scheduleTasks: false, time: new ManualClock(NOW).time });
+const start = (dir: string) =>
+  LogManager.startup({
+    logDirs: [dir],
+    defaultConfig: logConfig(),
+    time: new ManualClock(NOW).time,
+    onBackgroundError: new BackgroundErrors().sink,
+  });
 const exists = (p: string) =>
   stat(p).then(
     () => true,
@@ -80,7 +86,7 @@ describe('storage: crash shapes at start-up', () => {
       const errors: string[] = [];
       const m = await LogManager.startup({
         logDirs: [dir],
-        scheduleTasks: false,
+        defaultConfig: logConfig(),
         time: new ManualClock(NOW).time,
         onBackgroundError: (_e, what) => errors.push(what),
       });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { FileHandlePool, OffsetOutOfRangeError, PartitionLog } from '../../../storage/index.ts';
 import type { LogConfig } from '../../../storage/index.ts';
-import { batch, recordsOf, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, batch, logConfig, recordsOf, withTempDir } from '../../helpers/storage.ts';
 
 // Random sequences of operations checked against the simplest model of a log: a list of
 // batches (base offset, record count, a tag in every record value), a start and an end.
@@ -45,7 +45,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reopen' as const), clean: fc.boolean() }) },
 );
 
-const config: Partial<LogConfig> = { segmentBytes: 700, indexIntervalBytes: 150, fileDeleteDelayMs: 0 };
+const config: LogConfig = logConfig({ segmentBytes: 700, indexIntervalBytes: 150, fileDeleteDelayMs: 0 });
 
 /** An index in [0, n) from a fraction in [0, 1] (0 when n is 0). */
 function pick(fraction: number, n: number): number {
@@ -83,8 +83,9 @@ function expected(model: Model): { offset: number; value: string | null }[] {
 
 async function run(dir: string, ops: Op[]): Promise<void> {
   const path = join(dir, 'model-0');
-  let pool = new FileHandlePool(64);
-  let log = await PartitionLog.open({ dir: path, config, pool });
+  const background = new BackgroundErrors();
+  let pool = new FileHandlePool({ maxOpenFiles: 64, onError: background.sink });
+  let log = await PartitionLog.open({ dir: path, config, pool, onBackgroundError: background.sink });
   const model = new Model();
   let tags = 0;
   try {
@@ -141,8 +142,16 @@ async function run(dir: string, ops: Op[]): Promise<void> {
           // An unclean reopen recovers from the recovery point captured before closing.
           await log.close();
           await pool.closeAll();
-          pool = new FileHandlePool(64);
-          log = await PartitionLog.open({ dir: path, config, pool, logStartOffset, recoveryPoint, cleanShutdown: op.clean });
+          pool = new FileHandlePool({ maxOpenFiles: 64, onError: background.sink });
+          log = await PartitionLog.open({
+            dir: path,
+            config,
+            pool,
+            logStartOffset,
+            recoveryPoint,
+            cleanShutdown: op.clean,
+            onBackgroundError: background.sink,
+          });
           break;
         }
       }

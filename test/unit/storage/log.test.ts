@@ -14,14 +14,22 @@ import {
   StorageIOError,
   UnexpectedAppendOffsetError,
 } from '../../../storage/index.ts';
-import type { PartitionLogOptions } from '../../../storage/index.ts';
-import { ManualClock, batch, headers, recordsOf, simpleBatch, withTempDir } from '../../helpers/storage.ts';
+import type { LogConfig, PartitionLogOptions } from '../../../storage/index.ts';
+import { BackgroundErrors, ManualClock, batch, headers, logConfig, recordsOf, simpleBatch, withTempDir } from '../../helpers/storage.ts';
 import { flipBits } from '../../helpers/bytes.ts';
 
 const NOW = 1_700_000_000_000;
 
-async function openLog(dir: string, extra: Partial<PartitionLogOptions> = {}, clock = new ManualClock(NOW)): Promise<PartitionLog> {
-  return PartitionLog.open({ dir: join(dir, 'topic-0'), time: clock.time, ...extra });
+type OpenOptions = Partial<Omit<PartitionLogOptions, 'config'>> & { config?: Partial<LogConfig> };
+
+async function openLog(dir: string, extra: OpenOptions = {}, clock = new ManualClock(NOW)): Promise<PartitionLog> {
+  return PartitionLog.open({
+    dir: join(dir, 'topic-0'),
+    time: clock.time,
+    onBackgroundError: new BackgroundErrors().sink,
+    ...extra,
+    config: logConfig(extra.config),
+  });
 }
 
 describe('storage/log: append and read', () => {
@@ -31,7 +39,7 @@ describe('storage/log: append and read', () => {
       const a = await log.append(await simpleBatch(3, NOW), { leaderEpoch: 4 });
       const b = await log.append(await simpleBatch(2, NOW + 1), { leaderEpoch: 4 });
       assert.deepEqual([a.firstOffset, a.lastOffset, b.firstOffset, b.lastOffset], [0, 2, 3, 4]);
-      assert.equal(b.maxTimestamp, NOW + 1);
+      assert.equal(b.maxTimestampMs, NOW + 1);
       assert.equal(log.logEndOffset, 5);
       const r = await log.read(0, 1 << 20);
       const hs = headers(r.records);
@@ -104,14 +112,14 @@ describe('storage/log: append and read', () => {
       const good = await simpleBatch(2, NOW);
       const bad = await simpleBatch(2, NOW);
       flipBits(bad, bad.length - 1, 0xff);
-      const sizeBefore = log.size;
+      const sizeBefore = log.sizeBytes;
       await assert.rejects(
         log.append(Buffer.concat([good, bad])),
         (err: unknown) => err instanceof CorruptRecordError && err.kind === 'corrupt',
       );
       const truncated = (await simpleBatch(2, NOW)).subarray(0, 40);
       await assert.rejects(log.append(truncated), (err: unknown) => err instanceof CorruptRecordError && err.kind === 'truncated');
-      assert.equal(log.size, sizeBefore);
+      assert.equal(log.sizeBytes, sizeBefore);
       assert.equal(log.logEndOffset, 1);
       await log.close();
     }));
@@ -129,7 +137,7 @@ describe('storage/log: append and read', () => {
       const clock = new ManualClock(NOW + 5000);
       const log = await openLog(dir, { config: { messageTimestampType: 'LogAppendTime' } }, clock);
       const info = await log.append(await simpleBatch(2, NOW));
-      assert.equal(info.logAppendTime, NOW + 5000);
+      assert.equal(info.logAppendTimeMs, NOW + 5000);
       const [h] = headers((await log.read(0, 1 << 20)).records);
       assert.equal(h!.timestampType, TimestampType.LogAppendTime);
       assert.equal(h!.maxTimestamp, NOW + 5000);
@@ -159,7 +167,7 @@ describe('storage/log: segments and indexes', () => {
       const names = (await readdir(join(dir, 'topic-0'))).filter((n) => n.endsWith('.log')).sort();
       assert.equal(names[0], '00000000000000000000.log');
       assert.equal(names.length, log.segmentCount);
-      for (const seg of log.allSegments) assert.ok(seg.size <= 1000);
+      for (const seg of log.allSegments) assert.ok(seg.sizeBytes <= 1000);
       // Every offset is readable across segments.
       let offset = 0;
       const seen: number[] = [];
@@ -256,9 +264,9 @@ describe('storage/log: timestamps', () => {
         ts += 100;
       }
       assert.ok(log.segmentCount > 2);
-      assert.deepEqual(await log.offsetForTimestamp(NOW - 1), { offset: 0, timestamp: NOW, leaderEpoch: 1 });
-      assert.deepEqual(await log.offsetForTimestamp(NOW + 304), { offset: 10, timestamp: NOW + 305, leaderEpoch: 1 });
-      assert.deepEqual(await log.offsetForTimestamp(NOW + 706), { offset: 23, timestamp: NOW + 710, leaderEpoch: 2 });
+      assert.deepEqual(await log.offsetForTimestamp(NOW - 1), { offset: 0, timestampMs: NOW, leaderEpoch: 1 });
+      assert.deepEqual(await log.offsetForTimestamp(NOW + 304), { offset: 10, timestampMs: NOW + 305, leaderEpoch: 1 });
+      assert.deepEqual(await log.offsetForTimestamp(NOW + 706), { offset: 23, timestampMs: NOW + 710, leaderEpoch: 2 });
       assert.equal(await log.offsetForTimestamp(NOW + 5000), null);
       await log.close();
     }));
@@ -276,7 +284,7 @@ describe('storage/log: timestamps', () => {
           ]),
           { leaderEpoch: 3 },
         );
-      assert.deepEqual(await log.maxTimestampOffset(), { offset: 4, timestamp: NOW + 900, leaderEpoch: 3 });
+      assert.deepEqual(await log.maxTimestampOffset(), { offset: 4, timestampMs: NOW + 900, leaderEpoch: 3 });
       await log.close();
     }));
 });
@@ -338,7 +346,11 @@ describe('storage/log: follower appends and leader epochs', () => {
       await leader.append(await simpleBatch(3, NOW), { leaderEpoch: 5 });
       await leader.append(await simpleBatch(3, NOW), { leaderEpoch: 6 });
       const data = (await leader.read(0, 1 << 20)).records;
-      const follower = await PartitionLog.open({ dir: join(dir, 'follower-0') });
+      const follower = await PartitionLog.open({
+        dir: join(dir, 'follower-0'),
+        config: logConfig(),
+        onBackgroundError: new BackgroundErrors().sink,
+      });
       const info = await follower.appendAsFollower(Buffer.from(data));
       assert.deepEqual([info.firstOffset, info.lastOffset], [0, 5]);
       assert.deepEqual(follower.epochCache.all(), [
@@ -411,12 +423,12 @@ describe('storage/log: producer state', () => {
       await assert.rejects(log.append(await idem(2)), ProducerStateError);
       const [p] = await log.activeProducers();
       assert.deepEqual(
-        { ...p, lastTimestamp: 0 },
+        { ...p, lastTimestampMs: 0 },
         {
           producerId: pid,
           producerEpoch: 0,
           lastSequence: 13,
-          lastTimestamp: 0,
+          lastTimestampMs: 0,
           coordinatorEpoch: -1,
           currentTxnStartOffset: -1,
         },
@@ -493,14 +505,14 @@ describe('storage/log: flush and I/O errors', () => {
   ]) {
     it(`turns ENOSPC into StorageIOError and cuts the partial write (${path})`, () =>
       withTempDir(async (dir) => {
-        const pool = new FailingPool(16, { syncWriteMaxBytes });
+        const pool = new FailingPool({ maxOpenFiles: 16, syncWriteMaxBytes, onError: new BackgroundErrors().sink });
         const log = await openLog(dir, { pool });
         await log.append(await simpleBatch(2, NOW));
-        const size = log.size;
+        const size = log.sizeBytes;
         pool.failNext = true;
         await assert.rejects(log.append(await simpleBatch(3, NOW)), (e: unknown) => e instanceof StorageIOError && e.code === 'ENOSPC');
         assert.equal(pool.failNext, false);
-        assert.equal(log.size, size);
+        assert.equal(log.sizeBytes, size);
         assert.equal(log.logEndOffset, 2);
         assert.equal((await stat(join(dir, 'topic-0', '00000000000000000000.log'))).size, size);
         assert.equal((await log.append(await simpleBatch(1, NOW))).firstOffset, 2);

@@ -1,0 +1,136 @@
+/**
+ * The dispatch table: every API this broker serves, with its handler and where it differs from
+ * the codec's defaults (listeners, version bounds). This file is the only place that registers
+ * handlers; src/broker.ts calls registerHandlers once every component exists and before the
+ * listeners open.
+ *
+ * Each handler family declares the narrow services it needs (`ProduceServices`,
+ * `QuorumServices`, `GroupHandlerServices`, ...) and receives them here, in a closure: a
+ * handler reaches nothing else, and the RequestContext carries only the connection and the
+ * request. The request and response types of every registration follow from its api key
+ * (`ApiMessages`, generated from the Kafka spec), so none is written out here.
+ */
+import { ApiKey } from '../../protocol/messages/index.ts';
+import { handleApiVersions } from './api-versions.ts';
+import { handleDescribeCluster, handleDescribeTopicPartitions } from './cluster.ts';
+import { handleAlterConfigs, handleDescribeConfigs, handleIncrementalAlterConfigs } from './configs.ts';
+import { handleDeleteRecords, type DeleteRecordsServices } from './delete-records.ts';
+import { handleFetch, type FetchServices } from './fetch.ts';
+import {
+  handleDeleteGroups,
+  handleDescribeGroups,
+  handleFindCoordinator,
+  handleHeartbeat,
+  handleJoinGroup,
+  handleLeaveGroup,
+  handleListGroups,
+  handleOffsetCommit,
+  handleOffsetDelete,
+  handleOffsetFetch,
+  handleSyncGroup,
+  type GroupHandlerServices,
+} from './groups.ts';
+import { handleListOffsets, type ListOffsetsServices } from './list-offsets.ts';
+import { handleDescribeLogDirs, type DescribeLogDirsServices } from './log-dirs.ts';
+import { handleMetadata, type MetadataHandlerServices } from './metadata.ts';
+import { handleOffsetForLeaderEpoch, type OffsetForLeaderEpochServices } from './offset-for-leader-epoch.ts';
+import { handleProduce, type ProduceServices } from './produce.ts';
+import { handleDescribeProducers, handleInitProducerId, type ProducerIdServices } from './producer-id.ts';
+import {
+  handleBeginQuorumEpoch,
+  handleDescribeQuorum,
+  handleEndQuorumEpoch,
+  handleFetchSnapshot,
+  handleMetadataFetch,
+  handleVote,
+  type QuorumServices,
+} from './quorum.ts';
+import type { HandlerRegistry } from './registry.ts';
+import { handleCreatePartitions, handleCreateTopics, handleDeleteTopics } from './topics.ts';
+
+/** The data path's handlers: Produce, Fetch, offsets, log dirs, producer ids. */
+export type DataPathHandlerServices = ProduceServices &
+  FetchServices &
+  ListOffsetsServices &
+  DeleteRecordsServices &
+  DescribeLogDirsServices &
+  OffsetForLeaderEpochServices &
+  ProducerIdServices;
+
+/** Everything the handlers reach, by family. */
+export interface HandlerServices {
+  /** Metadata and the admin APIs: the image, the controller, the broker's config. */
+  readonly metadata: MetadataHandlerServices;
+  /** The KRaft RPCs: the node's Raft client. */
+  readonly quorum: QuorumServices;
+  readonly dataPath: DataPathHandlerServices;
+  readonly groups: GroupHandlerServices;
+}
+
+/** Registers every API of a broker node (broker and controller listeners). */
+export function registerHandlers(registry: HandlerRegistry, services: HandlerServices): void {
+  registerApiVersions(registry);
+  registerMetadataApis(registry, services.metadata);
+  registerQuorumApis(registry, services.quorum);
+  registerDataPathApis(registry, services.dataPath);
+  registerGroupApis(registry, services.groups);
+}
+
+/** ApiVersions, on every listener: exactly what `registry` serves there (KIP-35, KIP-511). */
+export function registerApiVersions(registry: HandlerRegistry): void {
+  registry.register(ApiKey.ApiVersions, (ctx, request, version) => handleApiVersions(registry, ctx, request, version));
+}
+
+function registerMetadataApis(registry: HandlerRegistry, metadata: MetadataHandlerServices): void {
+  registry.register(ApiKey.Metadata, (ctx, request, version) => handleMetadata(metadata, ctx, request, version));
+  registry.register(ApiKey.CreateTopics, (_ctx, request, version) => handleCreateTopics(metadata, request, version));
+  registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => handleDeleteTopics(metadata, request, version));
+  registry.register(ApiKey.CreatePartitions, (_ctx, request) => handleCreatePartitions(metadata, request));
+  registry.register(ApiKey.DescribeConfigs, (_ctx, request, version) => handleDescribeConfigs(metadata, request, version));
+  registry.register(ApiKey.AlterConfigs, (_ctx, request) => handleAlterConfigs(metadata, request));
+  registry.register(ApiKey.IncrementalAlterConfigs, (_ctx, request) => handleIncrementalAlterConfigs(metadata, request));
+  registry.register(ApiKey.DescribeCluster, (ctx, request, version) => handleDescribeCluster(metadata, ctx, request, version));
+  registry.register(ApiKey.DescribeTopicPartitions, (_ctx, request) => handleDescribeTopicPartitions(metadata, request));
+}
+
+/**
+ * The KRaft RPCs (KIP-595) on controller listeners, as Kafka's ControllerApis serve them; on a
+ * controller listener Fetch is Raft's (`__cluster_metadata-0`), on a broker listener the data
+ * path's. DescribeQuorum is served on both.
+ */
+export function registerQuorumApis(registry: HandlerRegistry, quorum: QuorumServices): void {
+  const controller = { listeners: 'controller' } as const;
+  registry.register(ApiKey.Vote, (_ctx, request) => handleVote(quorum, request), controller);
+  registry.register(ApiKey.BeginQuorumEpoch, (_ctx, request) => handleBeginQuorumEpoch(quorum, request), controller);
+  registry.register(ApiKey.EndQuorumEpoch, (_ctx, request) => handleEndQuorumEpoch(quorum, request), controller);
+  registry.register(ApiKey.Fetch, (_ctx, request, version) => handleMetadataFetch(quorum, request, version), controller);
+  registry.register(ApiKey.FetchSnapshot, (_ctx, request) => handleFetchSnapshot(quorum, request), controller);
+  registry.register(ApiKey.DescribeQuorum, (_ctx, request) => handleDescribeQuorum(quorum, request), { listeners: 'both' });
+}
+
+function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandlerServices): void {
+  registry.register(ApiKey.Produce, (ctx, request, version) =>
+    handleProduce(dataPath, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason)),
+  );
+  registry.register(ApiKey.Fetch, (_ctx, request, version) => handleFetch(dataPath, request, version), { listeners: 'broker' });
+  registry.register(ApiKey.ListOffsets, (_ctx, request, version) => handleListOffsets(dataPath, request, version));
+  registry.register(ApiKey.DeleteRecords, (_ctx, request) => handleDeleteRecords(dataPath, request));
+  registry.register(ApiKey.DescribeLogDirs, (_ctx, request) => handleDescribeLogDirs(dataPath, request));
+  registry.register(ApiKey.OffsetForLeaderEpoch, (_ctx, request) => handleOffsetForLeaderEpoch(dataPath, request));
+  registry.register(ApiKey.InitProducerId, (_ctx, request) => handleInitProducerId(dataPath, request));
+  registry.register(ApiKey.DescribeProducers, (_ctx, request) => handleDescribeProducers(dataPath, request));
+}
+
+function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServices): void {
+  registry.register(ApiKey.FindCoordinator, (ctx, request, version) => handleFindCoordinator(groups, ctx, request, version));
+  registry.register(ApiKey.JoinGroup, (ctx, request, version) => handleJoinGroup(groups, ctx, request, version));
+  registry.register(ApiKey.SyncGroup, (_ctx, request) => handleSyncGroup(groups, request));
+  registry.register(ApiKey.Heartbeat, (_ctx, request) => handleHeartbeat(groups, request));
+  registry.register(ApiKey.LeaveGroup, (_ctx, request, version) => handleLeaveGroup(groups, request, version));
+  registry.register(ApiKey.OffsetCommit, (_ctx, request, version) => handleOffsetCommit(groups, request, version));
+  registry.register(ApiKey.OffsetFetch, (_ctx, request, version) => handleOffsetFetch(groups, request, version));
+  registry.register(ApiKey.ListGroups, (_ctx, request, version) => handleListGroups(groups, request, version));
+  registry.register(ApiKey.DescribeGroups, (_ctx, request) => handleDescribeGroups(groups, request));
+  registry.register(ApiKey.DeleteGroups, (_ctx, request) => handleDeleteGroups(groups, request));
+  registry.register(ApiKey.OffsetDelete, (_ctx, request) => handleOffsetDelete(groups, request));
+}

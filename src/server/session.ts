@@ -1,0 +1,47 @@
+/**
+ * What the network server hands a handler with each request: the connection's Session, shared
+ * by all its requests, and the RequestContext of the one request. Handlers reach the broker's
+ * components through the services they were registered with (src/handlers/index.ts), never
+ * through the context.
+ */
+import type { RequestHeader } from '../../protocol/headers.ts';
+
+/** 'controller' for listeners named in controller.listener.names, else 'broker'. */
+export type ListenerRole = 'broker' | 'controller';
+
+/**
+ * Connection-level state, one object per accepted connection, shared by all its requests.
+ * Mutable fields are set by the handlers that negotiate them (ApiVersions v3+ the client
+ * software, SASL the principal).
+ */
+export interface Session {
+  /** Unique per accepted connection within this process. */
+  readonly connectionId: number;
+  /** `host:port` of the peer. */
+  readonly clientAddress: string;
+  /** Listener name as in `listeners` (PLAINTEXT, CONTROLLER, ...). */
+  readonly listenerName: string;
+  /** Security protocol of that listener (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL). */
+  readonly securityProtocol: string;
+  readonly listenerRole: ListenerRole;
+  /** Kafka principal string; `User:ANONYMOUS` until authenticated. */
+  principal: string;
+  /** From ApiVersions v3+ (KIP-511); null until the client sent it. */
+  clientSoftwareName: string | null;
+  clientSoftwareVersion: string | null;
+}
+
+export interface RequestContext {
+  readonly session: Session;
+  readonly header: RequestHeader;
+  readonly apiKey: number;
+  readonly apiVersion: number;
+  readonly correlationId: number;
+  readonly clientId: string | null;
+  /**
+   * Closes the connection instead of answering this request, as Kafka's
+   * RequestChannel.closeConnection does (an acks=0 Produce that failed: the client learns of
+   * the error only by reconnecting and refreshing metadata). Requests behind it are dropped.
+   */
+  closeConnection(reason: string): void;
+}
