@@ -67,7 +67,7 @@ start() {
     -Dlog4j2.configurationFile="$root/scripts/reference/log4j2.properties")
   cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
   java "${java_opts[@]}" -cp "$libs/*" kafka.tools.StorageTool format \
-    -t "$cluster_id" -c "$data/server.properties" >"$data/format.log" 2>&1 ||
+    --cluster-id="$cluster_id" -c "$data/server.properties" >"$data/format.log" 2>&1 ||
     { cat "$data/format.log" >&2; die "storage format failed"; }
   local t1
   t1=$(now_ms)

@@ -97,6 +97,12 @@ export class Broker {
     if (this.state !== 'new') throw new Error(`broker already ${this.state}`);
     this.state = 'starting';
     for (const dir of this.config.logDirs) await mkdir(dir, { recursive: true });
+    if (this.config.getBoolean('unsafe.bypass.fsync')) {
+      this.logger.warn(
+        { logDirs: this.config.logDirs, metadataLogDir: this.config.metadataLogDir },
+        'unsafe.bypass.fsync=true: nothing is fsynced; an OS crash or power loss can lose or corrupt this data',
+      );
+    }
     this.logManager = await LogManager.startup({
       logDirs: this.config.logDirs,
       defaultConfig: topicLogConfig({}, this.config),
@@ -113,6 +119,7 @@ export class Broker {
       // by topic retention, and a second open copy would race it on the same files.
       skipTopics: [METADATA_TOPIC],
       onBackgroundError: (err, what) => this.logger.error({ err }, `storage: ${what} failed`),
+      unsafeBypassFsync: this.config.getBoolean('unsafe.bypass.fsync'),
     });
     await this.metadata.start();
     this.dataPath = createDataPath({
@@ -220,8 +227,10 @@ export class Broker {
     this.groups?.shutdown();
     await this.dataPath?.close();
     await connectionsClosed;
-    await this.logManager?.shutdown();
-    await this.metadata.close();
+    // The partition logs and the metadata log are separate files: they flush at once. Both
+    // close even when the other fails; the first failure is thrown.
+    const closed = await Promise.allSettled([this.logManager?.shutdown(), this.metadata.close()]);
+    for (const c of closed) if (c.status === 'rejected') throw c.reason;
     this.state = 'closed';
     this.logger.info('shut down');
   }

@@ -17,12 +17,20 @@ import { devProperties } from './cli/args.ts';
 import { BrokerConfig } from './config/index.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 
+const UNSAFE_BYPASS_FSYNC = 'unsafe.bypass.fsync';
+
 export interface StartBrokerOptions {
   /** Defaults to 127.0.0.1. */
   host?: string;
   /** Defaults to 0: any free port. */
   port?: number;
-  /** Defaults to a fresh temp dir, deleted again by close(). */
+  /**
+   * Defaults to a fresh temp dir, deleted again by close(). In that dir, which no process
+   * ever opens again, the broker runs with `unsafe.bypass.fsync=true` (unless `overrides`
+   * set it): nothing is fsynced, so start-up and close() do not wait for the disk. A crash
+   * of the process loses nothing the kernel holds; only an OS crash would, and the dir is
+   * not reused after one. With a `dataDir` of your own, every fsync is made, as by `sluice`.
+   */
   dataDir?: string;
   /** Broker properties, as `--override` would set them. */
   overrides?: Record<string, string | number | boolean>;
@@ -46,6 +54,8 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Emb
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'sluice-')));
   const overrides = new Map(Object.entries(options.overrides ?? {}).map(([k, v]) => [k, String(v)]));
+  // Data that cannot outlive the process needs no fsync (see dataDir).
+  if (ownDir && !overrides.has(UNSAFE_BYPASS_FSYNC)) overrides.set(UNSAFE_BYPASS_FSYNC, 'true');
   const config = new BrokerConfig({ file: devProperties(host, options.port ?? 0, dataDir), overrides });
   const broker = new Broker({ config, logger: options.logger ?? createLogger({ quiet: true }) });
   try {

@@ -12,11 +12,11 @@ const VERSION = 0;
  * Writes a checkpoint file. With `dirMayVanish` (files inside a partition directory, which a
  * topic deletion renames away at any time) a directory that no longer exists makes the write
  * a no-op that resolves false instead of failing: there is nothing left to checkpoint.
+ * `sync: false` (unsafe.bypass.fsync only) fsyncs neither the file nor its directory.
  */
-export async function writeCheckpointLines(path: string, entries: readonly string[], dirMayVanish = false): Promise<boolean> {
-  const text = `${VERSION}\n${entries.length}\n${entries.map((e) => `${e}\n`).join('')}`;
+export async function writeCheckpointLines(path: string, entries: readonly string[], dirMayVanish = false, sync = true): Promise<boolean> {
   try {
-    await writeFileAtomically(path, Buffer.from(text, 'utf8'));
+    await writeFileAtomically(path, checkpointFileBytes(entries), sync);
     return true;
   } catch (err) {
     if (dirMayVanish && (err as { code?: string }).code === 'ENOENT' && !(await exists(dirname(path)))) return false;
@@ -59,15 +59,25 @@ export interface TopicPartitionKey {
   partition: number;
 }
 
+/** A checkpoint file's content: the version line, the entry count, one line per entry. */
+export function checkpointFileBytes(entries: readonly string[]): Buffer {
+  return Buffer.from(`${VERSION}\n${entries.length}\n${entries.map((e) => `${e}\n`).join('')}`, 'utf8');
+}
+
 /** recovery-point-offset-checkpoint, log-start-offset-checkpoint, replication-offset-checkpoint. */
 export async function writeOffsetCheckpoint(path: string, offsets: ReadonlyMap<string, number>): Promise<void> {
+  await writeCheckpointLines(path, offsetCheckpointLines(offsets));
+}
+
+/** The entry lines of an offset checkpoint; keys are partition directory names (`topic-partition`). */
+export function offsetCheckpointLines(offsets: ReadonlyMap<string, number>): string[] {
   const lines: string[] = [];
   for (const [name, offset] of offsets) {
     const tp = parseTopicPartition(name);
     if (tp === null) continue;
     lines.push(`${tp.topic} ${tp.partition} ${offset}`);
   }
-  await writeCheckpointLines(path, lines);
+  return lines;
 }
 
 /** Keys are partition directory names (`topic-partition`). */
@@ -97,10 +107,34 @@ export function parseTopicPartition(name: string): TopicPartitionKey | null {
  * only acceptable for files whose readers verify a checksum and have a fallback.
  */
 export function writeFileAtomically(path: string, data: Buffer, sync = true): Promise<void> {
+  return queueReplace(path, data, sync, sync);
+}
+
+/**
+ * Replaces several files of the directory `dir` as writeFileAtomically does, the files
+ * written and fsynced at once and the directory fsynced once for all their renames: a
+ * crash leaves each file either old or new (as writing them one after another would). Every
+ * write has settled when this settles; the first failure is thrown. `sync: false`
+ * (unsafe.bypass.fsync only) fsyncs nothing.
+ */
+export async function writeFilesAtomically(dir: string, files: readonly { path: string; data: Buffer }[], sync = true): Promise<void> {
+  const results = await Promise.allSettled(files.map((f) => queueReplace(f.path, f.data, sync, false)));
+  // The renames that did happen are made durable even when another write failed.
+  if (sync && results.some((r) => r.status === 'fulfilled')) {
+    try {
+      await fsyncDir(dir);
+    } catch (err) {
+      throw toStorageIOError(err, `fsync ${dir}`);
+    }
+  }
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
+}
+
+function queueReplace(path: string, data: Buffer, syncFile: boolean, syncDir: boolean): Promise<void> {
   // Writes of one file share its temp name, so they run one after another: two interleaved
   // writers would truncate each other's temp file and the second rename would find none.
   const previous = writesInFlight.get(path) ?? Promise.resolve();
-  const write = previous.then(() => replaceFile(path, data, sync));
+  const write = previous.then(() => replaceFile(path, data, syncFile, syncDir));
   const settled = write.catch(() => undefined);
   writesInFlight.set(path, settled);
   void settled.then(() => {
@@ -112,18 +146,18 @@ export function writeFileAtomically(path: string, data: Buffer, sync = true): Pr
 /** The last write queued per path (an entry lives only while writes are queued or running). */
 const writesInFlight = new Map<string, Promise<void>>();
 
-async function replaceFile(path: string, data: Buffer, sync: boolean): Promise<void> {
+async function replaceFile(path: string, data: Buffer, syncFile: boolean, syncDir: boolean): Promise<void> {
   const tmp = `${path}.tmp`;
   try {
     const fh = await open(tmp, 'w');
     try {
       await fh.writeFile(data);
-      if (sync) await fh.sync();
+      if (syncFile) await fh.sync();
     } finally {
       await fh.close();
     }
     await rename(tmp, path);
-    if (sync) await fsyncDir(dirname(path));
+    if (syncDir) await fsyncDir(dirname(path));
   } catch (err) {
     // Leave no temp file behind (start-up removes one anyway; the directory may be gone).
     await unlink(tmp).catch(() => undefined);

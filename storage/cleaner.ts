@@ -281,7 +281,7 @@ export class LogCleaner {
           return true;
         });
         await drain();
-        if (changed) await out.sync();
+        if (changed) await log.pool.sync(out);
       } finally {
         await out.close();
       }

@@ -9,11 +9,16 @@
 // to wake the loop), so writes up to `syncWriteMaxBytes` are made in place, as Kafka's
 // request threads write their FileChannel. The default is message.max.bytes' default: any
 // single default-sized batch is written in place, and only larger group commits go to the
-// thread pool so their copy runs beside the event loop. fsync is never made here.
+// thread pool so their copy runs beside the event loop.
+//
+// The pool also carries the one durability switch of the files it serves: every fsync of
+// the logs that share it goes through sync() / syncDir(), which unsafe.bypass.fsync turns
+// into no-ops.
 
 import { writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
+import { fsyncDir } from './checkpoint.ts';
 import type { BackgroundErrorSink } from './errors.ts';
 
 interface Entry {
@@ -36,6 +41,14 @@ export interface FileHandlePoolOptions {
   syncWriteMaxBytes?: number;
   /** Where a handle that fails to close is reported (nobody awaits the close). */
   onError: BackgroundErrorSink;
+  /**
+   * unsafe.bypass.fsync: sync() and syncDir() do nothing. Writes still reach the page cache
+   * in the same order, so a crash of the process loses nothing; an OS crash or power loss
+   * may lose or tear anything written since the kernel last wrote back (acknowledged
+   * records, checkpoints, the clean-shutdown marker's meaning). For data that cannot outlive
+   * the process (startBroker()'s own temp dir), never for a log dir that is kept.
+   */
+  unsafeBypassFsync?: boolean;
 }
 
 export const DEFAULT_SYNC_WRITE_MAX_BYTES = 1024 * 1024;
@@ -46,12 +59,24 @@ export class FileHandlePool {
   private readonly entries = new Map<string, Entry>();
   readonly maxOpenFiles: number;
   readonly syncWriteMaxBytes: number;
+  readonly unsafeBypassFsync: boolean;
   private readonly onError: BackgroundErrorSink;
 
   constructor(options: FileHandlePoolOptions) {
     this.maxOpenFiles = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES;
     this.syncWriteMaxBytes = options.syncWriteMaxBytes ?? DEFAULT_SYNC_WRITE_MAX_BYTES;
+    this.unsafeBypassFsync = options.unsafeBypassFsync ?? false;
     this.onError = options.onError;
+  }
+
+  /** fsyncs a file through `handle` (leased, or the caller's own), unless fsync is bypassed. */
+  async sync(handle: FileHandle): Promise<void> {
+    if (!this.unsafeBypassFsync) await handle.sync();
+  }
+
+  /** fsyncs a directory (its entries: creations, renames, removals), unless fsync is bypassed. */
+  async syncDir(dir: string): Promise<void> {
+    if (!this.unsafeBypassFsync) await fsyncDir(dir);
   }
 
   /**
@@ -121,6 +146,23 @@ export class FileHandlePool {
         if (owner.leases === 0 && owner.stale) void this.close(owner);
       },
     };
+  }
+
+  /**
+   * Creates `path` empty (truncating a file already there) and keeps the read-write handle,
+   * so the first acquire() or openHandle() of the new file needs no second open.
+   */
+  async create(path: string): Promise<void> {
+    this.invalidate(path);
+    const fresh: Entry = { path, opening: open(path, 'w+'), handle: null, leases: 0, stale: false };
+    this.entries.set(path, fresh);
+    try {
+      fresh.handle = await fresh.opening;
+    } catch (err) {
+      if (this.entries.get(path) === fresh) this.entries.delete(path);
+      throw err;
+    }
+    this.evict();
   }
 
   /** Forgets the handle of `path` (renamed, replaced or deleted); it closes when unleased. */

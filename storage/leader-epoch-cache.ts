@@ -16,16 +16,28 @@ export interface EpochEntry {
 export class LeaderEpochCache {
   private entries: EpochEntry[] = [];
   private persisting: Promise<void> = Promise.resolve();
+  /**
+   * The entry lines the file holds, as far as this cache knows (a missing file reads as no
+   * entries); null when unknown (unreadable, or a write failed): the next persist writes.
+   */
+  private persistedLines: string | null = null;
 
-  private constructor(private readonly path: string) {}
+  private constructor(
+    private readonly path: string,
+    private readonly persistent: boolean,
+    private readonly sync: boolean,
+  ) {}
 
   /**
    * `exists: false` skips the read when the caller already listed the directory. A file that
    * cannot be parsed (torn by a crash on a file system without atomic rename) loads empty
    * with `damaged` set: the caller rebuilds the epochs from the batches of the log.
+   * `persistent: false` keeps the entries in memory only (persist() writes nothing), for a
+   * log whose owner validates all of it at every open, which rebuilds them from the batches.
+   * `sync: false` (unsafe.bypass.fsync only) writes the checkpoint without fsync.
    */
-  static async load(dir: string, exists = true): Promise<LeaderEpochCache> {
-    const cache = new LeaderEpochCache(join(dir, LEADER_EPOCH_CHECKPOINT));
+  static async load(dir: string, exists = true, persistent = true, sync = true): Promise<LeaderEpochCache> {
+    const cache = new LeaderEpochCache(join(dir, LEADER_EPOCH_CHECKPOINT), persistent, sync);
     let lines: string[][] | null = null;
     try {
       lines = exists ? await readCheckpointLines(cache.path) : null;
@@ -43,6 +55,7 @@ export class LeaderEpochCache {
         cache.damaged = true;
       }
     }
+    if (!cache.damaged) cache.persistedLines = entryLines(cache.entries).join('\n');
     return cache;
   }
 
@@ -121,14 +134,24 @@ export class LeaderEpochCache {
 
   /**
    * Writes the checkpoint; calls are serialized so the latest state wins. A partition
-   * directory deleted meanwhile (its topic deleted) makes this a no-op: the log is gone.
+   * directory deleted meanwhile (its topic deleted) makes this a no-op: the log is gone. So
+   * is a state the file already holds: rewriting (and fsyncing) identical entries buys nothing.
    */
   persist(): Promise<void> {
-    const snapshot = this.entries.map((e) => `${e.epoch} ${e.startOffset}`);
+    if (!this.persistent) return Promise.resolve();
+    const snapshot = entryLines(this.entries);
+    const text = snapshot.join('\n');
     this.persisting = this.persisting
       .catch(() => undefined)
-      .then(() => writeCheckpointLines(this.path, snapshot, true))
-      .then(() => undefined);
+      .then(async () => {
+        if (text === this.persistedLines) return;
+        this.persistedLines = null;
+        if (await writeCheckpointLines(this.path, snapshot, true, this.sync)) this.persistedLines = text;
+      });
     return this.persisting;
   }
+}
+
+function entryLines(entries: readonly EpochEntry[]): string[] {
+  return entries.map((e) => `${e.epoch} ${e.startOffset}`);
 }

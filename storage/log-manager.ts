@@ -7,7 +7,13 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isCompacted } from './config.ts';
 import type { LogConfig } from './config.ts';
-import { fsyncDir, parseTopicPartition, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';
+import {
+  checkpointFileBytes,
+  offsetCheckpointLines,
+  parseTopicPartition,
+  readOffsetCheckpoint,
+  writeFilesAtomically,
+} from './checkpoint.ts';
 import { LogCleaner } from './cleaner.ts';
 import type { CleanerOptions } from './cleaner.ts';
 import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
@@ -54,6 +60,11 @@ export interface LogManagerOptions {
   cleaner?: Partial<Omit<CleanerOptions, 'onError' | 'time'>>;
   /** Upper bound on open file descriptors held by the handle cache (DEFAULT_MAX_OPEN_FILES). */
   maxOpenFiles?: number;
+  /**
+   * unsafe.bypass.fsync: no fsync of any log, checkpoint or directory (FileHandlePool's
+   * unsafeBypassFsync says what that gives up). Only for log dirs that do not outlive the process.
+   */
+  unsafeBypassFsync?: boolean;
   /** How many partition logs load at once at startup (DEFAULT_LOAD_CONCURRENCY). */
   loadConcurrency?: number;
   /**
@@ -107,9 +118,21 @@ export class LogManager {
   private shuttingDown = false;
   /** Whether the last stop was clean, per log dir (for tests and metrics). */
   readonly hadCleanShutdown = new Map<string, boolean>();
+  /**
+   * What each checkpoint file (by path) holds, as far as this manager knows: read at start-up
+   * (a missing file holds no entries) or last written. Absent when unknown (unreadable, or a
+   * write failed), which makes the next checkpoint write it.
+   */
+  private readonly checkpointsOnDisk = new Map<string, ReadonlyMap<string, number>>();
+  /** Checkpoint passes run one at a time, so `checkpointsOnDisk` is what each pass compares against. */
+  private checkpointing: Promise<void> = Promise.resolve();
 
   private constructor(readonly options: LogManagerOptions) {
-    this.pool = new FileHandlePool({ maxOpenFiles: options.maxOpenFiles, onError: this.backgroundErrorSink });
+    this.pool = new FileHandlePool({
+      maxOpenFiles: options.maxOpenFiles,
+      onError: this.backgroundErrorSink,
+      unsafeBypassFsync: options.unsafeBypassFsync,
+    });
     this.time = options.time ?? Date.now;
     this.cleaner = new LogCleaner({ ...options.cleaner, time: this.time, onError: this.backgroundErrorSink });
     for (const dir of options.logDirs) this.logCounts.set(dir, 0);
@@ -118,7 +141,9 @@ export class LogManager {
   static async startup(options: LogManagerOptions): Promise<LogManager> {
     const manager = new LogManager(options);
     for (const dir of options.logDirs) await manager.loadLogDir(dir);
-    for (const dir of options.logDirs) await manager.checkpointDir(dir);
+    // Only what start-up changed is written (recovery after an unclean stop, stray logs):
+    // after a clean stop the files already hold these offsets.
+    await manager.checkpointAll();
     if (options.tasks !== undefined) manager.scheduleTasks(options.tasks);
     return manager;
   }
@@ -130,15 +155,12 @@ export class LogManager {
       throw toStorageIOError(err, `creating log dir ${logDir}`);
     }
     const marker = join(logDir, CLEAN_SHUTDOWN_FILE);
-    const clean = await stat(marker).then(
-      () => true,
-      () => false,
-    );
-    this.hadCleanShutdown.set(logDir, clean);
     let damaged = false;
     const readOrEmpty = async (name: string): Promise<Map<string, number>> => {
       try {
-        return await readOffsetCheckpoint(join(logDir, name));
+        const offsets = await readOffsetCheckpoint(join(logDir, name));
+        this.checkpointsOnDisk.set(join(logDir, name), new Map(offsets));
+        return offsets;
       } catch (err) {
         if ((err as { code?: string }).code !== 'EINVAL') throw err;
         // Unreadable: every log is recovered as after an unclean stop, from its start.
@@ -147,12 +169,20 @@ export class LogManager {
         return new Map();
       }
     };
-    const recoveryPoints = await readOrEmpty(RECOVERY_POINT_CHECKPOINT);
-    const startOffsets = await readOrEmpty(LOG_START_OFFSET_CHECKPOINT);
-    const highWatermarks = await readOrEmpty(REPLICATION_OFFSET_CHECKPOINT);
-    const cleanerOffsets = await readOrEmpty(CLEANER_OFFSET_CHECKPOINT);
+    // Independent reads: issued at once.
+    const [clean, recoveryPoints, startOffsets, highWatermarks, cleanerOffsets, names] = await Promise.all([
+      stat(marker).then(
+        () => true,
+        () => false,
+      ),
+      readOrEmpty(RECOVERY_POINT_CHECKPOINT),
+      readOrEmpty(LOG_START_OFFSET_CHECKPOINT),
+      readOrEmpty(REPLICATION_OFFSET_CHECKPOINT),
+      readOrEmpty(CLEANER_OFFSET_CHECKPOINT),
+      readdir(logDir, { withFileTypes: true }),
+    ]);
+    this.hadCleanShutdown.set(logDir, clean);
     const loadClean = clean && !damaged;
-    const names = await readdir(logDir, { withFileTypes: true });
     const toLoad: { name: string; topic: string; partition: number }[] = [];
     for (const entry of names) {
       if (entry.isFile() && entry.name.endsWith('.tmp')) {
@@ -191,7 +221,16 @@ export class LogManager {
       if (firstDirty !== undefined) this.cleaner.setFirstDirtyOffset(log, firstDirty);
     });
     // Left in place, the marker would make the next start after a crash trust it: reported.
-    if (clean) await removeFile(marker, this.backgroundErrorSink);
+    // Its removal is made durable before any append can follow: a marker that came back
+    // after an OS crash would have the next start trust checkpoints older than the logs.
+    if (clean) {
+      await removeFile(marker, this.backgroundErrorSink);
+      try {
+        await this.pool.syncDir(logDir);
+      } catch (err) {
+        throw toStorageIOError(err, `fsync ${logDir} after removing ${CLEAN_SHUTDOWN_FILE}`);
+      }
+    }
   }
 
   private configFor(topic: string, overrides?: Partial<LogConfig>): LogConfig {
@@ -337,11 +376,20 @@ export class LogManager {
     return removed;
   }
 
-  /** Writes the recovery point, log start offset, high watermark and cleaner checkpoints. */
-  async checkpointAll(): Promise<void> {
-    for (const dir of this.options.logDirs) await this.checkpointDir(dir);
+  /**
+   * Writes the recovery point, log start offset, high watermark and cleaner checkpoints that
+   * changed since they were last written (or read at start-up).
+   */
+  checkpointAll(): Promise<void> {
+    const run = async (): Promise<void> => {
+      for (const dir of this.options.logDirs) await this.checkpointDir(dir);
+    };
+    const pass = this.checkpointing.then(run, run);
+    this.checkpointing = pass.catch(() => undefined);
+    return pass;
   }
 
+  /** Only from inside checkpointAll (one pass at a time). */
   private async checkpointDir(logDir: string): Promise<void> {
     const recovery = new Map<string, number>();
     const start = new Map<string, number>();
@@ -350,15 +398,31 @@ export class LogManager {
     for (const [key, l] of this.logs) {
       if (l.logDir !== logDir) continue;
       recovery.set(key, l.log.recoveryPoint);
-      start.set(key, l.log.logStartOffset);
+      // As Kafka: only a log start past the first segment's base needs remembering; without
+      // an entry a log starts at its first segment when it loads.
+      if (l.log.logStartOffset > (l.log.allSegments[0]?.baseOffset ?? 0)) start.set(key, l.log.logStartOffset);
       hw.set(key, l.log.highWatermark);
       const firstDirty = this.cleaner.firstDirtyOffset(l.log);
       if (firstDirty !== undefined) cleaned.set(key, firstDirty);
     }
-    await writeOffsetCheckpoint(join(logDir, RECOVERY_POINT_CHECKPOINT), recovery);
-    await writeOffsetCheckpoint(join(logDir, LOG_START_OFFSET_CHECKPOINT), start);
-    await writeOffsetCheckpoint(join(logDir, REPLICATION_OFFSET_CHECKPOINT), hw);
-    await writeOffsetCheckpoint(join(logDir, CLEANER_OFFSET_CHECKPOINT), cleaned);
+    const changed = (
+      [
+        [RECOVERY_POINT_CHECKPOINT, recovery],
+        [LOG_START_OFFSET_CHECKPOINT, start],
+        [REPLICATION_OFFSET_CHECKPOINT, hw],
+        [CLEANER_OFFSET_CHECKPOINT, cleaned],
+      ] as const
+    )
+      .map(([name, offsets]) => ({ path: join(logDir, name), offsets }))
+      .filter(({ path, offsets }) => !sameOffsets(this.checkpointsOnDisk.get(path), offsets));
+    if (changed.length === 0) return;
+    for (const { path } of changed) this.checkpointsOnDisk.delete(path);
+    await writeFilesAtomically(
+      logDir,
+      changed.map(({ path, offsets }) => ({ path, data: checkpointFileBytes(offsetCheckpointLines(offsets)) })),
+      !this.pool.unsafeBypassFsync,
+    );
+    for (const { path, offsets } of changed) this.checkpointsOnDisk.set(path, offsets);
   }
 
   private scheduleTasks(tasks: LogManagerTasks): void {
@@ -398,17 +462,25 @@ export class LogManager {
     for (const t of this.timers) clearInterval(t);
     await this.cleaner.stop();
     await forEachConcurrently([...this.logs.values()], this.options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, (l) => l.log.close());
+    // The checkpoints are durable before the marker that makes the next start trust them.
+    await this.checkpointAll();
     for (const dir of this.options.logDirs) {
-      await this.checkpointDir(dir);
       try {
         await writeFile(join(dir, CLEAN_SHUTDOWN_FILE), '');
-        await fsyncDir(dir);
+        await this.pool.syncDir(dir);
       } catch (err) {
         throw toStorageIOError(err, `writing ${CLEAN_SHUTDOWN_FILE} in ${dir}`);
       }
     }
     await this.pool.closeAll();
   }
+}
+
+/** Whether a checkpoint file known to hold `onDisk` already holds `offsets`. */
+function sameOffsets(onDisk: ReadonlyMap<string, number> | undefined, offsets: ReadonlyMap<string, number>): boolean {
+  if (onDisk === undefined || onDisk.size !== offsets.size) return false;
+  for (const [key, offset] of offsets) if (onDisk.get(key) !== offset) return false;
+  return true;
 }
 
 /** Runs `task` over `items` with at most `concurrency` in flight (file system latency bound). */

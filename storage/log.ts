@@ -32,6 +32,7 @@ export interface PartitionLogOptions {
   dir: string;
   /** The topic's settings, whole: storage has no defaults of its own (the broker's are Kafka's). */
   config: LogConfig;
+  /** The handle cache, and with it whether this log fsyncs (FileHandlePool.unsafeBypassFsync). */
   pool?: FileHandlePool;
   /**
    * Offset below which the log is known to be fsynced (recovery-point-offset-checkpoint).
@@ -42,6 +43,12 @@ export interface PartitionLogOptions {
   highWatermark?: number;
   /** False after an unclean stop: segments from the recovery point on are validated. */
   cleanShutdown?: boolean;
+  /**
+   * False only for a log whose owner validates all of it at every open (`cleanShutdown`
+   * false, `recoveryPoint` 0: the Raft metadata log). Recovery rebuilds the leader epochs
+   * from the batches each time, so they live in memory and no checkpoint file is written.
+   */
+  persistLeaderEpochs?: boolean;
   /** Injectable clock (ms since epoch), for LogAppendTime, segment.ms, retention and flush.ms. */
   time?: () => number;
   /**
@@ -182,7 +189,12 @@ export class PartitionLog {
   static async open(opts: PartitionLogOptions): Promise<PartitionLog> {
     const config = { ...opts.config };
     const time = opts.time ?? Date.now;
+    const persistEpochs = opts.persistLeaderEpochs ?? true;
+    if (!persistEpochs && (opts.cleanShutdown !== false || (opts.recoveryPoint ?? 0) !== 0)) {
+      throw new Error(`log ${opts.dir}: leader epochs kept in memory only need a full recovery at every open`);
+    }
     let names: string[];
+    let newDir = false;
     try {
       names = await readdir(opts.dir);
     } catch (err) {
@@ -193,17 +205,15 @@ export class PartitionLog {
         throw toStorageIOError(mkdirErr, `creating ${opts.dir}`);
       }
       names = [];
+      newDir = true;
     }
-    const epochCache = await LeaderEpochCache.load(opts.dir, names.includes(LEADER_EPOCH_CHECKPOINT));
-    const log = new PartitionLog(
-      opts.dir,
-      config,
-      opts.pool ?? new FileHandlePool({ onError: opts.onBackgroundError }),
-      epochCache,
-      time,
-      opts.onBackgroundError,
-    );
-    await log.load(opts, names);
+    const hasEpochCheckpoint = names.includes(LEADER_EPOCH_CHECKPOINT);
+    // A checkpoint a persisting version left behind would go stale: the batches are the truth.
+    if (!persistEpochs && hasEpochCheckpoint) await removeFile(join(opts.dir, LEADER_EPOCH_CHECKPOINT), opts.onBackgroundError);
+    const pool = opts.pool ?? new FileHandlePool({ onError: opts.onBackgroundError });
+    const epochCache = await LeaderEpochCache.load(opts.dir, persistEpochs && hasEpochCheckpoint, persistEpochs, !pool.unsafeBypassFsync);
+    const log = new PartitionLog(opts.dir, config, pool, epochCache, time, opts.onBackgroundError);
+    await log.load(opts, names, newDir);
     return log;
   }
 
@@ -258,7 +268,8 @@ export class PartitionLog {
 
   // ---- loading and recovery ----
 
-  private async load(opts: PartitionLogOptions, listed: string[]): Promise<void> {
+  /** `newDir`: open() just created the directory, so nothing of the log exists on disk. */
+  private async load(opts: PartitionLogOptions, listed: string[], newDir: boolean): Promise<void> {
     let names = listed;
     if (names.some((n) => n.endsWith('.swap'))) names = await completeOrDiscardSwaps(this.dir, names, this.onBackgroundError);
     const bases: number[] = [];
@@ -277,11 +288,12 @@ export class PartitionLog {
       this.segments.push(new LogSegment(this.dir, base, st.size, this.pool, st.mtimeMs));
     }
     const requestedStart = opts.logStartOffset ?? 0;
-    if (this.segments.length === 0) {
-      this.segments.push(await LogSegment.create(this.dir, requestedStart, this.pool, this.time()));
-    }
+    // A log without segment files gets a new empty one, which needs no fsync.
+    const created = this.segments.length === 0;
+    if (created) this.segments.push(await LogSegment.create(this.dir, requestedStart, this.pool, this.time()));
     // An unreadable leader-epoch checkpoint is rebuilt from the batches: recover everything.
-    const cleanShutdown = (opts.cleanShutdown ?? true) && !this.epochCache.damaged;
+    // A directory created just now holds nothing to recover.
+    const cleanShutdown = newDir || ((opts.cleanShutdown ?? true) && !this.epochCache.damaged);
     if (cleanShutdown) {
       const active = this.activeSegment;
       const rp = opts.recoveryPoint;
@@ -295,17 +307,27 @@ export class PartitionLog {
       }
       this.recoveryPointOffset = Math.min(rp ?? this.nextOffsetMetadata, this.nextOffsetMetadata);
     } else {
-      await this.recover(this.epochCache.damaged ? 0 : (opts.recoveryPoint ?? 0));
+      await this.recover(this.epochCache.damaged ? 0 : (opts.recoveryPoint ?? 0), created);
     }
     this.startOffset = Math.min(Math.max(requestedStart, firstOf(this.segments, this.dir).baseOffset), this.nextOffsetMetadata);
     this.hw = Math.min(Math.max(opts.highWatermark ?? 0, this.startOffset), this.nextOffsetMetadata);
+    if (newDir) {
+      // No producer snapshot can exist in a directory created just now: the state is empty.
+      this.producerState.reset(this.startOffset);
+      this.producerState.mapEndOffset = this.nextOffsetMetadata;
+      this.producerStateLoad = Promise.resolve();
+      this.producerStateLoaded = true;
+    }
     let epochsChanged = this.epochCache.truncateFromEnd(this.nextOffsetMetadata);
     epochsChanged = this.epochCache.truncateFromStart(this.startOffset) || epochsChanged;
     if (epochsChanged) await this.epochCache.persist();
   }
 
-  /** Validates every segment from the one holding `recoveryPoint` on; cuts at the first bad byte. */
-  private async recover(recoveryPoint: number): Promise<void> {
+  /**
+   * Validates every segment from the one holding `recoveryPoint` on; cuts at the first bad
+   * byte. `created`: the only segment was created empty by this open, so has nothing to fsync.
+   */
+  private async recover(recoveryPoint: number, created: boolean): Promise<void> {
     let first = this.segmentIndexFor(recoveryPoint);
     if (first < 0) first = 0;
     // Recovery rewrites the tail, so the producer state is rebuilt from the last snapshot.
@@ -324,7 +346,7 @@ export class PartitionLog {
     }
     await this.activeSegment.ensureLoaded(this.config.indexIntervalBytes);
     this.nextOffsetMetadata = this.activeSegment.nextOffset;
-    for (const seg of this.segments.slice(first)) await seg.fsync();
+    if (!created) for (const seg of this.segments.slice(first)) await seg.fsync();
     this.recoveryPointOffset = this.nextOffsetMetadata;
     await this.producerState.deleteSnapshots((o) => o > this.nextOffsetMetadata);
     await this.epochCache.persist();

@@ -130,16 +130,16 @@ export class LogSegment {
     return join(this.dir, segmentFileName(this.baseOffset, TIME_INDEX_SUFFIX));
   }
 
-  /** Creates empty files for a new segment. */
+  /** Creates empty files for a new segment (at once), their handles kept in the pool for the first writes. */
   static async create(dir: string, baseOffset: number, pool: FileHandlePool, nowMs: number): Promise<LogSegment> {
     const seg = new LogSegment(dir, baseOffset, 0, pool, nowMs);
-    try {
-      for (const p of [seg.logPath, seg.indexPath, seg.timeIndexPath]) {
-        const fh = await open(p, 'w');
-        await fh.close();
-      }
-    } catch (err) {
-      throw toStorageIOError(err, `creating segment ${seg.logPath}`);
+    const paths = [seg.logPath, seg.indexPath, seg.timeIndexPath];
+    const created = await Promise.allSettled(paths.map((p) => pool.create(p)));
+    const failed = created.find((r) => r.status === 'rejected');
+    if (failed !== undefined) {
+      // No handle of a segment that does not exist stays in the pool.
+      for (const p of paths) pool.invalidate(p);
+      throw toStorageIOError(failed.reason, `creating segment ${seg.logPath}`);
     }
     seg.offsetIndex = new IndexBuffer(OFFSET_ENTRY_BYTES);
     seg.timeIndex = new IndexBuffer(TIME_ENTRY_BYTES);
@@ -712,20 +712,23 @@ export class LogSegment {
     await this.flushIndexes();
   }
 
-  /** fsyncs the log and both index files. */
+  /** fsyncs the log and both index files (at once: they are independent files). */
   async fsync(): Promise<void> {
-    for (const path of [this.logPath, this.indexPath, this.timeIndexPath]) {
+    const results = await Promise.allSettled([this.logPath, this.indexPath, this.timeIndexPath].map((path) => this.fsyncFile(path)));
+    for (const r of results) if (r.status === 'rejected') throw r.reason;
+  }
+
+  private async fsyncFile(path: string): Promise<void> {
+    try {
+      const lease = await this.pool.acquire(path);
       try {
-        const lease = await this.pool.acquire(path);
-        try {
-          await lease.handle.sync();
-        } finally {
-          lease.release();
-        }
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT' && path !== this.logPath) continue;
-        throw toStorageIOError(err, `fsync ${path}`);
+        await this.pool.sync(lease.handle);
+      } finally {
+        lease.release();
       }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && path !== this.logPath) return;
+      throw toStorageIOError(err, `fsync ${path}`);
     }
   }
 

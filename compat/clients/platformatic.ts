@@ -1,17 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import {
-  Admin,
-  ConfigResourceTypes,
-  compressionsAlgorithms,
-  Consumer,
-  IncrementalAlterConfigOperationTypes,
-  Producer,
-  compatibilityPartitioner,
-  defaultPartitioner,
-  stringDeserializers,
-  stringSerializers,
-} from '@platformatic/kafka';
-import type { Message } from '@platformatic/kafka';
+import { spawn } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { node22Path } from '../../test/helpers/runtimes.ts';
 import type {
   ClusterInfo,
   ConsumeOptions,
@@ -28,17 +19,26 @@ import type {
   TopicDescription,
 } from '../driver.ts';
 import { CODECS } from '../driver.ts';
-import { sleep } from '../support/process.ts';
+import type { Operations } from '../platformatic/driver.ts';
+import { decode, encode, isReply } from '../platformatic/rpc.ts';
+import type { Reply } from '../platformatic/rpc.ts';
+import { stopProcess, tail } from '../support/process.ts';
+import { ROOT } from '../targets.ts';
 
-// @platformatic/kafka 1.35 (the line that runs on Node 20), in-process.
+// @platformatic/kafka 2.x (the npm alias @platformatic/kafka-2), which needs Node >= 22.22.
+// Each driver is a proxy for one long-lived Node 22 host process (compat/platformatic/host.ts,
+// holding compat/platformatic/driver.ts) that answers its calls as JSON lines
+// (compat/platformatic/rpc.ts); close() ends the host. The Node 20 integration tests keep
+// @platformatic/kafka 1.35 in-process.
 
 const INFO: DriverInfo = {
   client: 'platformatic',
   features: {
     recordTimestamps: true,
     recordHeaders: true,
-    // Headers are a Map: one value per key.
-    duplicateHeaderKeys: false,
+    // Its producer takes headers as a Map: with Buffer keys two equal keys are two entries;
+    // its consumer's headerEntries keeps both.
+    duplicateHeaderKeys: true,
     // compatibilityPartitioner is its Java-compatible (murmur2) partitioner.
     murmur2: true,
     idempotence: true,
@@ -46,12 +46,13 @@ const INFO: DriverInfo = {
     groups: true,
     listOffsets: true,
     pastEndTimestamp: 'none',
-    wokenByAppend: false,
-    // A manual start offset past the end fails the stream with OFFSET_OUT_OF_RANGE.
-    resetsOutOfRange: false,
-    // zstd needs node:zlib's zstd, which Node 20 lacks. Its consumer delivers records of lz4
-    // batches more than once (1,621 records for 1,000 produced, against Apache Kafka 4.1.1).
-    codecs: CODECS.filter((c) => c !== 'lz4' && (c === 'none' || compressionsAlgorithms[c].available)),
+    // Measured against Apache Kafka 4.1.1: a 2.x consumer's waiting fetch returns as soon as a
+    // record arrives (1.35's did not).
+    wokenByAppend: true,
+    // fallbackMode applies to an out-of-range position too (2.x; 1.35 failed the stream).
+    resetsOutOfRange: true,
+    // lz4 and snappy come from its WebAssembly codecs, zstd from Node 22's node:zlib.
+    codecs: CODECS,
   },
   producerRequires: [],
   // Its consumer is always a group member.
@@ -62,264 +63,179 @@ const INFO: DriverInfo = {
   },
 };
 
-type StringMessage = Message<string, string, string, string>;
+const HOST = join(ROOT, 'compat/platformatic/host.ts');
+const CLOSE_TIMEOUT_MS = 20_000;
 
-function toRecord(m: StringMessage): ConsumedRecord {
-  return {
-    partition: m.partition,
-    offset: Number(m.offset),
-    key: m.key ?? null,
-    value: m.value ?? '',
-    headers: [...m.headers.entries()].map(([k, v]) => [String(k), String(v)]),
-    timestamp: Number(m.timestamp),
-  };
-}
-
-class PlatformaticDriver implements Driver {
+class PlatformaticHostDriver implements Driver {
   readonly client = INFO.client;
   readonly features = INFO.features;
   readonly producerRequires = INFO.producerRequires;
   readonly consumerRequires = INFO.consumerRequires;
   readonly errors = INFO.errors;
-  private adminClient: Admin | null = null;
+  private host: ChildProcessWithoutNullStreams | null = null;
+  private exited: Promise<void> | null = null;
+  private stderr = '';
+  private nextId = 1;
+  private readonly pending = new Map<number, { method: string; resolve: (value: unknown) => void; reject: (error: Error) => void }>();
 
-  constructor(private readonly bootstrap: string) {}
+  constructor(
+    private readonly bootstrap: string,
+    private readonly node: string,
+  ) {}
 
-  private base(suffix: string) {
-    return { clientId: `compat-platformatic-${suffix}`, bootstrapBrokers: [this.bootstrap], retries: 2, autocreateTopics: false };
-  }
-
-  private admin(): Admin {
-    this.adminClient ??= new Admin(this.base('admin'));
-    return this.adminClient;
-  }
-
-  private consumer(groupId: string, maxWaitTime?: number): Consumer<string, string, string, string> {
-    return new Consumer({ ...this.base('consumer'), groupId, deserializers: stringDeserializers, maxWaitTime });
-  }
-
-  async metadata(): Promise<ClusterInfo> {
-    const md = await this.admin().metadata({ topics: [] });
-    return {
-      brokers: [...md.brokers.entries()].map(([id, b]) => ({ id, host: b.host, port: b.port })),
-      controllerId: md.controllerId,
-      topics: await this.admin().listTopics(),
-    };
-  }
-
-  async describeTopic(topic: string): Promise<TopicDescription> {
-    const md = await this.admin().metadata({ topics: [topic], forceUpdate: true });
-    return { partitions: md.topics.get(topic)!.partitionsCount };
-  }
-
-  async createTopic(topic: string, partitions: number, configs: Record<string, string>): Promise<void> {
-    await this.admin().createTopics({
-      topics: [topic],
-      partitions,
-      replicas: 1,
-      configs: Object.entries(configs).map(([name, value]) => ({ name, value })),
+  // The host starts with the first call.
+  private started(): ChildProcessWithoutNullStreams {
+    if (this.host) return this.host;
+    const host = spawn(this.node, ['--import', 'tsx', HOST, this.bootstrap], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.host = host;
+    host.stderr.setEncoding('utf8');
+    host.stderr.on('data', (chunk: string) => {
+      this.stderr = tail(this.stderr + chunk, 20_000);
     });
+    createInterface({ input: host.stdout, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (line) => this.received(line));
+    // A write after the host died fails its call through the exit below.
+    host.stdin.on('error', () => {});
+    this.exited = new Promise((resolve) => {
+      host.once('error', (error) => {
+        this.failAll(`could not start ${this.node} ${HOST}: ${error.message}`);
+        resolve();
+      });
+      // 'close' comes after the host's last reply has been read.
+      host.once('close', (code, signal) => {
+        this.failAll(`host exited with ${code ?? signal}: ${tail(this.stderr)}`);
+        resolve();
+      });
+    });
+    return host;
+  }
+
+  private received(line: string): void {
+    let reply: unknown;
+    try {
+      reply = decode(line);
+    } catch {
+      reply = null;
+    }
+    if (!isReply(reply)) {
+      this.stderr = tail(`${this.stderr}stdout: ${line}\n`, 20_000);
+      return;
+    }
+    const call = this.pending.get(reply.id);
+    if (!call) return;
+    this.pending.delete(reply.id);
+    if ('error' in reply) call.reject(remoteError(reply));
+    else call.resolve(reply.result);
+  }
+
+  private failAll(why: string): void {
+    for (const [id, call] of this.pending) {
+      this.pending.delete(id);
+      call.reject(new Error(`platformatic ${call.method}: ${why}`));
+    }
+  }
+
+  private call<T>(method: keyof Operations | 'close', ...args: unknown[]): Promise<T> {
+    const host = this.started();
+    if (host.exitCode !== null || host.signalCode !== null) {
+      return Promise.reject(
+        new Error(`platformatic ${method}: host exited with ${host.exitCode ?? host.signalCode}: ${tail(this.stderr)}`),
+      );
+    }
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { method, resolve: resolve as (value: unknown) => void, reject });
+      host.stdin.write(`${encode({ id, method, args })}\n`);
+    });
+  }
+
+  metadata(): Promise<ClusterInfo> {
+    return this.call('metadata');
+  }
+
+  describeTopic(topic: string): Promise<TopicDescription> {
+    return this.call('describeTopic', topic);
+  }
+
+  createTopic(topic: string, partitions: number, configs: Record<string, string>): Promise<void> {
+    return this.call('createTopic', topic, partitions, configs);
   }
 
   listTopics(): Promise<string[]> {
-    return this.admin().listTopics();
+    return this.call('listTopics');
   }
 
-  async createPartitions(topic: string, count: number): Promise<void> {
-    await this.admin().createPartitions({ topics: [{ name: topic, count }] });
+  createPartitions(topic: string, totalCount: number): Promise<void> {
+    return this.call('createPartitions', topic, totalCount);
   }
 
-  async describeConfigs(topic: string): Promise<Record<string, string>> {
-    const [described] = await this.admin().describeConfigs({
-      resources: [{ resourceType: ConfigResourceTypes.TOPIC, resourceName: topic }],
-    });
-    return Object.fromEntries(described!.configs.map((c) => [c.name, c.value ?? '']));
+  describeConfigs(topic: string): Promise<Record<string, string>> {
+    return this.call('describeConfigs', topic);
   }
 
-  async alterConfigs(topic: string, configs: Record<string, string>): Promise<void> {
-    await this.admin().incrementalAlterConfigs({
-      resources: [
-        {
-          resourceType: ConfigResourceTypes.TOPIC,
-          resourceName: topic,
-          configs: Object.entries(configs).map(([name, value]) => ({
-            name,
-            value,
-            configOperation: IncrementalAlterConfigOperationTypes.SET,
-          })),
-        },
-      ],
-    });
+  alterConfigs(topic: string, configs: Record<string, string>): Promise<void> {
+    return this.call('alterConfigs', topic, configs);
   }
 
-  async deleteTopic(topic: string): Promise<void> {
-    await this.admin().deleteTopics({ topics: [topic] });
+  deleteTopic(topic: string): Promise<void> {
+    return this.call('deleteTopic', topic);
   }
 
-  async produce(topic: string, records: ProducedRecord[], options: ProduceOptions): Promise<Delivery[]> {
-    const producer = new Producer({
-      ...this.base('producer'),
-      serializers: stringSerializers,
-      idempotent: options.idempotent,
-      acks: -1,
-      compression: options.codec,
-      partitioner: options.murmur2 ? compatibilityPartitioner : defaultPartitioner,
-    });
-    try {
-      await producer.send({
-        messages: records.map((r) => ({
-          topic,
-          key: r.key ?? undefined,
-          value: r.value,
-          headers: Object.fromEntries(r.headers),
-          timestamp: r.timestamp === undefined ? undefined : BigInt(r.timestamp),
-        })),
-      });
-    } catch (error) {
-      throw new Error(describe(error));
-    } finally {
-      await producer.close();
-    }
-    // It reports one offset per partition, not where each record went.
-    return [];
+  produce(topic: string, records: ProducedRecord[], options: ProduceOptions): Promise<Delivery[]> {
+    return this.call('produce', topic, records, options);
   }
 
-  async consume(options: ConsumeOptions): Promise<ConsumedRecord[]> {
-    const consumer = this.consumer(`compat-platformatic-${randomUUID()}`, options.maxWaitMs);
-    const records: ConsumedRecord[] = [];
-    try {
-      const from = options.from;
-      const stream = await consumer.consume({
-        topics: [options.topic],
-        autocommit: false,
-        mode: typeof from === 'object' ? 'manual' : from,
-        fallbackMode: options.autoOffsetReset,
-        offsets:
-          typeof from === 'object'
-            ? options.partitions.map((partition) => ({ topic: options.topic, partition, offset: BigInt(from.offset) }))
-            : undefined,
-      });
-      let failure: unknown = null;
-      stream.on('error', (error) => (failure = error));
-      stream.on('data', (m: StringMessage) => records.push(toRecord(m)));
-      await waitFor(
-        () => {
-          if (failure) throw new Error(describe(failure));
-          return records.length >= options.count;
-        },
-        options.timeoutMs,
-        () => `received ${records.length} of ${options.count}`,
-      );
-      await stream.close();
-    } finally {
-      await consumer.close(true);
-    }
-    return records;
+  consume(options: ConsumeOptions): Promise<ConsumedRecord[]> {
+    return this.call('consume', options);
   }
 
-  async listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {
-    const consumer = this.consumer(`compat-platformatic-${randomUUID()}`);
-    try {
-      const timestamp = spec === 'earliest' ? -2n : spec === 'latest' ? -1n : BigInt(spec.timestamp);
-      const offsets = await consumer.listOffsets({ topics: [topic], timestamp });
-      const offset = offsets.get(topic)![partition]!;
-      return offset < 0n ? null : Number(offset);
-    } finally {
-      await consumer.close(true);
-    }
+  listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {
+    return this.call('listOffset', topic, partition, spec);
   }
 
-  async groupConsume(options: GroupConsumeOptions): Promise<GroupConsumeResult> {
-    const records = new Map<string, ConsumedRecord>();
-    const consumers = Array.from({ length: options.members }, () => this.consumer(options.group));
-    try {
-      const streams = await Promise.all(
-        consumers.map((c) => c.consume({ topics: [options.topic], autocommit: false, mode: 'committed', fallbackMode: 'earliest' })),
-      );
-      let failure: unknown = null;
-      for (const stream of streams) {
-        stream.on('error', (error) => (failure = error));
-        stream.on('data', (m: StringMessage) => {
-          const r = toRecord(m);
-          records.set(`${r.partition}:${r.offset}`, r);
-          void m.commit();
-        });
-      }
-      const assignments = () =>
-        consumers.map((c) =>
-          (c.assignments ?? [])
-            .filter((a) => a.topic === options.topic)
-            .flatMap((a) => a.partitions)
-            .sort((x, y) => x - y),
-        );
-      const settled = () => {
-        const all = assignments().flat();
-        return assignments().every((a) => a.length > 0) && new Set(all).size === all.length;
-      };
-      await waitFor(
-        () => {
-          if (failure) throw new Error(describe(failure));
-          return records.size >= options.count && settled();
-        },
-        options.timeoutMs,
-        () => JSON.stringify(assignments()),
-      );
-      // Commits follow the records; the group is done when they reach the end of each partition.
-      const ends = await consumers[0]!.listOffsets({ topics: [options.topic] });
-      const endOffsets = ends.get(options.topic)!.map(Number);
-      const deadline = Date.now() + options.timeoutMs;
-      for (;;) {
-        const committed = await this.committedOffsets(options.group, options.topic, endOffsets.length);
-        if (committed.every((c, p) => (c ?? 0) >= endOffsets[p]!)) break;
-        if (Date.now() > deadline) throw new Error(`commits did not reach the end: ${JSON.stringify(committed)}`);
-        await sleep(100);
-      }
-      const result = assignments();
-      await Promise.all(streams.map((s) => s.close()));
-      return { assignments: result, records: [...records.values()] };
-    } finally {
-      await Promise.all(consumers.map((c) => c.close(true)));
-    }
+  groupConsume(options: GroupConsumeOptions): Promise<GroupConsumeResult> {
+    return this.call('groupConsume', options);
   }
 
-  async committedOffsets(group: string, topic: string, partitions: number): Promise<(number | null)[]> {
-    const [found] = await this.admin().listConsumerGroupOffsets({ groups: [group] });
-    const t = found?.topics.find((x) => x.name === topic);
-    return Array.from({ length: partitions }, (_, p) => {
-      const offset = t?.partitions.find((x) => x.partitionIndex === p)?.committedOffset;
-      return offset === undefined || offset < 0n ? null : Number(offset);
-    });
+  committedOffsets(group: string, topic: string, partitions: number): Promise<(number | null)[]> {
+    return this.call('committedOffsets', group, topic, partitions);
   }
 
+  // Asks the host to close its clients and exit, ends its stdin (which alone also ends it),
+  // and kills it if it has not exited within CLOSE_TIMEOUT_MS.
   async close(): Promise<void> {
-    await this.adminClient?.close();
-    this.adminClient = null;
+    const host = this.host;
+    if (!host) return;
+    let failure: unknown = null;
+    if (host.exitCode === null && host.signalCode === null) {
+      const closed = this.call('close').catch((error: unknown) => {
+        // The host exiting before it answers is a close too.
+        if (!/host exited with 0\b/.test(String(error))) failure = error;
+      });
+      host.stdin.end();
+      const timer = setTimeout(() => void stopProcess(host, 2000), CLOSE_TIMEOUT_MS);
+      await Promise.all([closed, this.exited]);
+      clearTimeout(timer);
+    }
+    await this.exited;
+    this.host = null;
+    if (failure) throw failure;
   }
 }
 
-// Its errors nest (AggregateError of per-broker errors carrying Kafka's error names); the
-// whole chain is the message a scenario matches.
-function describe(error: unknown, depth = 0): string {
-  if (!(error instanceof Error) || depth > 4) return String(error);
-  const e = error as Error & { errors?: unknown[]; code?: unknown; apiCode?: unknown; response?: unknown };
-  const parts = [`${e.name}: ${e.message}`];
-  if (e.code !== undefined) parts.push(`code ${String(e.code)}`);
-  if (e.response !== undefined) parts.push(`response ${JSON.stringify(e.response, (_, v) => (typeof v === 'bigint' ? v.toString() : v))}`);
-  for (const inner of e.errors ?? []) parts.push(describe(inner, depth + 1));
-  if (e.cause) parts.push(describe(e.cause, depth + 1));
-  return parts.join(' | ');
-}
-
-async function waitFor(done: () => boolean, timeoutMs: number, describe: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${describe()}`);
-    await sleep(20);
-  }
+function remoteError(reply: Extract<Reply, { error: unknown }>): Error {
+  const error = new Error(reply.error.message);
+  error.name = reply.error.name;
+  // Its own stack, then where the host threw it.
+  error.stack = `${error.stack}\n    --- in the Node 22 host:\n${reply.error.stack ?? ''}`;
+  return error;
 }
 
 export const platformatic: DriverFactory = {
   info: INFO,
-  unavailable: () => null,
-  create: (bootstrap) => new PlatformaticDriver(bootstrap),
+  unavailable: () => (node22Path() ? null : 'Node 22 is not installed (bash scripts/install-node22.sh), @platformatic/kafka 2.x needs it'),
+  create(bootstrap) {
+    const node = node22Path();
+    if (!node) throw new Error('Node 22 is not installed (bash scripts/install-node22.sh)');
+    return new PlatformaticHostDriver(bootstrap, node);
+  },
 };

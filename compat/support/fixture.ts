@@ -1,5 +1,8 @@
 import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, Producer } from 'kafkajs';
+import { sleep } from './process.ts';
+
+const TOPIC_READY_TIMEOUT_MS = 30_000;
 
 // Set-up and inspection done beside the client under test: creating the topics a scenario
 // needs and reading end offsets, so that a scenario about consuming does not depend on the
@@ -27,10 +30,14 @@ export class Fixture {
     return this.admin;
   }
 
+  /**
+   * Creates the topic and waits until every partition has a leader. Kafka answers Metadata
+   * from each broker's own copy of the metadata log, so right after CreateTopics it may still
+   * say UNKNOWN_TOPIC_OR_PARTITION: that is waited out, as kafkajs's waitForLeaders would not.
+   */
   async createTopic(topic: string, partitions: number, configs: Record<string, string> = {}): Promise<void> {
     const admin = await this.connectedAdmin();
     const created = await admin.createTopics({
-      waitForLeaders: true,
       topics: [
         {
           topic,
@@ -41,6 +48,17 @@ export class Fixture {
       ],
     });
     if (!created) throw new Error(`topic ${topic} already existed`);
+    const deadlineMs = Date.now() + TOPIC_READY_TIMEOUT_MS;
+    for (;;) {
+      const led = await admin.fetchTopicMetadata({ topics: [topic] }).then(
+        ({ topics }) => topics[0]?.partitions.filter((p) => p.leader >= 0).length ?? 0,
+        () => 0,
+      );
+      if (led === partitions) return;
+      if (Date.now() > deadlineMs)
+        throw new Error(`topic ${topic}: ${led} of ${partitions} partitions led after ${TOPIC_READY_TIMEOUT_MS} ms`);
+      await sleep(50);
+    }
   }
 
   async endOffsets(topic: string): Promise<number[]> {

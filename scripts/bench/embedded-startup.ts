@@ -7,14 +7,17 @@
 // record, acknowledged) against a broker that is already running. That part is the client's
 // own cost; what startBroker() adds on top of it is Sluice's. Target: startBroker() to first
 // acknowledged produce under 100 ms.
-// Run: node --import tsx scripts/bench/embedded-startup.ts [--samples N]
+//
+// startBroker() runs its own temp dir with unsafe.bypass.fsync (see src/index.ts); `--fsync`
+// measures it with every fsync made, as with a data dir of one's own.
+// Run: node --import tsx scripts/bench/embedded-startup.ts [--samples N] [--fsync]
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { REPO, ensureBuilt } from '../../test/helpers/sluice-cli.ts';
 
-const { values } = parseArgs({ options: { samples: { type: 'string', default: '10' } } });
+const { values } = parseArgs({ options: { samples: { type: 'string', default: '10' }, fsync: { type: 'boolean', default: false } } });
 
 interface Sample {
   importMs: number;
@@ -41,7 +44,7 @@ const produceOnce = async (bootstrap, topic) => {
   await producer.disconnect();
 };
 const t1 = performance.now();
-const broker = await startBroker();
+const broker = await startBroker(process.env.SLUICE_BENCH_FSYNC === '1' ? { overrides: { 'unsafe.bypass.fsync': false } } : {});
 const startMs = performance.now() - t1;
 await produceOnce(broker.bootstrap, 'first');
 const firstProduceMs = performance.now() - t1;
@@ -66,13 +69,18 @@ function median(xs: number[]): number {
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', SAMPLE_JS], {
       cwd: REPO,
       encoding: 'utf8',
-      env: { ...process.env, SLUICE_ENTRY: pathToFileURL(join(REPO, 'dist/src/index.js')).href },
+      env: {
+        ...process.env,
+        SLUICE_ENTRY: pathToFileURL(join(REPO, 'dist/src/index.js')).href,
+        SLUICE_BENCH_FSYNC: values.fsync ? '1' : '0',
+      },
     });
     samples.push(JSON.parse(out) as Sample);
   }
   const m = (k: keyof Sample) => median(samples.map((s) => s[k]));
   const overheadMs = m('firstProduceMs') - m('warmProduceMs');
-  console.log(`embedded start-up, median of ${samples.length} fresh processes (Node ${process.version})`);
+  const fsyncMode = values.fsync ? 'every fsync made (--fsync)' : "startBroker()'s default: unsafe.bypass.fsync in its temp dir";
+  console.log(`embedded start-up, median of ${samples.length} fresh processes (Node ${process.version}), ${fsyncMode}`);
   console.log(
     `  ratio ${(m('warmProduceMs') / m('firstProduceMs')).toFixed(2)}: the client's own connect+produce (ceiling) / startBroker() to first acknowledged produce`,
   );

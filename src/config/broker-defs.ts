@@ -310,6 +310,12 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     'The frequency with which we update the persistent record of log start offset.',
     { validate: atLeast(0) },
   ),
+  def(
+    'unsafe.bypass.fsync',
+    'boolean',
+    'false',
+    "Sluice, after Redpanda's unsafe_bypass_fsync: UNSAFE, never fsync anything (log segments, checkpoint files, directories, the metadata log and snapshots, the Raft quorum-state). Writes still reach the OS page cache in the same order, so a crash of the broker process loses nothing; an OS crash or power loss can lose or tear anything written since the kernel last wrote back, including acknowledged records, the Raft vote and epoch (a voter may vote twice in one epoch) and checkpoints the clean-shutdown marker vouches for: the data dir may then fail to load or load inconsistent. Only for data that cannot outlive the process: startBroker() sets it for the temp dir it creates and deletes on close().",
+  ),
   def('log.segment.delete.delay.ms', 'long', '60000', 'The amount of time to wait before deleting a file from the filesystem.', {
     ...CLUSTER,
     validate: atLeast(0),

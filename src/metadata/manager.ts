@@ -143,21 +143,32 @@ export class MetadataManager {
   async start(): Promise<void> {
     const baseDir = this.config.metadataLogDir;
     await mkdir(baseDir, { recursive: true });
-    this.cluster = await loadOrCreateClusterId(baseDir, this.nodeId);
     const dir = join(baseDir, METADATA_PARTITION_DIR);
-    this.raftLog = await FileRaftLog.open({
-      dir,
-      segmentBytes: this.config.getInt('metadata.log.segment.bytes'),
-      onBackgroundError: (err, what) => this.logger.error({ err }, `metadata log: ${what} failed`),
-    });
+    // Independent files: read (or created) at once. The log is kept (close() closes it) even
+    // when the cluster id fails.
+    const [cluster, raftLog] = await Promise.allSettled([
+      loadOrCreateClusterId(baseDir, this.nodeId),
+      FileRaftLog.open({
+        dir,
+        segmentBytes: this.config.getInt('metadata.log.segment.bytes'),
+        onBackgroundError: (err, what) => this.logger.error({ err }, `metadata log: ${what} failed`),
+        unsafeBypassFsync: this.config.getBoolean('unsafe.bypass.fsync'),
+      }),
+    ]);
+    if (raftLog.status === 'rejected') throw raftLog.reason;
+    this.raftLog = raftLog.value;
+    if (cluster.status === 'rejected') throw cluster.reason;
+    this.cluster = cluster.value;
     this.raftClient = new RaftClient(
       { ...raftTimingOf(this.config), nodeId: this.nodeId, voters: this.voters, clusterId: this.cluster },
-      this.raftLog,
-      new FileQuorumStateStore(dir),
+      raftLog.value,
+      new FileQuorumStateStore(dir, this.config.getBoolean('unsafe.bypass.fsync')),
       this.transport,
       this.loader,
       guardedTimers(this.clock, (err, what) => this.logger.error({ err }, `${what} failed`)),
     );
+    // Nothing before this start: no snapshot, no batch.
+    const newLog = raftLog.value.endOffset === 0 && raftLog.value.latestSnapshotId() === null;
     this.raftClient.start();
     const intervalMs = this.config.getLong('metadata.log.max.snapshot.interval.ms');
     if (intervalMs > 0) {
@@ -174,8 +185,10 @@ export class MetadataManager {
       this.snapshotTimer.unref();
     }
     if (this.raftClient.isLeader()) {
-      // Replay everything already in the log before answering anything.
-      await this.write([{ type: 'NoOpRecord', data: {} }]);
+      // Replay everything already in the log before answering anything: a committed record
+      // of this epoch commits all before it. A new log has nothing to replay, and its
+      // bootstrap record is that first record.
+      if (!newLog) await this.write([{ type: 'NoOpRecord', data: {} }]);
       await this.controller.bootstrapIfEmpty();
     }
     this.logger.info(

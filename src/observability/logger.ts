@@ -35,10 +35,13 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     // Asynchronous and bounded: a synchronous write to a pipe whose reader falls behind spins
     // on EAGAIN inside the event loop, so a flood of log lines (a client sending garbage)
     // would stall every connection. Past the bound, lines are dropped instead; pino flushes
-    // what is buffered when the process exits.
-    destination(options.fd ?? 1, options.format ?? 'json'),
+    // what is buffered when the process exits. A quiet logger writes nowhere: it needs no
+    // stream on the fd (nor its flush at exit).
+    options.quiet ? DISCARD : destination(options.fd ?? 1, options.format ?? 'json'),
   );
 }
+
+const DISCARD = { write: (_line: string): void => undefined };
 
 function destination(fd: number, format: LogFormat) {
   const out = pino.destination({ fd, sync: false, maxLength: MAX_BUFFERED_LOG_BYTES });

@@ -617,13 +617,15 @@ export class ReplicaManager {
     const epochError = ReplicaManager.epochError(partition, input.currentLeaderEpoch);
     if (epochError !== Errors.NONE.code) return fail(epochError, partition);
 
-    const fromFollower = params.replicaId >= 0;
-    if (fromFollower && partition.replicas.includes(params.replicaId)) {
-      if (partition.updateFollowerEndOffset(params.replicaId, input.fetchOffset)) this.wake(partition.key);
-    }
     const log = partition.log;
     if (input.fetchOffset < log.logStartOffset || input.fetchOffset > log.logEndOffset) {
       return fail(Errors.OFFSET_OUT_OF_RANGE.code, partition);
+    }
+    // Only an offset the log holds says what the follower has (Kafka checks it against the
+    // log before updateFollowerFetchState): one past the log end must not move the HW.
+    const fromFollower = params.replicaId >= 0;
+    if (fromFollower && partition.replicas.includes(params.replicaId)) {
+      if (partition.updateFollowerEndOffset(params.replicaId, input.fetchOffset)) this.wake(partition.key);
     }
     const maxOffset = fromFollower
       ? log.logEndOffset

@@ -367,11 +367,13 @@ export class RaftClient {
     this.leaderId = -1;
     this.votedId = this.config.nodeId;
     this.votesGranted = new Set([this.config.nodeId]);
-    this.persist();
     if (this.votesGranted.size >= this.majority()) {
+      // The only voter wins at once: the leader state it persists next (this epoch, its own
+      // vote, itself as leader) covers the candidate state, and nothing happened in between.
       this.becomeLeader();
       return;
     }
+    this.persist();
     this.resetElectionTimer(this.randomElectionTimeoutMs() + Math.floor(this.random() * this.config.electionBackoffMaxMs));
     const request: VoteRequest = {
       api: 'vote',

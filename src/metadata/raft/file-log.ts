@@ -10,6 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
 import { type BackgroundErrorSink, removeFile } from '../../../storage/errors.ts';
+import { FileHandlePool } from '../../../storage/file-pool.ts';
 import { PartitionLog } from '../../../storage/log.ts';
 import { writeFileAtomically } from '../../../storage/checkpoint.ts';
 import { logConfigOf } from '../../config/topic-config.ts';
@@ -37,6 +38,8 @@ export interface FileRaftLogOptions {
   segmentBytes?: number;
   /** Where failures of the storage engine's background work and of snapshot clean-up go. */
   onBackgroundError: BackgroundErrorSink;
+  /** unsafe.bypass.fsync: the log, its snapshots and its directory are never fsynced (see FileHandlePool). */
+  unsafeBypassFsync?: boolean;
 }
 
 export class FileRaftLog implements RaftLog {
@@ -55,12 +58,15 @@ export class FileRaftLog implements RaftLog {
     const { segmentBytes } = options;
     const log = await PartitionLog.open({
       dir: options.dir,
+      pool: new FileHandlePool({ onError: options.onBackgroundError, unsafeBypassFsync: options.unsafeBypassFsync }),
       // A topic's defaults, but for the segment size metadata.log.segment.bytes sets.
       config: logConfigOf((name) => (name === 'segment.bytes' && segmentBytes !== undefined ? String(segmentBytes) : undefined)),
       // The metadata log is small: validate all of it at every start rather than trust a
-      // recovery point nobody checkpoints for it.
+      // recovery point nobody checkpoints for it. That rebuilds its leader epochs from the
+      // batches each time, so they need no checkpoint file (the Raft client keeps its own).
       cleanShutdown: false,
       recoveryPoint: 0,
+      persistLeaderEpochs: false,
       onBackgroundError: options.onBackgroundError,
     });
     const raftLog = new FileRaftLog(options.dir, log, options.onBackgroundError);
@@ -170,7 +176,7 @@ export class FileRaftLog implements RaftLog {
   writeSnapshot(id: SnapshotId, content: Buffer): void {
     this.mem.writeSnapshot(id, content);
     this.enqueue(async () => {
-      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content);
+      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content, !this.log.pool.unsafeBypassFsync);
       await this.dropOlderSnapshots(id);
       // Segments wholly below the snapshot are no longer needed for replay.
       this.log.highWatermark = Math.max(this.log.highWatermark, Math.min(id.endOffset, this.log.logEndOffset));
@@ -181,7 +187,7 @@ export class FileRaftLog implements RaftLog {
   installSnapshot(id: SnapshotId, content: Buffer): void {
     this.mem.installSnapshot(id, content);
     this.enqueue(async () => {
-      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content);
+      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content, !this.log.pool.unsafeBypassFsync);
       await this.dropOlderSnapshots(id);
       await this.log.truncateFullyAndStartAt(id.endOffset);
     });

@@ -1,6 +1,8 @@
 // The `quorum-state` file: Kafka's QuorumStateData (raft-records) as JSON, as Kafka's
-// FileQuorumStateStore writes it, replaced atomically (write a temp file, fsync, rename)
-// before a vote or an epoch change takes effect.
+// FileQuorumStateStore writes it, replaced atomically (write a temp file, fsync, rename,
+// fsync the directory, as Kafka's atomicMoveWithFallback does) before a vote or an epoch
+// change takes effect: a vote must survive an OS crash, or the node could vote twice in
+// one epoch.
 
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +14,11 @@ const DATA_VERSION = 1;
 export class FileQuorumStateStore implements QuorumStateStore {
   private readonly path: string;
 
-  constructor(dir: string) {
+  /** `unsafeBypassFsync` (unsafe.bypass.fsync): replaced atomically but never fsynced; a vote may not survive an OS crash. */
+  constructor(
+    private readonly dir: string,
+    private readonly unsafeBypassFsync = false,
+  ) {
     this.path = join(dir, QUORUM_STATE_FILE);
   }
 
@@ -40,10 +46,17 @@ export class FileQuorumStateStore implements QuorumStateStore {
     const fd = openSync(tmp, 'w');
     try {
       writeSync(fd, text);
-      fsyncSync(fd);
+      if (!this.unsafeBypassFsync) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
     renameSync(tmp, this.path);
+    if (this.unsafeBypassFsync) return;
+    const dirFd = openSync(this.dir, 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
   }
 }

@@ -77,9 +77,17 @@ describe('embedding (startBroker)', () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-embed-'));
     const broker = await start({ dataDir: dir, overrides: { 'num.partitions': 3 } });
     assert.equal(broker.broker.config.getInt('num.partitions'), 3);
+    assert.equal(broker.broker.config.getBoolean('unsafe.bypass.fsync'), false, 'a dir the caller keeps is fsynced');
     await broker.close();
     assert.ok(existsSync(dir));
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('bypasses fsync only in the temp dir it deletes on close, unless told otherwise', async () => {
+    const own = await start();
+    assert.equal(own.broker.config.getBoolean('unsafe.bypass.fsync'), true);
+    const fsynced = await start({ overrides: { 'unsafe.bypass.fsync': false } });
+    assert.equal(fsynced.broker.config.getBoolean('unsafe.bypass.fsync'), false);
   });
 
   it('runs two brokers side by side', async () => {

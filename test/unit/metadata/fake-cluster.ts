@@ -74,11 +74,14 @@ export async function settle(): Promise<void> {
 
 export class MemoryQuorumStateStore implements QuorumStateStore {
   state: QuorumStateData | null = null;
+  /** Every state written, in order. */
+  readonly writes: QuorumStateData[] = [];
   read(): QuorumStateData | null {
     return this.state;
   }
   write(state: QuorumStateData): void {
     this.state = { ...state };
+    this.writes.push({ ...state });
   }
 }
 

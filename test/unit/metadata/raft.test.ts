@@ -26,6 +26,23 @@ describe('raft client', () => {
     assert.equal(node.store.state?.leaderId, 1);
   });
 
+  it('a single voter persists its epoch, vote and leadership in one quorum-state write, at every start', async () => {
+    const cluster = new FakeCluster([1]);
+    const node = cluster.node(1);
+    node.client.start();
+    const leader = { leaderId: 1, leaderEpoch: 1, votedId: 1, votedDirectoryId: 'AAAAAAAAAAAAAAAAAAAAAA' };
+    assert.deepEqual(node.store.writes, [leader]);
+    await node.client.append([rec('a')]);
+    await node.client.close();
+    const restarted = cluster.addNode(1, node.log, node.store);
+    restarted.client.start();
+    assert.equal(restarted.client.currentEpoch, 2);
+    assert.deepEqual(node.store.writes, [leader, { ...leader, leaderEpoch: 2 }]);
+    assert.deepEqual(restarted.listener.committed, []);
+    await restarted.client.append([rec('b')]);
+    assert.deepEqual(restarted.listener.committed, ['a', 'b']);
+  });
+
   it('three voters elect exactly one leader and the others follow it', async () => {
     const cluster = await electedCluster();
     const leaders = cluster.leaders();

@@ -333,6 +333,28 @@ describe('ReplicaManager', function () {
     assert.equal(atEnd!.records.length, 0);
   });
 
+  it('a follower fetching past the log end is OFFSET_OUT_OF_RANGE and moves neither the high watermark nor waiting produces', async () => {
+    env = await setup({}, 1, [BROKER, 2]);
+    await produce(env, await records(2), 1);
+    const waiting = produce(env, await records(1), -1, 0, 60_000);
+    await new Promise((r) => setTimeout(r, 20));
+    const partition = env.rm.getPartition('t', 0)!;
+    assert.equal(partition.logEndOffset, 3);
+    for (const offset of [4, Number.MAX_SAFE_INTEGER]) {
+      const [past] = await env.rm.fetchMessages({ ...fetchParams(offset), replicaId: 2 });
+      assert.equal(past!.errorCode, Errors.OFFSET_OUT_OF_RANGE.code);
+      assert.equal(past!.highWatermark, 0);
+    }
+    assert.equal(partition.highWatermark, 0, 'the follower holds none of the records it claimed');
+    assert.equal(env.rm.producePurgatory.size, 1, 'the acks=-1 produce still waits for the follower');
+    // A fetch within the log acknowledges what precedes it.
+    const [caughtUp] = await env.rm.fetchMessages({ ...fetchParams(3), replicaId: 2 });
+    assert.equal(caughtUp!.errorCode, Errors.NONE.code);
+    assert.equal(partition.highWatermark, 3);
+    const [done] = await waiting;
+    assert.equal(done!.errorCode, Errors.NONE.code);
+  });
+
   it('answers UNKNOWN_TOPIC_OR_PARTITION with -1 offsets for partitions it does not host', async () => {
     env = await setup();
     const [f] = await env.rm.fetchMessages({

@@ -135,9 +135,13 @@ describe('storage: background failures are reported', () => {
           cleanerBackoffMs: 15_000,
         },
       });
-      // The checkpoint's rename cannot replace a directory that is not empty.
-      await rm(join(dir, REPLICATION_OFFSET_CHECKPOINT));
+      // The checkpoint's rename cannot replace a directory that is not empty; a high watermark
+      // that moved gives the tick something to write (an unchanged checkpoint is not rewritten).
+      await rm(join(dir, REPLICATION_OFFSET_CHECKPOINT), { force: true });
       await mkdir(join(dir, REPLICATION_OFFSET_CHECKPOINT, 'inside'), { recursive: true });
+      const log = await m.getOrCreateLog('t', 0);
+      await log.append(await simpleBatch(1, NOW));
+      log.highWatermark = 1;
       await eventually(() => background.reported.length >= 2, 'two failed checkpoint ticks to be reported');
       assert.deepEqual(background.whats.slice(0, 2), ['offset checkpoints', 'offset checkpoints']);
       await rm(join(dir, REPLICATION_OFFSET_CHECKPOINT), { recursive: true });

@@ -1,10 +1,31 @@
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FileHandlePool, StorageIOError, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
+import { writeFilesAtomically } from '../../../storage/checkpoint.ts';
 import { BackgroundErrors, withTempDir } from '../../helpers/storage.ts';
 
 describe('storage/checkpoint and the handle cache', () => {
+  it('replaces several files of a directory at once; one that fails leaves the others written', () =>
+    withTempDir(async (dir) => {
+      await writeFilesAtomically(dir, [
+        { path: join(dir, 'a'), data: Buffer.from('A') },
+        { path: join(dir, 'b'), data: Buffer.from('B') },
+      ]);
+      assert.deepEqual([await readFile(join(dir, 'a'), 'utf8'), await readFile(join(dir, 'b'), 'utf8')], ['A', 'B']);
+      // A rename cannot replace a directory that is not empty.
+      await mkdir(join(dir, 'c', 'inside'), { recursive: true });
+      await assert.rejects(
+        writeFilesAtomically(dir, [
+          { path: join(dir, 'a'), data: Buffer.from('A2') },
+          { path: join(dir, 'c'), data: Buffer.from('C') },
+        ]),
+        StorageIOError,
+      );
+      assert.equal(await readFile(join(dir, 'a'), 'utf8'), 'A2');
+      assert.deepEqual((await readdir(dir)).sort(), ['a', 'b', 'c'], 'no temp file left behind');
+    }));
+
   it('writes and reads Kafka offset checkpoints, topics with dashes included', () =>
     withTempDir(async (dir) => {
       const path = join(dir, 'recovery-point-offset-checkpoint');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LeaderEpochCache } from '../../../storage/index.ts';
 import { withTempDir } from '../../helpers/storage.ts';
@@ -56,5 +56,39 @@ describe('storage/leader-epoch-cache', () => {
       assert.equal(await readFile(join(dir, 'leader-epoch-checkpoint'), 'utf8'), '0\n1\n4 25\n');
       const again = await LeaderEpochCache.load(dir);
       assert.deepEqual(again.all(), [{ epoch: 4, startOffset: 25 }]);
+    }));
+
+  it('persists only a state the file does not hold already (no file reads as no entries)', () =>
+    withTempDir(async (dir) => {
+      const path = join(dir, 'leader-epoch-checkpoint');
+      const c = await LeaderEpochCache.load(dir, false);
+      await c.persist();
+      await assert.rejects(stat(path), { code: 'ENOENT' }, 'nothing to write for an empty cache and no file');
+      c.assign(1, 0);
+      await c.persist();
+      const written = await stat(path);
+      await c.persist();
+      assert.equal((await stat(path)).ino, written.ino, 'the same entries are not rewritten');
+      const reloaded = await LeaderEpochCache.load(dir);
+      await reloaded.persist();
+      assert.equal((await stat(path)).ino, written.ino, 'nor after a reload');
+      reloaded.assign(2, 5);
+      await reloaded.persist();
+      assert.equal(await readFile(path, 'utf8'), '0\n2\n1 0\n2 5\n');
+      // A file that does not parse is rewritten, whatever the entries.
+      await writeFile(path, 'garbage');
+      const damaged = await LeaderEpochCache.load(dir);
+      assert.equal(damaged.damaged, true);
+      await damaged.persist();
+      assert.equal(await readFile(path, 'utf8'), '0\n0\n');
+    }));
+
+  it('kept in memory only (persistent: false), it never writes the file', () =>
+    withTempDir(async (dir) => {
+      const c = await LeaderEpochCache.load(dir, false, false);
+      c.assign(3, 7);
+      await c.persist();
+      await assert.rejects(stat(join(dir, 'leader-epoch-checkpoint')), { code: 'ENOENT' });
+      assert.deepEqual(c.all(), [{ epoch: 3, startOffset: 7 }]);
     }));
 });

@@ -33,7 +33,8 @@ describe('storage/log-manager', () => {
       assert.ok((await stat(join(dir, 'my-topic-3', '00000000000000000000.log'))).isFile());
       assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'replication-offset-checkpoint')))], [['my-topic-3', 4]]);
       assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'recovery-point-offset-checkpoint')))], [['my-topic-3', 4]]);
-      assert.equal(await readFile(join(dir, 'log-start-offset-checkpoint'), 'utf8'), '0\n1\nmy-topic 3 0\n');
+      // As Kafka: a log starting at its first segment needs no log-start entry.
+      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'log-start-offset-checkpoint')))], []);
 
       const again = await start(dir, clock);
       assert.equal(again.hadCleanShutdown.get(dir), true);
@@ -48,6 +49,34 @@ describe('storage/log-manager', () => {
         headers((await reloaded.read(0, 1 << 20)).records).map((h) => h.baseOffset),
         [0, 4],
       );
+      await again.shutdown();
+    }));
+
+  it('a start after a clean stop rewrites no checkpoint; a log start past the first segment is kept', () =>
+    withTempDir(async (dir) => {
+      const clock = new ManualClock(NOW);
+      const m = await start(dir, clock);
+      const log = await m.getOrCreateLog('t', 0);
+      await log.append(await simpleBatch(4, NOW), { leaderEpoch: 0 });
+      log.highWatermark = 4;
+      await log.deleteRecordsBefore(2);
+      await m.shutdown();
+      const names = ['recovery-point-offset-checkpoint', 'log-start-offset-checkpoint', 'replication-offset-checkpoint'];
+      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'log-start-offset-checkpoint')))], [['t-0', 2]]);
+      const inodes = await Promise.all(names.map(async (n) => (await stat(join(dir, n))).ino));
+
+      const again = await start(dir, clock);
+      assert.equal(again.getLog('t', 0)!.logStartOffset, 2);
+      // The offsets are those the files hold: nothing is rewritten (a rewrite is a rename, a new inode).
+      assert.deepEqual(await Promise.all(names.map(async (n) => (await stat(join(dir, n))).ino)), inodes);
+      await again.checkpointAll();
+      assert.deepEqual(await Promise.all(names.map(async (n) => (await stat(join(dir, n))).ino)), inodes);
+      again.getLog('t', 0)!.highWatermark = 3;
+      await again.checkpointAll();
+      const after = await Promise.all(names.map(async (n) => (await stat(join(dir, n))).ino));
+      assert.deepEqual([after[0], after[1]], [inodes[0], inodes[1]], 'only the changed file is written');
+      assert.notEqual(after[2], inodes[2]);
+      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'replication-offset-checkpoint')))], [['t-0', 3]]);
       await again.shutdown();
     }));
 

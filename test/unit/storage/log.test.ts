@@ -367,6 +367,84 @@ describe('storage/log: follower appends and leader epochs', () => {
     }));
 });
 
+describe('storage/log: opening without work to do', () => {
+  /** A pool that counts the fsyncs asked of it. */
+  class CountingPool extends FileHandlePool {
+    syncs = 0;
+    override async sync(handle: FileHandle): Promise<void> {
+      this.syncs++;
+      await super.sync(handle);
+    }
+  }
+
+  it('a log in a directory it creates has nothing to recover: no fsync even after an unclean stop', () =>
+    withTempDir(async (dir) => {
+      const pool = new CountingPool({ onError: new BackgroundErrors().sink });
+      const log = await openLog(dir, { pool, cleanShutdown: false, recoveryPoint: 0 });
+      assert.equal(pool.syncs, 0);
+      assert.deepEqual(await readdir(join(dir, 'topic-0')), [
+        '00000000000000000000.index',
+        '00000000000000000000.log',
+        '00000000000000000000.timeindex',
+      ]);
+      const idempotent = await batch([{ value: 'a' }], { producerId: 7n, producerEpoch: 0, baseSequence: 0 });
+      assert.equal((await log.append(Buffer.from(idempotent))).firstOffset, 0);
+      assert.equal((await log.append(Buffer.from(idempotent))).duplicate, true, 'the producer state is there, empty, from the start');
+      await log.close();
+      // Reopened after an unclean stop, the same log is recovered, and its segment fsynced.
+      const again = await openLog(dir, { pool, cleanShutdown: false, recoveryPoint: 0 });
+      assert.equal(again.logEndOffset, 1);
+      assert.ok(pool.syncs > 0);
+      await again.close();
+    }));
+
+  it('keeps leader epochs in memory only when told, rebuilding them from the batches at every open', () =>
+    withTempDir(async (dir) => {
+      const options = { cleanShutdown: false, recoveryPoint: 0, persistLeaderEpochs: false };
+      const log = await openLog(dir, options);
+      await log.append(await simpleBatch(2, NOW), { leaderEpoch: 1 });
+      await log.append(await simpleBatch(2, NOW), { leaderEpoch: 3 });
+      await log.close();
+      assert.ok(!(await readdir(join(dir, 'topic-0'))).includes('leader-epoch-checkpoint'));
+      const again = await openLog(dir, options);
+      assert.deepEqual(again.epochCache.all(), [
+        { epoch: 1, startOffset: 0 },
+        { epoch: 3, startOffset: 2 },
+      ]);
+      await again.close();
+      // Only a log recovered in full at every open may skip them.
+      await assert.rejects(openLog(dir, { persistLeaderEpochs: false }), /full recovery/);
+    }));
+
+  it('unsafeBypassFsync: flushes and closes reach no file handle fsync', () =>
+    withTempDir(async (dir) => {
+      let handleSyncs = 0;
+      const countHandleSyncs = (handle: FileHandle): FileHandle =>
+        new Proxy(handle, {
+          get: (target, prop) => {
+            if (prop === 'sync') return () => Promise.resolve(handleSyncs++);
+            const value = Reflect.get(target, prop) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        });
+      class ProbedPool extends FileHandlePool {
+        override async sync(handle: FileHandle): Promise<void> {
+          await super.sync(countHandleSyncs(handle));
+        }
+      }
+      for (const unsafeBypassFsync of [false, true]) {
+        handleSyncs = 0;
+        const pool = new ProbedPool({ onError: new BackgroundErrors().sink, unsafeBypassFsync });
+        const log = await openLog(dir, { pool, config: { flushMessages: 1 } });
+        await log.append(await simpleBatch(2, NOW), { leaderEpoch: 0 });
+        assert.equal(log.recoveryPoint, log.logEndOffset, 'flush.messages=1 flushed');
+        await log.close();
+        assert.equal(handleSyncs > 0, !unsafeBypassFsync);
+      }
+      assert.equal(new FileHandlePool({ onError: new BackgroundErrors().sink }).unsafeBypassFsync, false, 'off by default');
+    }));
+});
+
 describe('storage/log: producer state', () => {
   const pid = 42n;
   const idem = (seq: number, count = 2, epoch = 0): Promise<Buffer> =>
