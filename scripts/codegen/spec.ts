@@ -1,6 +1,6 @@
 // Reads Kafka's JSON message definitions into a typed model for the emitter.
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Inclusive version range; `hi` is MAX_VERSION for an open range ("3+"). */
@@ -60,9 +60,33 @@ export const SPEC_GROUPS = [
   { dir: 'raft-records', out: 'raft' },
 ] as const;
 
-/** Where the Kafka spec lives: the repository's sibling folder `shared/kafka-spec`. */
+/**
+ * Where the Kafka spec lives: KAFKA_SPEC_DIR if set, else the sibling folder
+ * `shared/kafka-spec` of this checkout, else that of the repository this one was cloned from
+ * (a clone made elsewhere, `git clone /work/main /tmp/x`, still finds the reference data
+ * beside its origin). The first candidate is reported when none exists.
+ */
 export function specDir(): string {
-  return resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/kafka-spec');
+  const fromEnv = process.env.KAFKA_SPEC_DIR;
+  if (fromEnv !== undefined && fromEnv !== '') return resolve(fromEnv);
+  const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+  const candidates = [resolve(repo, '../shared/kafka-spec')];
+  const origin = originPath(repo);
+  if (origin !== null) candidates.push(resolve(origin, '../shared/kafka-spec'));
+  return candidates.find((dir) => specAvailable(dir)) ?? (candidates[0] as string);
+}
+
+/** The local path this checkout was cloned from (its .git/config), if origin is a local repository. */
+function originPath(repo: string): string | null {
+  let config: string;
+  try {
+    config = readFileSync(join(repo, '.git', 'config'), 'utf8');
+  } catch {
+    return null;
+  }
+  const origin = /\[remote "origin"\][^[]*?^\s*url\s*=\s*(.+)$/m.exec(config)?.[1]?.trim() ?? '';
+  if (origin.startsWith('file://')) return fileURLToPath(origin);
+  return isAbsolute(origin) && existsSync(origin) ? origin : null;
 }
 
 export function specAvailable(dir = specDir()): boolean {
