@@ -21,7 +21,7 @@ describe('codegen', () => {
     assert.equal(kebabCase('KRaftVersionRecord'), 'k-raft-version-record');
   });
 
-  // The spec is a sibling checkout (../shared/kafka-spec). Without it this test is a loud
+  // The spec is found by scripts/codegen/spec.ts (a sibling checkout of the reference data). Without it this test is a loud
   // SKIP locally and a failure under CI=true, where the spec must be checked out.
   it('committed protocol/messages equal a fresh generation from the Kafka spec', function () {
     if (!specAvailable()) {
