@@ -275,25 +275,11 @@ class MessageEmitter {
       if (MessageEmitter.inRange(f.nullableVersions, v)) return 1;
       return this.minStructBytesAt(this.struct(type.name), v);
     }
-    switch (type.name) {
-      case 'int8':
-      case 'bool':
-        return 1;
-      case 'int16':
-      case 'uint16':
-        return 2;
-      case 'int32':
-        return 4;
-      case 'int64':
-      case 'float64':
-        return 8;
-      case 'uuid':
-        return 16;
-      case 'string':
-        return flexible ? 1 : 2;
-      default:
-        return flexible ? 1 : 4;
-    }
+    const fixed = this.fixedSize(type);
+    if (fixed !== null) return fixed;
+    // Variable-length: the shortest length prefix (compact varint, int16 string, int32 bytes/records).
+    if (flexible) return 1;
+    return type.name === 'string' ? 2 : 4;
   }
 
   private minStructBytesAt(struct: Struct, v: number): number {
