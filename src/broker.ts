@@ -21,6 +21,14 @@ import { offsetsTopicAccess } from './coordinator/offsets-topic-access.ts';
 import { systemScheduler } from './coordinator/scheduler.ts';
 import { RequestProcessor } from './server/request-processor.ts';
 import { runGuarded } from './runtime/guard.ts';
+import { ApiKey } from '../protocol/messages/index.ts';
+import { Errors } from '../protocol/errors.ts';
+import type { CreatableTopic, TopicCreator } from './metadata/controller.ts';
+import { ControllerChannelManager, producerIdBlockAllocator } from './metadata/controller-channel.ts';
+import { BrokerLifecycleManager } from './metadata/broker-lifecycle.ts';
+import { ImageWaiter, createTopicsThroughController } from './handlers/forward.ts';
+import { controllerSideHandlers } from './handlers/index.ts';
+import { ALTER_PARTITION_VERSION } from './replication/isr-manager.ts';
 
 export interface BrokerOptions {
   readonly config: BrokerConfig;
@@ -43,6 +51,9 @@ export class Broker {
   private logManager: LogManager | null = null;
   private dataPath: DataPath | null = null;
   private groups: GroupCoordinatorService | null = null;
+  private lifecycle: BrokerLifecycleManager | null = null;
+  private readonly channels: ControllerChannelManager[] = [];
+  private images: ImageWaiter | null = null;
   private state: 'new' | 'starting' | 'running' | 'closing' | 'closed' = 'new';
 
   constructor(options: BrokerOptions) {
@@ -122,11 +133,71 @@ export class Broker {
       unsafeBypassFsync: this.config.getBoolean('unsafe.bypass.fsync'),
     });
     await this.metadata.start();
+    const config = this.config;
+    const requestTimeoutMs = config.getInt('request.timeout.ms');
+    const isBroker = config.processRoles.includes('broker');
+    // Only a controller serves the controller-side handlers; a broker-only node always reaches
+    // the active controller over the network.
+    const local = config.processRoles.includes('controller')
+      ? controllerSideHandlers({
+          metadata: { nodeId: this.nodeId, config, metadata: this.metadata },
+          controllerApis: { controller: this.metadata.controller },
+        })
+      : undefined;
+    // One channel per purpose: a controller answers one connection's requests in order, so a
+    // slow CreateTopics must not hold back heartbeats or ISR changes.
+    const channel = (purpose: string) => {
+      const c = new ControllerChannelManager({
+        nodeId: this.nodeId,
+        activeControllerId: () => this.metadata.activeControllerId(),
+        voters: config.quorumVoters,
+        bootstrapServers: config.quorumBootstrapServers,
+        local,
+        retryBackoffMs: config.getInt('controller.quorum.retry.backoff.ms'),
+        clientId: `${purpose}-channel-${this.nodeId}`,
+        requestTimeoutMs: config.getInt('controller.quorum.request.timeout.ms'),
+        logger: this.logger.child({ component: `${purpose}-channel` }),
+      });
+      this.channels.push(c);
+      return c;
+    };
+    const forwarding = channel('forwarding');
+    const heartbeats = channel('heartbeat');
+    const isrChanges = channel('alter-partition');
+    const brokerEpoch = () => this.lifecycle?.brokerEpoch ?? -1n;
+    // A forwarded CreateTopics (and an auto-created topic) is answered once this broker serves
+    // the partitions it created: the waiter sees an image after the data path applied it.
+    const images = new ImageWaiter(this.metadata.image());
+    this.images = images;
+    const throughController = createTopicsThroughController(forwarding, requestTimeoutMs);
+    const createTopics = async (topics: readonly CreatableTopic[]) => {
+      const results = await throughController(topics);
+      const created = results.filter((r) => r.errorCode === Errors.NONE.code).map((r) => r.name);
+      if (created.length > 0) await images.waitFor((image) => created.every((name) => image.topic(name) !== undefined), requestTimeoutMs);
+      return results;
+    };
     this.dataPath = createDataPath({
-      config: this.config,
+      config,
       logManager: this.logManager,
-      metadata: this.metadata,
+      metadata: {
+        image: () => this.metadata.image(),
+        onMetadataDelta: (listener) => this.metadata.onMetadataDelta(listener),
+        allocateProducerIdBlock: producerIdBlockAllocator(forwarding, {
+          brokerId: this.nodeId,
+          brokerEpoch,
+          timeoutMs: requestTimeoutMs,
+        }),
+      },
       onError: (err, what) => this.logger.error({ err }, `failed: ${what}`),
+      alterPartition: (request) => isrChanges.send(ApiKey.AlterPartition, request, ALTER_PARTITION_VERSION, requestTimeoutMs),
+      brokerEpoch,
+      replicaEndpoint: (brokerId) => {
+        const endpoint = this.metadata
+          .image()
+          .brokers.get(brokerId)
+          ?.endpoints.find((e) => e.name === config.interBrokerListenerName);
+        return endpoint === undefined ? undefined : { host: endpoint.host, port: endpoint.port };
+      },
     });
     await this.dataPath.start();
     // After the data path hosted the image's partitions: stray logs are gone by then.
@@ -136,16 +207,22 @@ export class Broker {
       `recovered ${r.partitions} partitions (${r.recoveredUnclean} after an unclean stop), ` +
         `truncated ${r.truncatedBytes} bytes, removed ${r.removedDirs} stray directories and ${r.removedTmpFiles} temp files`,
     );
-    const groups = this.startGroupCoordinator(this.dataPath);
+    const dataPath = this.dataPath;
+    this.metadata.onMetadataDelta((_delta, image) => {
+      dataPath.publisher.whenIdle().then(() => images.published(image));
+    });
+    const groups = this.startGroupCoordinator(this.dataPath, createTopics);
     // Every component exists now; no request can arrive before the listeners open below.
     registerHandlers(this.registry, {
-      metadata: { nodeId: this.nodeId, config: this.config, metadata: this.metadata },
+      metadata: { nodeId: this.nodeId, config, metadata: this.metadata, createTopics },
+      controllerApis: { controller: this.metadata.controller },
+      forwarding: { nodeId: this.nodeId, channel: forwarding, forwardTimeoutMs: requestTimeoutMs, images },
       quorum: this.metadata,
       dataPath: this.dataPath.services,
       groups,
     });
-    const controllers = new Set(this.config.controllerListenerNames);
-    const specs: ListenerSpec[] = this.config.listeners.map((l) => ({
+    const controllers = new Set(config.controllerListenerNames);
+    const specs: ListenerSpec[] = config.listeners.map((l) => ({
       name: l.name,
       host: l.host,
       port: l.port,
@@ -153,7 +230,24 @@ export class Broker {
       role: controllers.has(l.name) ? 'controller' : 'broker',
     }));
     await this.server.start(specs);
-    await this.metadata.registerBroker(this.advertisedListeners());
+    if (isBroker) {
+      // Registered with the endpoints as bound (a configured port 0 is known only now); the
+      // node is running once the controller unfenced it (it caught up with the metadata log).
+      const lifecycle = new BrokerLifecycleManager({
+        nodeId: this.nodeId,
+        clusterId: this.metadata.clusterId,
+        channel: heartbeats,
+        listeners: this.advertisedListeners(),
+        rack: config.get('broker.rack'),
+        currentMetadataOffset: () => this.metadata.image().offset,
+        heartbeatIntervalMs: config.getInt('broker.heartbeat.interval.ms'),
+        sessionTimeoutMs: config.getInt('broker.session.timeout.ms'),
+        logger: this.logger.child({ component: 'broker-lifecycle' }),
+      });
+      this.lifecycle = lifecycle;
+      lifecycle.start();
+      await lifecycle.whenUnfenced();
+    }
     this.state = 'running';
   }
 
@@ -167,12 +261,12 @@ export class Broker {
    * leads; it follows leadership as the data path applies each metadata change, so a
    * partition's log is open before its groups load.
    */
-  private startGroupCoordinator(dataPath: DataPath): GroupCoordinatorService {
+  private startGroupCoordinator(dataPath: DataPath, createTopics: TopicCreator): GroupCoordinatorService {
     const groups = new GroupCoordinatorService({
       nodeId: this.nodeId,
       config: groupCoordinatorConfig(this.config),
       scheduler: systemScheduler,
-      access: offsetsTopicAccess(this.config, this.metadata, dataPath.services.replicaManager),
+      access: offsetsTopicAccess(this.config, this.metadata, dataPath.services.replicaManager, createTopics),
       onError: (err, what) => this.logger.error({ err }, `group coordinator: ${what} failed`),
       maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
     });
@@ -221,6 +315,14 @@ export class Broker {
     if (this.state === 'closing' || this.state === 'closed') return;
     this.state = 'closing';
     this.logger.info('shutting down');
+    // Controlled shutdown first, while this node still serves its followers: the controller
+    // moves leadership away so that clients fail over before the listeners close. Past a
+    // session timeout the controller fences the node anyway, so waiting longer buys nothing.
+    if (this.lifecycle !== null) {
+      await this.lifecycle
+        .controlledShutdown(this.config.getInt('broker.session.timeout.ms'))
+        .catch((err: unknown) => this.logger.warn({ err }, 'controlled shutdown did not complete'));
+    }
     // Stop accepting and reading first; then complete parked fetches and produces so that
     // requests in progress (a long-poll fetch) answer now instead of holding shutdown.
     const connectionsClosed = this.server.close();
@@ -229,6 +331,9 @@ export class Broker {
     await connectionsClosed;
     // The partition logs and the metadata log are separate files: they flush at once. Both
     // close even when the other fails; the first failure is thrown.
+    await this.lifecycle?.close();
+    this.images?.close();
+    await Promise.all(this.channels.map((c) => c.close()));
     const closed = await Promise.allSettled([this.logManager?.shutdown(), this.metadata.close()]);
     for (const c of closed) if (c.status === 'rejected') throw c.reason;
     this.state = 'closed';

@@ -412,6 +412,21 @@ export class PartitionLog {
     return this.append(batches, { assignOffsets: false, origin: 'replication' });
   }
 
+  /**
+   * A new leader's epoch starts at `startOffset` (Kafka's maybeAssignEpochStartOffset): the
+   * cache answers for it before the first batch of the epoch is written, so a follower's
+   * lastFetchedEpoch is checked against the epoch the leader is in.
+   */
+  assignEpochStartOffset(epoch: number, startOffset: number): Promise<void> {
+    return this.lock.run(async () => {
+      if (this.closed) throw new LogClosedError(`log ${this.dir} is closed`);
+      if (startOffset > this.nextOffsetMetadata) {
+        throw new RangeError(`epoch ${epoch} cannot start at ${startOffset}, past the log end ${this.nextOffsetMetadata}`);
+      }
+      if (this.epochCache.assign(epoch, startOffset)) await this.epochCache.persist();
+    });
+  }
+
   /** The broker's pre-append producer check (the same check `append` runs atomically). */
   async checkProducerBatches(batches: Buffer): Promise<ProducerCheck> {
     const views = this.validateBatches(batches, true);
@@ -437,7 +452,9 @@ export class PartitionLog {
         if (err instanceof InvalidRecordBatchError) throw new CorruptRecordError(`batch at byte ${pos}: ${err.message}`, err.kind);
         throw err;
       }
-      if (sizeBytes > this.config.maxMessageBytes) {
+      // A follower keeps what its leader accepted (Kafka's appendAsFollower ignores the record
+      // size): a lowered max.message.bytes must not stall replication of older batches.
+      if (assignOffsets && sizeBytes > this.config.maxMessageBytes) {
         throw new RecordTooLargeError(`batch of ${sizeBytes} bytes exceeds max.message.bytes ${this.config.maxMessageBytes}`);
       }
       const view = new RecordBatch(batches, pos);

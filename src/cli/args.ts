@@ -7,19 +7,27 @@
  */
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { BrokerConfig, parseOverride, propertiesFromEnv, readPropertiesFile } from '../config/index.ts';
+import { BrokerConfig, ConfigException, parseOverride, propertiesFromEnv, readPropertiesFile } from '../config/index.ts';
 import { kafkaEnvConfig } from '../container/kafka-env.ts';
 import type { LogFormat } from '../observability/logger.ts';
 
 export const USAGE = `Usage:
-  sluice dev   [--host 127.0.0.1] [--port 9092] [--data-dir ./data] [--override key=value ...]
-      A single-node cluster (process.roles=broker,controller, node.id=1, one voter).
+  sluice dev   [--host 127.0.0.1] [--port 9092] [--data-dir ./data] [--nodes 1] [--override key=value ...]
+      A single-node cluster (process.roles=broker,controller, node.id=1, one voter). With
+      --nodes N (N > 1), N such nodes as child processes forming one cluster: broker ports
+      --port .. --port+N-1, controller ports 10000 above them (free ports with --port 0),
+      data in <data-dir>/node-<i>.
   sluice start --config server.properties [--override key=value ...]
-      A node configured from a Kafka-style properties file.
+      A node configured from a Kafka-style properties file. Empty log dirs are formatted
+      on first start.
   sluice container [--override key=value ...]
       A node configured from KAFKA_* environment variables as Confluent's cp-kafka image
       reads them (KAFKA_LISTENERS -> listeners, CLUSTER_ID, ...): the container image's command.
   Node commands also take --log-format json|pretty: text on a terminal, JSON lines otherwise.
+  sluice storage format --config server.properties --cluster-id ID [--ignore-formatted]
+  sluice storage random-uuid
+      Kafka's kafka-storage tool: write meta.properties with a chosen cluster id into every
+      log dir before the first start; print a new cluster id.
   sluice groups list [--bootstrap-server HOST:PORT]
   sluice groups describe GROUP [--bootstrap-server HOST:PORT]
       Consumer groups: state, members, and per partition the committed offset, log end
@@ -72,25 +80,70 @@ export function logFormatFromArgs(argv: readonly string[], logToTerminal: boolea
   return format;
 }
 
+/** `sluice dev`'s flags. */
+export interface DevArgs {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  /** How many nodes (--nodes); 1 is the single-node `sluice dev`. */
+  readonly nodes: number;
+  /** The --override flags as given (key=value). */
+  readonly overrides: readonly string[];
+  readonly logFormat: string | undefined;
+}
+
+export function devArgs(rest: string[]): DevArgs {
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      host: { type: 'string', default: '127.0.0.1' },
+      port: { type: 'string', default: '9092' },
+      'data-dir': { type: 'string', default: './data' },
+      nodes: { type: 'string', default: '1' },
+      override: { type: 'string', multiple: true },
+      'log-format': { type: 'string' },
+    },
+  });
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`invalid --port ${values.port}`);
+  const nodes = Number(values.nodes);
+  if (!Number.isInteger(nodes) || nodes < 1) throw new UsageError(`invalid --nodes ${values.nodes}`);
+  return {
+    host: values.host!,
+    port,
+    dataDir: resolve(values['data-dir']!),
+    nodes,
+    overrides: values.override ?? [],
+    logFormat: values['log-format'],
+  };
+}
+
+/**
+ * A node's config from a properties file, as `sluice start` and `sluice storage format`
+ * read it: the file < SLUICE_* environment < --override flags. Kafka 4 requires
+ * process.roles; so does a node started from a file.
+ */
+export function configFromFile(path: string, overrides: readonly string[], env: NodeJS.ProcessEnv): BrokerConfig {
+  const config = new BrokerConfig({
+    file: readPropertiesFile(path),
+    env: propertiesFromEnv(env),
+    overrides: overridesFrom([...overrides]),
+  });
+  if (config.processRoles.length === 0) {
+    throw new ConfigException('process.roles', 'Missing required configuration "process.roles" which has no default value.');
+  }
+  return config;
+}
+
 export function configFromArgs(argv: string[], env: NodeJS.ProcessEnv): BrokerConfig {
   const [command, ...rest] = argv;
   if (command === 'dev') {
-    const { values } = parseArgs({
-      args: rest,
-      options: {
-        host: { type: 'string', default: '127.0.0.1' },
-        port: { type: 'string', default: '9092' },
-        'data-dir': { type: 'string', default: './data' },
-        override: { type: 'string', multiple: true },
-        'log-format': { type: 'string' },
-      },
-    });
-    const port = Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`invalid --port ${values.port}`);
+    const dev = devArgs(rest);
+    if (dev.nodes !== 1) throw new UsageError('sluice dev --nodes N runs N child processes, each configured by `sluice start`');
     return new BrokerConfig({
-      file: devProperties(values.host!, port, resolve(values['data-dir']!)),
+      file: devProperties(dev.host, dev.port, dev.dataDir),
       env: propertiesFromEnv(env),
-      overrides: overridesFrom(values.override),
+      overrides: overridesFrom([...dev.overrides]),
     });
   }
   if (command === 'start') {
@@ -103,11 +156,7 @@ export function configFromArgs(argv: string[], env: NodeJS.ProcessEnv): BrokerCo
       },
     });
     if (values.config === undefined) throw new UsageError('sluice start needs --config <server.properties>');
-    return new BrokerConfig({
-      file: readPropertiesFile(values.config),
-      env: propertiesFromEnv(env),
-      overrides: overridesFrom(values.override),
-    });
+    return configFromFile(values.config, values.override ?? [], env);
   }
   if (command === 'container') {
     const { values } = parseArgs({

@@ -1,8 +1,10 @@
 /**
  * The `sluice` command.
  *
- *   sluice dev   [--host 127.0.0.1] [--port 9092] [--data-dir ./data] [--override key=value ...]
+ *   sluice dev   [--host 127.0.0.1] [--port 9092] [--data-dir ./data] [--nodes 1] [--override key=value ...]
  *   sluice start --config server.properties [--override key=value ...]
+ *   sluice storage format --config server.properties --cluster-id ID [--ignore-formatted]
+ *   sluice storage random-uuid
  *   sluice groups list|describe GROUP [--bootstrap-server host:port]
  *
  * Prints one ready line on stdout once the listeners are bound; logs go to stderr (text on a
@@ -11,10 +13,39 @@
  */
 import { Broker } from '../broker.ts';
 import { ConfigException, type BrokerConfig } from '../config/index.ts';
-import { USAGE, UsageError, configFromArgs, logFormatFromArgs } from './args.ts';
+import { USAGE, UsageError, configFromArgs, devArgs, logFormatFromArgs, type DevArgs } from './args.ts';
+import { runDevCluster } from './dev-cluster.ts';
+import { runStorageCommand } from './storage.ts';
 import type { LogFormat } from '../observability/logger.ts';
 import { runGroupsCommand } from './groups.ts';
 import { runContainer } from '../container/run.ts';
+
+function isUsageError(err: unknown): boolean {
+  return (
+    err instanceof UsageError || err instanceof ConfigException || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
+  );
+}
+
+/** `sluice dev`: one node in this process, or with --nodes N a cluster of child processes. */
+async function runDev(argv: string[]): Promise<number> {
+  let dev: DevArgs;
+  try {
+    dev = devArgs(argv.slice(1));
+    logFormatFromArgs(argv, false);
+  } catch (err) {
+    if (!isUsageError(err)) throw err;
+    process.stderr.write(`sluice: ${(err as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (dev.nodes === 1) return runBroker(argv);
+  try {
+    return await runDevCluster(dev);
+  } catch (err) {
+    if (!isUsageError(err)) throw err;
+    process.stderr.write(`sluice: ${(err as Error).message}\n`);
+    return 2;
+  }
+}
 
 /** Runs a broker node until SIGTERM/SIGINT. Returns the exit code, or -1 to keep running. */
 async function runBroker(argv: string[]): Promise<number> {
@@ -24,7 +55,7 @@ async function runBroker(argv: string[]): Promise<number> {
     config = configFromArgs(argv, process.env);
     logFormat = logFormatFromArgs(argv, process.stderr.isTTY === true);
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigException || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (isUsageError(err)) {
       process.stderr.write(`sluice: ${(err as Error).message}\n\n${USAGE}\n`);
       return 2;
     }
@@ -70,8 +101,9 @@ async function runBroker(argv: string[]): Promise<number> {
  * name); client-side tools such as `sluice groups ...` are added here as their own entries.
  */
 const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = {
-  dev: runBroker,
+  dev: runDev,
   start: runBroker,
+  storage: (argv) => runStorageCommand(argv),
   groups: runGroupsCommand,
   container: (argv) => runContainer(argv, runBroker),
 };

@@ -48,6 +48,12 @@ export interface Listener {
   readonly securityProtocol: string;
 }
 
+/** A `host:port` endpoint (controller.quorum.bootstrap.servers). */
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
 export interface StaticSources {
   /** From server.properties. */
   readonly file?: ReadonlyMap<string, string>;
@@ -186,14 +192,43 @@ export class BrokerConfig {
     return Math.min(Number(effectiveTopicConfig({}, this)[topicConfigName]), NEVER);
   }
 
+  /**
+   * listener.security.protocol.map as Kafka's effectiveListenerSecurityProtocolMap reads it:
+   * names upper-cased, and when the map is left at its default and nothing uses SSL or SASL,
+   * every controller listener without an entry is PLAINTEXT.
+   */
   get securityProtocolMap(): Map<string, string> {
     const map = new Map<string, string>();
     for (const entry of parseList(this.getString('listener.security.protocol.map'))) {
-      const [listener, protocol] = entry.split(':').map((s) => s.trim());
-      if (listener && protocol) map.set(listener.toUpperCase(), protocol.toUpperCase());
+      const colon = entry.lastIndexOf(':');
+      if (colon <= 0) {
+        throw new ConfigException(
+          'listener.security.protocol.map',
+          `Error parsing configuration property 'listener.security.protocol.map': expected {listener}:{security protocol}, got '${entry}'`,
+        );
+      }
+      const protocol = entry
+        .slice(colon + 1)
+        .trim()
+        .toUpperCase();
+      if (!SECURITY_PROTOCOLS.includes(protocol)) {
+        throw new ConfigException(
+          'listener.security.protocol.map',
+          `Invalid security protocol \`${entry.slice(colon + 1).trim()}\` defined in listener.security.protocol.map`,
+        );
+      }
+      map.set(entry.slice(0, colon).trim().toUpperCase(), protocol);
     }
-    // As Kafka's effectiveListenerSecurityProtocolMap: a controller listener without an entry is PLAINTEXT.
-    for (const name of this.controllerListenerNames) if (!map.has(name)) map.set(name, 'PLAINTEXT');
+    if (!this.isSet('listener.security.protocol.map')) {
+      const controllers = this.controllerListenerNames;
+      if (
+        ![...controllers, ...listenerNamesOf(this.getString('listeners'))].some(
+          (name) => name !== 'PLAINTEXT' && SECURITY_PROTOCOLS.includes(name),
+        )
+      ) {
+        for (const name of controllers) if (!map.has(name)) map.set(name, 'PLAINTEXT');
+      }
+    }
     return map;
   }
 
@@ -226,6 +261,38 @@ export class BrokerConfig {
       const [, nodeId = '', host = '', port = ''] = m;
       return { nodeId: Number(nodeId), host: host.replace(/^\[|\]$/g, ''), port: Number(port) };
     });
+  }
+
+  /**
+   * `controller.quorum.bootstrap.servers` (KIP-853) as {host, port}: the controllers a node
+   * that does not list the voters asks for the quorum.
+   */
+  get quorumBootstrapServers(): HostPort[] {
+    return this.getList('controller.quorum.bootstrap.servers').map((entry) => {
+      const m = /^(\[[^\]]*\]|[^\s:[\]]+):(\d*)$/.exec(entry);
+      if (m === null || m[1] === '[]') {
+        throw new ConfigException(
+          'controller.quorum.bootstrap.servers',
+          `Failed to parse host name from entry ${entry} for the configuration controller.quorum.bootstrap.servers`,
+        );
+      }
+      const port = Number(m[2]);
+      if (m[2] === '' || port > 65535) {
+        throw new ConfigException(
+          'controller.quorum.bootstrap.servers',
+          `Failed to parse port from entry ${entry} for the configuration controller.quorum.bootstrap.servers`,
+        );
+      }
+      return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+    });
+  }
+
+  /**
+   * The listener brokers replicate over: inter.broker.listener.name, else the listener named
+   * after security.inter.broker.protocol (PLAINTEXT by default).
+   */
+  get interBrokerListenerName(): string {
+    return (this.get('inter.broker.listener.name') ?? this.getString('security.inter.broker.protocol')).trim().toUpperCase();
   }
 
   /**
@@ -298,20 +365,29 @@ export class BrokerConfig {
     return def;
   }
 
-  /** Cross-field rules Kafka checks at start-up (KafkaConfig.validateValues). */
+  /**
+   * Cross-field rules Kafka checks at start-up (KafkaConfig.validateValues), with its
+   * messages. A config without process.roles (a library default, a unit test) gets only the
+   * checks that do not depend on the roles; `sluice start` requires the roles.
+   */
   private checkConsistency(): void {
     if (this.isSet('node.id') && this.isSet('broker.id') && this.getInt('node.id') !== this.getInt('broker.id')) {
-      throw new ConfigException('broker.id', 'If both node.id and broker.id are set, they must be equal');
+      throw new ConfigException('broker.id', 'You must set `node.id` to the same value as `broker.id`.');
     }
-    const roles = this.processRoles;
-    if (roles.length > 0 && this.nodeId < 0) {
-      throw new ConfigException('node.id', 'Missing configuration `node.id` which is required when `process.roles` is set');
+    const roles = new Set(this.processRoles);
+    if (roles.size > 0 && this.nodeId < 0) {
+      throw new ConfigException(
+        'node.id',
+        'Missing configuration `node.id` which is required when `process.roles` is defined (i.e. when running in KRaft mode).',
+      );
     }
     const names = new Set<string>();
     for (const l of this.listeners) {
       if (names.has(l.name)) throw new ConfigException('listeners', `Each listener must have a different name, ${l.name} is repeated`);
       names.add(l.name);
     }
+    if (roles.size > 0) this.checkKRaft(roles, names);
+    if (roles.has('broker')) this.checkBrokerListeners(names);
     for (const l of this.advertisedListeners) {
       if (l.host === '0.0.0.0' || l.host === '::') {
         throw new ConfigException(
@@ -320,29 +396,153 @@ export class BrokerConfig {
         );
       }
     }
-    if (roles.includes('controller')) {
-      const voters = this.quorumVoters;
-      if (voters.length === 0)
+  }
+
+  private checkKRaft(roles: ReadonlySet<string>, listenerNames: ReadonlySet<string>): void {
+    const voterIds = [...new Set(this.quorumVoters.map((v) => v.nodeId))].sort((a, b) => a - b);
+    const bootstrapServers = this.quorumBootstrapServers;
+    if (voterIds.length === 0 && bootstrapServers.length === 0) {
+      throw new ConfigException(
+        'controller.quorum.voters',
+        'If using process.roles, either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers ' +
+          'or controller.quorum.voters must contain a parseable set of controllers.',
+      );
+    }
+    const votersText = `controller.quorum.voters=Set(${voterIds.join(', ')})`;
+    const controllerNames = this.controllerListenerNames;
+    const nodeId = this.nodeId;
+    if (!roles.has('controller')) {
+      if (voterIds.includes(nodeId)) {
         throw new ConfigException(
           'controller.quorum.voters',
-          'If process.roles contains controller, controller.quorum.voters must not be empty',
-        );
-      if (!voters.some((v) => v.nodeId === this.nodeId)) {
-        throw new ConfigException(
-          'controller.quorum.voters',
-          `If process.roles contains controller, the node id ${this.nodeId} must be included in controller.quorum.voters`,
+          `If process.roles contains just the 'broker' role, the node id ${nodeId} must not be included in the set of voters ${votersText}`,
         );
       }
-    }
-    for (const name of this.controllerListenerNames) {
-      if (roles.includes('broker') && !roles.includes('controller') && names.has(name)) {
+      if (controllerNames.length === 0) {
+        throw new ConfigException(
+          'controller.listener.names',
+          'controller.listener.names must contain at least one value when running KRaft with just the broker role',
+        );
+      }
+      if (controllerNames.some((name) => listenerNames.has(name))) {
         throw new ConfigException(
           'listeners',
-          `The listeners config must not contain KRaft controller listener ${name} when process.roles=broker`,
+          "controller.listener.names must not contain a value appearing in the 'listeners' configuration when running KRaft with just the broker role",
+        );
+      }
+      const protocols = this.securityProtocolMap;
+      for (const name of controllerNames) {
+        if (!protocols.has(name)) {
+          throw new ConfigException(
+            'listener.security.protocol.map',
+            `Controller listener with name ${name} defined in controller.listener.names not found in listener.security.protocol.map ` +
+              '(an explicit security mapping for each controller listener is required if listener.security.protocol.map is non-empty, ' +
+              'or if there are security protocols other than PLAINTEXT in use)',
+          );
+        }
+      }
+      const advertised = this.get('advertised.listeners');
+      if (advertised !== null && listenerNamesOf(advertised).some((name) => controllerNames.includes(name))) {
+        throw new ConfigException(
+          'advertised.listeners',
+          'The advertised.listeners config must not contain KRaft controller listeners from controller.listener.names when ' +
+            'process.roles contains the broker role because Kafka clients that send requests via advertised listeners do not ' +
+            'send requests to KRaft controllers -- they only send requests to KRaft brokers.',
+        );
+      }
+      return;
+    }
+    if (!roles.has('broker')) {
+      if ([...listenerNames].some((name) => !controllerNames.includes(name))) {
+        throw new ConfigException(
+          'listeners',
+          'The listeners config must only contain KRaft controller listeners from controller.listener.names when process.roles=controller',
+        );
+      }
+      if (this.get('inter.broker.listener.name') !== null && controllerNames.includes(this.interBrokerListenerName)) {
+        throw new ConfigException(
+          'inter.broker.listener.name',
+          'controller.listener.names must not contain an explicitly set inter.broker.listener.name configuration value when process.roles=controller',
         );
       }
     }
+    // Sluice's Raft quorum is static: the voters are configured, never discovered (KIP-853).
+    if (voterIds.length === 0) {
+      throw new ConfigException(
+        'controller.quorum.voters',
+        'If process.roles contains the controller role, controller.quorum.voters must list the voters: ' +
+          'Sluice does not support dynamic quorums (controller.quorum.bootstrap.servers alone, KIP-853)',
+      );
+    }
+    if (!voterIds.includes(nodeId)) {
+      throw new ConfigException(
+        'controller.quorum.voters',
+        `If process.roles contains the 'controller' role, the node id ${nodeId} must be included in the set of voters ${votersText}`,
+      );
+    }
+    // A one-voter quorum of this node never takes a connection from another voter, so `sluice
+    // dev` (and a combined node of a one-node cluster) may run it without a controller listener.
+    const soleVoter = roles.has('broker') && voterIds.length === 1 && controllerNames.length === 0;
+    if (soleVoter) return;
+    if (!controllerNames.some((name) => listenerNames.has(name))) {
+      throw new ConfigException(
+        'controller.listener.names',
+        "controller.listener.names must contain at least one value appearing in the 'listeners' configuration when running the KRaft controller role",
+      );
+    }
+    if (!controllerNames.every((name) => listenerNames.has(name))) {
+      throw new ConfigException(
+        'controller.listener.names',
+        "controller.listener.names must only contain values appearing in the 'listeners' configuration when running the KRaft controller role",
+      );
+    }
   }
+
+  /** The broker role's listener rules: an advertised broker listener, the inter-broker one among them. */
+  private checkBrokerListeners(listenerNames: ReadonlySet<string>): void {
+    if (this.isSet('inter.broker.listener.name') && this.isSet('security.inter.broker.protocol')) {
+      throw new ConfigException(
+        'inter.broker.listener.name',
+        'Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.',
+      );
+    }
+    const interBroker = this.interBrokerListenerName;
+    if (this.get('inter.broker.listener.name') !== null && !this.securityProtocolMap.has(interBroker)) {
+      throw new ConfigException(
+        'inter.broker.listener.name',
+        `Listener with name ${interBroker} defined in inter.broker.listener.name not found in listener.security.protocol.map.`,
+      );
+    }
+    const advertised = [...new Set(this.advertisedListeners.map((l) => l.name))];
+    if (advertised.length === 0) {
+      throw new ConfigException(
+        'advertised.listeners',
+        'There must be at least one broker advertised listener. Perhaps all listeners appear in controller.listener.names?',
+      );
+    }
+    if (!advertised.includes(interBroker)) {
+      throw new ConfigException(
+        'inter.broker.listener.name',
+        `inter.broker.listener.name must be a listener name defined in advertised.listeners. ` +
+          `The valid options based on currently configured listeners are ${advertised.join(',')}`,
+      );
+    }
+    if (!advertised.every((name) => listenerNames.has(name))) {
+      throw new ConfigException(
+        'advertised.listeners',
+        'advertised.listeners listener names must be equal to or a subset of the ones defined in listeners. ' +
+          `Found ${advertised.join(',')}. The valid options based on the current configuration are ${[...listenerNames].join(',')}`,
+      );
+    }
+  }
+}
+
+/** Kafka's SecurityProtocol names. */
+const SECURITY_PROTOCOLS: readonly string[] = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'];
+
+/** The listener names of a `NAME://host:port,...` list, upper-cased, without parsing the rest. */
+function listenerNamesOf(value: string): string[] {
+  return parseList(value).map((entry) => entry.split('://')[0]!.trim().toUpperCase());
 }
 
 /** Parses `NAME://host:port,...`; a bare protocol name (PLAINTEXT) is its own listener name. */

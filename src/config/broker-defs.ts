@@ -39,6 +39,12 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     '',
     'Map of id/endpoint information for the set of voters in a comma-separated list of {id}@{host}:{port} entries.',
   ),
+  def(
+    'controller.quorum.bootstrap.servers',
+    'list',
+    '',
+    'List of endpoints to use for bootstrapping the cluster metadata. The endpoints are specified in comma-separated list of {host}:{port} entries. For example: localhost:9092,localhost:9093,localhost:9094.',
+  ),
   def('controller.listener.names', 'list', null, 'A comma-separated list of the names of the listeners used by the controller.'),
   def(
     'controller.quorum.election.timeout.ms',
@@ -72,6 +78,19 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     'The length of time in milliseconds that a broker lease lasts if no heartbeats are made.',
   ),
   def('broker.heartbeat.interval.ms', 'int', '2000', 'The length of time in milliseconds between broker heartbeats.'),
+  def('broker.rack', 'string', null, 'Rack of the broker. This will be used in rack aware replication assignment for fault tolerance.'),
+  def(
+    'auto.leader.rebalance.enable',
+    'boolean',
+    'true',
+    'Enables auto leader balancing: the controller moves leadership back to the preferred replica.',
+  ),
+  def(
+    'leader.imbalance.check.interval.seconds',
+    'long',
+    '300',
+    'The frequency with which the partition rebalance check is triggered by the controller.',
+  ),
   def(
     'metadata.log.dir',
     'string',

@@ -4,6 +4,7 @@ export {
   parseListeners,
   type DescribedConfig,
   type ConfigSynonym,
+  type HostPort,
   type Listener,
   type StaticSources,
 } from './broker-config.ts';

@@ -1,12 +1,13 @@
 /**
  * The coordinator's view of `__consumer_offsets` on this broker: metadata for leaders and
- * endpoints, the controller to create the topic, and the ReplicaManager to append to and
+ * endpoints, the active controller to create the topic, and the ReplicaManager to append to and
  * read back its partitions — the same paths client data takes.
  */
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { OFFSETS_TOPIC } from '../../protocol/internal-topics.ts';
 import { batchesIn } from '../../protocol/records/batch.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
+import type { TopicCreator } from '../metadata/controller.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
 import type { ReplicaManager } from '../replication/replica-manager.ts';
 import { CONSUMER_REPLICA_ID, ISOLATION_READ_UNCOMMITTED } from '../replication/replica-manager.ts';
@@ -15,7 +16,12 @@ import type { OffsetsTopicAccess } from './service.ts';
 
 const PRODUCE_VERSION = 9;
 
-export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManager, replicaManager: ReplicaManager): OffsetsTopicAccess {
+export function offsetsTopicAccess(
+  config: BrokerConfig,
+  metadata: MetadataManager,
+  replicaManager: ReplicaManager,
+  createTopics: TopicCreator,
+): OffsetsTopicAccess {
   return {
     partitionLeader(partition, listenerName) {
       const image = metadata.image();
@@ -27,7 +33,7 @@ export function offsetsTopicAccess(config: BrokerConfig, metadata: MetadataManag
     },
 
     async createOffsetsTopic() {
-      const [result] = await metadata.controller.createTopics([offsetsTopicCreatable(config)], false);
+      const [result] = await createTopics([offsetsTopicCreatable(config)]);
       if (result === undefined) return Errors.UNKNOWN_SERVER_ERROR.code;
       // Another request may have created it in the meantime.
       return result.errorCode === Errors.TOPIC_ALREADY_EXISTS.code ? Errors.NONE.code : result.errorCode;

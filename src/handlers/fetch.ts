@@ -1,17 +1,24 @@
 /**
  * Fetch: resolves topics (ids from v13), interprets the fetch session (KIP-227), reads via
  * ReplicaManager.fetchMessages (which long-polls), and answers the partitions the session
- * says to send. Fetch v0-v3 clients get their batches down-converted to magic 0/1.
+ * says to send. Fetch v0-v3 clients get their batches down-converted to magic 0/1. Followers
+ * (a replica id, in the replica state from v15) send their last fetched epoch (v12+) and are
+ * answered a divergingEpoch when their log left the leader's. A broker that does not lead a
+ * partition answers NOT_LEADER_OR_FOLLOWER with the current leader (v12+) and its endpoint
+ * (v16+, KIP-951); consumers are not served by followers.
  */
 import { Errors } from '../../protocol/errors.ts';
 import {
   makeFetchResponse,
   makeFetchResponseAbortedTransaction,
+  makeFetchResponseEpochEndOffset,
   makeFetchResponseFetchableTopicResponse,
   makeFetchResponseLeaderIdAndEpoch,
+  makeFetchResponseNodeEndpoint,
   makeFetchResponsePartitionData,
   type FetchRequest,
   type FetchResponse,
+  type FetchResponseNodeEndpoint,
   type FetchResponsePartitionData,
 } from '../../protocol/messages/fetch.ts';
 import { toSafeNumber, ZERO_UUID } from '../../protocol/primitives.ts';
@@ -24,14 +31,23 @@ import { OUTSIDE_EVERY_LOG, safeOrNull } from './wire-int64.ts';
 
 const EMPTY = Buffer.alloc(0);
 
-/** What Fetch needs: the partitions this broker leads, fetch sessions, topic ids, fetch.max.bytes. */
-export interface FetchServices extends Pick<DataPathServices, 'fetchSessions' | 'topicNameOf' | 'topicIdOf' | 'fetchMaxBytes'> {
+/** What Fetch needs: the partitions this broker leads, fetch sessions, topic ids, fetch.max.bytes, broker endpoints. */
+export interface FetchServices
+  extends Pick<DataPathServices, 'fetchSessions' | 'topicNameOf' | 'topicIdOf' | 'fetchMaxBytes'>,
+    Partial<Pick<DataPathServices, 'nodeEndpoint'>> {
   readonly replicaManager: Pick<ReplicaManager, 'fetchMessages'>;
 }
 
-export async function handleFetch(services: FetchServices, request: FetchRequest, version: number): Promise<FetchResponse> {
+/** `listenerName`: the listener the request came in on, whose endpoints KIP-951 answers with. */
+export async function handleFetch(
+  services: FetchServices,
+  request: FetchRequest,
+  version: number,
+  listenerName: string,
+): Promise<FetchResponse> {
   const usesTopicIds = version >= 13;
   const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
+  const replicaEpoch = version >= 15 ? request.replicaState.replicaEpoch : -1n;
   const partitions: SessionPartition[] = [];
   for (const topic of request.topics) {
     const name = usesTopicIds ? (services.topicNameOf(topic.topicId) ?? '') : topic.topic;
@@ -47,7 +63,8 @@ export async function handleFetch(services: FetchServices, request: FetchRequest
         partitionMaxBytes: p.partitionMaxBytes,
         currentLeaderEpoch: version >= 9 ? p.currentLeaderEpoch : -1,
         // A follower's log start offset; -1 (unknown, what consumers send) when beyond 2^53.
-        logStartOffset: safeOrNull(p.logStartOffset) ?? -1,
+        logStartOffset: version >= 5 ? (safeOrNull(p.logStartOffset) ?? -1) : -1,
+        lastFetchedEpoch: version >= 12 ? p.lastFetchedEpoch : -1,
       });
     }
   }
@@ -72,6 +89,7 @@ export async function handleFetch(services: FetchServices, request: FetchRequest
   const maxBytes = Math.min(version >= 3 ? request.maxBytes : 0x7fffffff, services.fetchMaxBytes());
   const results = await services.replicaManager.fetchMessages({
     replicaId,
+    replicaEpoch,
     maxWaitMs: request.maxWaitMs,
     minBytes: Math.min(request.minBytes, maxBytes),
     maxBytes,
@@ -82,6 +100,8 @@ export async function handleFetch(services: FetchServices, request: FetchRequest
       fetchOffset: p.fetchOffset,
       partitionMaxBytes: p.partitionMaxBytes,
       currentLeaderEpoch: p.currentLeaderEpoch,
+      lastFetchedEpoch: p.lastFetchedEpoch,
+      logStartOffset: p.logStartOffset,
     })),
   });
   const byKey = new Map<string, FetchPartitionResult>();
@@ -97,6 +117,7 @@ export async function handleFetch(services: FetchServices, request: FetchRequest
         highWatermark: toSafeNumber(data.highWatermark),
         logStartOffset: toSafeNumber(data.logStartOffset),
         recordsSizeBytes: data.records?.length ?? 0,
+        divergingEpoch: data.divergingEpoch.epoch >= 0 || data.divergingEpoch.endOffset >= 0n,
       });
       if (!must) continue;
     }
@@ -129,7 +150,30 @@ export async function handleFetch(services: FetchServices, request: FetchRequest
     if (sameTopic) last.partitions.push(data);
     else responses.push(makeFetchResponseFetchableTopicResponse({ topic: p.topic, topicId: p.topicId, partitions: [data] }));
   }
-  return makeFetchResponse({ errorCode: Errors.NONE.code, sessionId, responses });
+  return makeFetchResponse({
+    errorCode: Errors.NONE.code,
+    sessionId,
+    responses,
+    nodeEndpoints: leaderEndpoints(services, answered, version, listenerName),
+  });
+}
+
+/** KIP-951 (v16+): the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answers. */
+function leaderEndpoints(
+  services: FetchServices,
+  answered: readonly { data: FetchResponsePartitionData }[],
+  version: number,
+  listenerName: string,
+): FetchResponseNodeEndpoint[] {
+  if (version < 16 || services.nodeEndpoint === undefined) return [];
+  const endpoints = new Map<number, FetchResponseNodeEndpoint>();
+  for (const { data } of answered) {
+    const leaderId = data.currentLeader.leaderId;
+    if (leaderId < 0 || endpoints.has(leaderId)) continue;
+    const node = services.nodeEndpoint(leaderId, listenerName);
+    if (node !== undefined) endpoints.set(leaderId, makeFetchResponseNodeEndpoint(node));
+  }
+  return [...endpoints.values()];
 }
 
 function unknownTopicId(partition: number): FetchResponsePartitionData {
@@ -158,7 +202,9 @@ async function partitionData(r: FetchPartitionResult, fetchOffset: number, versi
       errorCode = Errors.UNSUPPORTED_COMPRESSION_TYPE.code;
     }
   }
-  const notLeader = r.errorCode === Errors.NOT_LEADER_OR_FOLLOWER.code || r.errorCode === Errors.FENCED_LEADER_EPOCH.code;
+  // currentLeader and divergingEpoch exist from v12 (tagged fields).
+  const notLeader =
+    version >= 12 && (r.errorCode === Errors.NOT_LEADER_OR_FOLLOWER.code || r.errorCode === Errors.FENCED_LEADER_EPOCH.code);
   return makeFetchResponsePartitionData({
     partitionIndex: r.partition,
     errorCode,
@@ -175,6 +221,10 @@ async function partitionData(r: FetchPartitionResult, fetchOffset: number, versi
     currentLeader: notLeader
       ? makeFetchResponseLeaderIdAndEpoch({ leaderId: r.leaderId, leaderEpoch: r.leaderEpoch })
       : makeFetchResponseLeaderIdAndEpoch(),
+    divergingEpoch:
+      version >= 12 && r.divergingEpoch !== null
+        ? makeFetchResponseEpochEndOffset({ epoch: r.divergingEpoch.epoch, endOffset: BigInt(r.divergingEpoch.endOffset) })
+        : makeFetchResponseEpochEndOffset(),
     preferredReadReplica: -1,
     records,
   });

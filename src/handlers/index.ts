@@ -9,13 +9,41 @@
  * handler reaches nothing else, and the RequestContext carries only the connection and the
  * request. The request and response types of every registration follow from its api key
  * (`ApiMessages`, generated from the Kafka spec), so none is written out here.
+ *
+ * The admin APIs that change metadata or leadership are served per role, as in Kafka's KRaft
+ * mode: on broker listeners they are forwarded to the active controller (forward.ts), on
+ * controller listeners the controller-side handlers (topics.ts, configs.ts, controller-apis.ts)
+ * serve them. The broker-to-controller RPCs (BrokerRegistration, BrokerHeartbeat,
+ * AlterPartition, AllocateProducerIds) are served on controller listeners only.
+ * `controllerSideHandlers` is the same table for the controller channel, which calls it
+ * in-process when this node is the active controller.
  */
 import { ApiKey } from '../../protocol/messages/index.ts';
+import type { ControllerHandler, ForwardedApiKey } from '../metadata/controller-channel.ts';
 import { handleApiVersions } from './api-versions.ts';
 import { handleDescribeCluster, handleDescribeTopicPartitions } from './cluster.ts';
 import { handleAlterConfigs, handleDescribeConfigs, handleIncrementalAlterConfigs } from './configs.ts';
+import {
+  handleAllocateProducerIds,
+  handleAlterPartition,
+  handleAlterPartitionReassignments,
+  handleBrokerHeartbeat,
+  handleBrokerRegistration,
+  handleElectLeaders,
+  handleListPartitionReassignments,
+  type ControllerApiServices,
+} from './controller-apis.ts';
 import { handleDeleteRecords, type DeleteRecordsServices } from './delete-records.ts';
 import { handleFetch, type FetchServices } from './fetch.ts';
+import {
+  forwardAlterConfigs,
+  forwardCreatePartitions,
+  forwardCreateTopics,
+  forwardDeleteTopics,
+  forwardIncrementalAlterConfigs,
+  forwardToController,
+  type ForwardingServices,
+} from './forward.ts';
 import {
   handleDeleteGroups,
   handleDescribeGroups,
@@ -32,7 +60,7 @@ import {
 } from './groups.ts';
 import { handleListOffsets, type ListOffsetsServices } from './list-offsets.ts';
 import { handleDescribeLogDirs, type DescribeLogDirsServices } from './log-dirs.ts';
-import { handleMetadata, type MetadataHandlerServices } from './metadata.ts';
+import { handleMetadata, type MetadataHandlerServices, type MetadataRequestServices } from './metadata.ts';
 import { handleOffsetForLeaderEpoch, type OffsetForLeaderEpochServices } from './offset-for-leader-epoch.ts';
 import { handleProduce, type ProduceServices } from './produce.ts';
 import { handleDescribeProducers, handleInitProducerId, type ProducerIdServices } from './producer-id.ts';
@@ -57,23 +85,58 @@ export type DataPathHandlerServices = ProduceServices &
   OffsetForLeaderEpochServices &
   ProducerIdServices;
 
-/** Everything the handlers reach, by family. */
-export interface HandlerServices {
-  /** Metadata and the admin APIs: the image, the controller, the broker's config. */
+/** What the controller-side handlers reach: the admin APIs' services and the broker-to-controller RPCs'. */
+export interface ControllerSideServices {
   readonly metadata: MetadataHandlerServices;
+  readonly controllerApis: ControllerApiServices;
+}
+
+/** Everything the handlers reach, by family. */
+export interface HandlerServices extends ControllerSideServices {
+  /** Metadata and the admin APIs on controller listeners: the image, the controller, the broker's config. */
+  readonly metadata: MetadataRequestServices;
   /** The KRaft RPCs: the node's Raft client. */
   readonly quorum: QuorumServices;
   readonly dataPath: DataPathHandlerServices;
   readonly groups: GroupHandlerServices;
+  /** The admin APIs on broker listeners: the channel to the active controller, the local image. */
+  readonly forwarding: ForwardingServices;
 }
 
 /** Registers every API of a broker node (broker and controller listeners). */
 export function registerHandlers(registry: HandlerRegistry, services: HandlerServices): void {
   registerApiVersions(registry);
   registerMetadataApis(registry, services.metadata);
+  registerForwardedApis(registry, services.forwarding);
+  registerControllerApis(registry, controllerSideHandlers(services));
   registerQuorumApis(registry, services.quorum);
   registerDataPathApis(registry, services.dataPath);
   registerGroupApis(registry, services.groups);
+}
+
+/** The controller side of every request a broker sends to the active controller. */
+export type ControllerSideHandlers = { readonly [K in ForwardedApiKey]: ControllerHandler<K> };
+
+/**
+ * The handlers that serve the controller channel's requests on this node: on its controller
+ * listeners, and in-process (ControllerChannelOptions.local) when it is the active controller.
+ */
+export function controllerSideHandlers(services: ControllerSideServices): ControllerSideHandlers {
+  const { metadata, controllerApis } = services;
+  return {
+    [ApiKey.CreateTopics]: (request, version) => handleCreateTopics(metadata, request, version),
+    [ApiKey.DeleteTopics]: (request, version) => handleDeleteTopics(metadata, request, version),
+    [ApiKey.CreatePartitions]: (request) => handleCreatePartitions(metadata, request),
+    [ApiKey.AlterConfigs]: (request) => handleAlterConfigs(metadata, request),
+    [ApiKey.IncrementalAlterConfigs]: (request) => handleIncrementalAlterConfigs(metadata, request),
+    [ApiKey.ElectLeaders]: (request, version) => handleElectLeaders(controllerApis, request, version),
+    [ApiKey.AlterPartitionReassignments]: (request, version) => handleAlterPartitionReassignments(controllerApis, request, version),
+    [ApiKey.ListPartitionReassignments]: (request, version) => handleListPartitionReassignments(controllerApis, request, version),
+    [ApiKey.BrokerRegistration]: (request, version) => handleBrokerRegistration(controllerApis, request, version),
+    [ApiKey.BrokerHeartbeat]: (request, version) => handleBrokerHeartbeat(controllerApis, request, version),
+    [ApiKey.AlterPartition]: (request, version) => handleAlterPartition(controllerApis, request, version),
+    [ApiKey.AllocateProducerIds]: (request, version) => handleAllocateProducerIds(controllerApis, request, version),
+  };
 }
 
 /** ApiVersions, on every listener: exactly what `registry` serves there (KIP-35, KIP-511). */
@@ -81,16 +144,77 @@ export function registerApiVersions(registry: HandlerRegistry): void {
   registry.register(ApiKey.ApiVersions, (ctx, request, version) => handleApiVersions(registry, ctx, request, version));
 }
 
-function registerMetadataApis(registry: HandlerRegistry, metadata: MetadataHandlerServices): void {
+function registerMetadataApis(registry: HandlerRegistry, metadata: MetadataRequestServices): void {
   registry.register(ApiKey.Metadata, (ctx, request, version) => handleMetadata(metadata, ctx, request, version));
-  registry.register(ApiKey.CreateTopics, (_ctx, request, version) => handleCreateTopics(metadata, request, version));
-  registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => handleDeleteTopics(metadata, request, version));
-  registry.register(ApiKey.CreatePartitions, (_ctx, request) => handleCreatePartitions(metadata, request));
   registry.register(ApiKey.DescribeConfigs, (_ctx, request, version) => handleDescribeConfigs(metadata, request, version));
-  registry.register(ApiKey.AlterConfigs, (_ctx, request) => handleAlterConfigs(metadata, request));
-  registry.register(ApiKey.IncrementalAlterConfigs, (_ctx, request) => handleIncrementalAlterConfigs(metadata, request));
   registry.register(ApiKey.DescribeCluster, (ctx, request, version) => handleDescribeCluster(metadata, ctx, request, version));
   registry.register(ApiKey.DescribeTopicPartitions, (_ctx, request) => handleDescribeTopicPartitions(metadata, request));
+}
+
+/** The admin APIs that change metadata or partition leadership, on broker listeners: forwarded to the active controller. */
+function registerForwardedApis(registry: HandlerRegistry, forwarding: ForwardingServices): void {
+  const broker = { listeners: 'broker' } as const;
+  registry.register(ApiKey.CreateTopics, (_ctx, request, version) => forwardCreateTopics(forwarding, request, version), broker);
+  registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => forwardDeleteTopics(forwarding, request, version), broker);
+  registry.register(ApiKey.CreatePartitions, (_ctx, request, version) => forwardCreatePartitions(forwarding, request, version), broker);
+  registry.register(ApiKey.AlterConfigs, (_ctx, request, version) => forwardAlterConfigs(forwarding, request, version), broker);
+  registry.register(
+    ApiKey.IncrementalAlterConfigs,
+    (_ctx, request, version) => forwardIncrementalAlterConfigs(forwarding, request, version),
+    broker,
+  );
+  registry.register(
+    ApiKey.ElectLeaders,
+    (_ctx, request, version) => forwardToController(forwarding, ApiKey.ElectLeaders, request, version),
+    broker,
+  );
+  registry.register(
+    ApiKey.AlterPartitionReassignments,
+    (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterPartitionReassignments, request, version),
+    broker,
+  );
+  registry.register(
+    ApiKey.ListPartitionReassignments,
+    (_ctx, request, version) => forwardToController(forwarding, ApiKey.ListPartitionReassignments, request, version),
+    broker,
+  );
+}
+
+/** The controller listeners' side of the controller channel (Kafka's ControllerApis). */
+function registerControllerApis(registry: HandlerRegistry, handlers: ControllerSideHandlers): void {
+  const controller = { listeners: 'controller' } as const;
+  registry.register(ApiKey.CreateTopics, (_ctx, request, version) => handlers[ApiKey.CreateTopics](request, version), controller);
+  registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => handlers[ApiKey.DeleteTopics](request, version), controller);
+  registry.register(ApiKey.CreatePartitions, (_ctx, request, version) => handlers[ApiKey.CreatePartitions](request, version), controller);
+  registry.register(ApiKey.AlterConfigs, (_ctx, request, version) => handlers[ApiKey.AlterConfigs](request, version), controller);
+  registry.register(
+    ApiKey.IncrementalAlterConfigs,
+    (_ctx, request, version) => handlers[ApiKey.IncrementalAlterConfigs](request, version),
+    controller,
+  );
+  registry.register(ApiKey.ElectLeaders, (_ctx, request, version) => handlers[ApiKey.ElectLeaders](request, version), controller);
+  registry.register(
+    ApiKey.AlterPartitionReassignments,
+    (_ctx, request, version) => handlers[ApiKey.AlterPartitionReassignments](request, version),
+    controller,
+  );
+  registry.register(
+    ApiKey.ListPartitionReassignments,
+    (_ctx, request, version) => handlers[ApiKey.ListPartitionReassignments](request, version),
+    controller,
+  );
+  registry.register(
+    ApiKey.BrokerRegistration,
+    (_ctx, request, version) => handlers[ApiKey.BrokerRegistration](request, version),
+    controller,
+  );
+  registry.register(ApiKey.BrokerHeartbeat, (_ctx, request, version) => handlers[ApiKey.BrokerHeartbeat](request, version), controller);
+  registry.register(ApiKey.AlterPartition, (_ctx, request, version) => handlers[ApiKey.AlterPartition](request, version), controller);
+  registry.register(
+    ApiKey.AllocateProducerIds,
+    (_ctx, request, version) => handlers[ApiKey.AllocateProducerIds](request, version),
+    controller,
+  );
 }
 
 /**
@@ -110,9 +234,11 @@ export function registerQuorumApis(registry: HandlerRegistry, quorum: QuorumServ
 
 function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandlerServices): void {
   registry.register(ApiKey.Produce, (ctx, request, version) =>
-    handleProduce(dataPath, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason)),
+    handleProduce(dataPath, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason), ctx.session.listenerName),
   );
-  registry.register(ApiKey.Fetch, (_ctx, request, version) => handleFetch(dataPath, request, version), { listeners: 'broker' });
+  registry.register(ApiKey.Fetch, (ctx, request, version) => handleFetch(dataPath, request, version, ctx.session.listenerName), {
+    listeners: 'broker',
+  });
   registry.register(ApiKey.ListOffsets, (_ctx, request, version) => handleListOffsets(dataPath, request, version));
   registry.register(ApiKey.DeleteRecords, (_ctx, request) => handleDeleteRecords(dataPath, request));
   registry.register(ApiKey.DescribeLogDirs, (_ctx, request) => handleDescribeLogDirs(dataPath, request));

@@ -18,7 +18,7 @@ import { INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC } from '../../p
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import { offsetsTopicCreatable, transactionStateTopicCreatable } from '../coordinator/internal-topics.ts';
-import { topicNameError, type CreatableTopic } from '../metadata/controller.ts';
+import { topicNameError, type CreatableTopic, type TopicCreator } from '../metadata/controller.ts';
 import {
   AUTHORIZED_OPERATIONS_OMITTED,
   CLUSTER_OPERATIONS,
@@ -37,6 +37,12 @@ export interface MetadataHandlerServices {
   readonly nodeId: number;
   readonly config: BrokerConfig;
   readonly metadata: MetadataManager;
+}
+
+/** The Metadata API also creates topics (auto.create.topics.enable). */
+export interface MetadataRequestServices extends MetadataHandlerServices {
+  /** Through the active controller, answered once this broker has the topics. */
+  readonly createTopics: TopicCreator;
 }
 
 export function topicMetadata(image: MetadataImage, topic: TopicImage, includeAuthorizedOperations: boolean): MetadataResponseTopic {
@@ -92,7 +98,7 @@ function checkTopicsNamed(topics: readonly MetadataRequestTopic[], version: numb
 }
 
 export async function handleMetadata(
-  services: MetadataHandlerServices,
+  services: MetadataRequestServices,
   ctx: RequestContext,
   request: MetadataRequest,
   version: number,
@@ -116,10 +122,7 @@ export async function handleMetadata(
     }
     const createErrors = new Map<string, number>();
     if (toCreate.size > 0) {
-      const results = await metadata.controller.createTopics(
-        [...toCreate].map((name) => autoCreatable(config, name)),
-        false,
-      );
+      const results = await services.createTopics([...toCreate].map((name) => autoCreatable(config, name)));
       for (const r of results) {
         // A topic another request created meanwhile is simply there now.
         if (r.errorCode !== Errors.NONE.code && r.errorCode !== Errors.TOPIC_ALREADY_EXISTS.code) createErrors.set(r.name, r.errorCode);

@@ -2,6 +2,7 @@
  * Produce: every partition's records go to ReplicaManager.appendRecords; acks=0 sends no
  * response (the server keeps later responses in order), and an acks=0 produce with any
  * partition error closes the connection, as Kafka does, so the client refreshes metadata.
+ * NOT_LEADER_OR_FOLLOWER answers carry the current leader and its endpoint (v10+, KIP-951).
  */
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch } from '../../protocol/records/batch.ts';
@@ -10,13 +11,17 @@ import {
   makeProduceResponsePartitionProduceResponse,
   makeProduceResponseTopicProduceResponse,
   makeProduceResponseBatchIndexAndErrorMessage,
+  makeProduceResponseLeaderIdAndEpoch,
+  makeProduceResponseNodeEndpoint,
   type ProduceRequest,
   type ProduceResponse,
+  type ProduceResponseNodeEndpoint,
 } from '../../protocol/messages/produce.ts';
+import type { DataPathServices } from '../replication/index.ts';
 import type { ProducePartitionInput, ReplicaManager } from '../replication/replica-manager.ts';
 
-/** What Produce needs: the partitions this broker leads. */
-export interface ProduceServices {
+/** What Produce needs: the partitions this broker leads, and broker endpoints for KIP-951. */
+export interface ProduceServices extends Partial<Pick<DataPathServices, 'nodeEndpoint'>> {
   readonly replicaManager: Pick<ReplicaManager, 'appendRecords'>;
 }
 
@@ -24,8 +29,9 @@ export async function handleProduce(
   services: ProduceServices,
   request: ProduceRequest,
   version: number,
-  clientId: string | null = null,
-  closeConnection: (reason: string) => void = () => {},
+  clientId: string | null,
+  closeConnection: (reason: string) => void,
+  listenerName: string,
 ): Promise<ProduceResponse | null> {
   // KafkaApis.handleProduceRequest: transactional records need a transactional id the
   // producer may write for; without one the whole request is refused.
@@ -51,12 +57,19 @@ export async function handleProduce(
     }
     return null;
   }
+  const kip951 = version >= 10;
+  const nodeEndpoints = new Map<number, ProduceResponseNodeEndpoint>();
   let i = 0;
   const responses = request.topicData.map((topic) =>
     makeProduceResponseTopicProduceResponse({
       name: topic.name,
       partitionResponses: topic.partitionData.map(() => {
         const r = results[i++]!;
+        const notLeader = kip951 && r.errorCode === Errors.NOT_LEADER_OR_FOLLOWER.code;
+        if (notLeader && r.leaderId >= 0 && !nodeEndpoints.has(r.leaderId)) {
+          const node = services.nodeEndpoint?.(r.leaderId, listenerName);
+          if (node !== undefined) nodeEndpoints.set(r.leaderId, makeProduceResponseNodeEndpoint(node));
+        }
         return makeProduceResponsePartitionProduceResponse({
           index: r.partition,
           errorCode: r.errorCode,
@@ -70,11 +83,14 @@ export async function handleProduce(
             }),
           ),
           errorMessage: r.errorMessage,
+          currentLeader: notLeader
+            ? makeProduceResponseLeaderIdAndEpoch({ leaderId: r.leaderId, leaderEpoch: r.leaderEpoch })
+            : makeProduceResponseLeaderIdAndEpoch(),
         });
       }),
     }),
   );
-  return makeProduceResponse({ responses });
+  return makeProduceResponse({ responses, nodeEndpoints: [...nodeEndpoints.values()] });
 }
 
 /** ProduceRequest.hasTransactionalRecords: the first batch of any partition is transactional. */

@@ -1,20 +1,47 @@
 // The quorum controller: turns admin requests into metadata records, validates them against
 // the current image as Kafka's ReplicationControlManager / ConfigurationControlManager do,
-// appends them through Raft and answers once they are committed and applied.
+// appends them through Raft and answers once they are committed and applied. On the active
+// controller it also runs the cluster as Kafka's QuorumController, ClusterControlManager and
+// BrokerHeartbeatManager do: broker registrations and sessions, fencing of brokers silent past
+// broker.session.timeout.ms, controlled shutdown, ISR changes from partition leaders, leader
+// elections, replica placement and reassignments.
 //
 // Operations run one at a time: each validates against the image that includes every
 // earlier operation, so two CreateTopics of one name cannot both pass.
 
 import { randomBytes } from 'node:crypto';
 import { Errors, KafkaError, type KafkaErrorCode } from '../../protocol/errors.ts';
+import {
+  makeAlterPartitionResponse,
+  makeAlterPartitionResponsePartitionData,
+  makeAlterPartitionResponseTopicData,
+  type AlterPartitionRequest,
+  type AlterPartitionResponse,
+  type AlterPartitionResponsePartitionData,
+} from '../../protocol/messages/alter-partition.ts';
+import type { BrokerHeartbeatRequest } from '../../protocol/messages/broker-heartbeat.ts';
+import type { BrokerRegistrationRequest as BrokerRegistrationRequestData } from '../../protocol/messages/broker-registration.ts';
 import { uuidToString, ZERO_UUID } from '../../protocol/primitives.ts';
 import { BROKER_CONFIG_DEF_BY_NAME } from '../config/broker-defs.ts';
 import { TOPIC_CONFIG_DEF_BY_NAME } from '../config/topic-defs.ts';
 import { validateTopicConfig } from '../config/topic-config.ts';
 import { ConfigException, checkValue, parseList } from '../config/types.ts';
-import type { MetadataImage } from './image.ts';
-import type { BrokerEndpoint, ConfigRecord, MetadataRecord } from './records.ts';
-import { ConfigResourceType, partitionChangeRecord, partitionRecord } from './records.ts';
+import { type FailureSink, runGuarded } from '../runtime/guard.ts';
+import { BrokerHeartbeatManager, isFencedState } from './broker-heartbeats.ts';
+import type { MetadataImage, PartitionImage, TopicImage } from './image.ts';
+import {
+  type Election,
+  LeaderRecoveryState,
+  NO_LEADER,
+  NO_LEADER_CHANGE,
+  buildPartitionChange,
+  isReassignmentInProgress,
+} from './partition-change.ts';
+import type { Clock, TimerHandle } from './raft/types.ts';
+import { systemClock } from './raft/types.ts';
+import type { BrokerEndpoint, ConfigRecord, MetadataRecord, RegisterBrokerRecord } from './records.ts';
+import { ConfigResourceType, partitionRecord } from './records.ts';
+import { placeReplicas } from './replica-placer.ts';
 
 /** Kafka's metadata.version feature and the level this broker writes (3.9-IV0). */
 export const METADATA_VERSION_FEATURE = 'metadata.version';
@@ -43,10 +70,18 @@ function fail(error: KafkaErrorCode, message: string | null = null): ApiResult {
   return { errorCode: error.code, errorMessage: message };
 }
 
+/** As Kafka's `new ApiError(error)`: the error's own message. */
+function withDefaultMessage(error: KafkaErrorCode): ApiResult {
+  return fail(error, error.message);
+}
+
 /** Appends records through Raft and resolves once they are applied to the image. */
 export interface RecordSink {
+  /** Whether this node leads the Raft quorum (the controller is active once it has also caught up). */
   isActive(): boolean;
   image(): MetadataImage;
+  /** The offset the next record written gets: a RegisterBrokerRecord's offset is the broker epoch. */
+  nextWriteOffset(): number;
   write(records: MetadataRecord[]): Promise<void>;
 }
 
@@ -55,7 +90,34 @@ export interface ControllerConfig {
   defaultNumPartitions: () => number;
   /** default.replication.factor */
   defaultReplicationFactor: () => number;
+  /** broker.session.timeout.ms (Kafka's 9000 when not given). */
+  brokerSessionTimeoutMs?: () => number;
+  /** unclean.leader.election.enable of the cluster; a topic's own config overrides it. */
+  uncleanLeaderElectionEnable?: () => boolean;
+  /** The cluster id a BrokerRegistration must carry (INCONSISTENT_CLUSTER_ID otherwise); unchecked when not given. */
+  clusterId?: () => string;
+  /** auto.leader.rebalance.enable (off when not given). */
+  autoLeaderRebalanceEnable?: () => boolean;
+  /** leader.imbalance.check.interval.seconds, in milliseconds (Kafka's 300 s when not given). */
+  leaderImbalanceCheckIntervalMs?: () => number;
 }
+
+/** The controller's own timers: session expiry and leader rebalancing. */
+export interface ControllerRuntime {
+  clock?: Clock;
+  /** Where a failure of one of those timers goes. */
+  onFailure?: FailureSink;
+}
+
+/** Kafka's broker.session.timeout.ms default. */
+export const DEFAULT_BROKER_SESSION_TIMEOUT_MS = 9000;
+/** Kafka's leader.imbalance.check.interval.seconds default, in milliseconds. */
+export const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000;
+/** Preferred-leader elections one rebalance round writes at most (Kafka's QuorumController maxElectionsPerImbalance). */
+export const MAX_ELECTIONS_PER_IMBALANCE = 1000;
+
+/** ElectLeaders electionType values (Kafka's ElectionType). */
+export const ElectionType = { PREFERRED: 0, UNCLEAN: 1 } as const;
 
 export interface CreatableTopic {
   name: string;
@@ -65,6 +127,9 @@ export interface CreatableTopic {
   assignments: { partitionIndex: number; brokerIds: number[] }[];
   configs: { name: string; value: string | null }[];
 }
+
+/** Creates topics through whichever node is the active controller (auto-creation, internal topics). */
+export type TopicCreator = (topics: readonly CreatableTopic[]) => Promise<(ApiResult & { name: string })[]>;
 
 export interface CreateTopicResult extends ApiResult {
   name: string;
@@ -109,6 +174,48 @@ export interface BrokerRegistrationRequest {
 export interface ProducerIdBlock {
   firstProducerId: bigint;
   size: number;
+}
+
+export interface BrokerRegistrationResult extends ApiResult {
+  /** -1 when refused. */
+  brokerEpoch: bigint;
+}
+
+export interface BrokerHeartbeatResult extends ApiResult {
+  isCaughtUp: boolean;
+  isFenced: boolean;
+  inControlledShutdown: boolean;
+  shouldShutDown: boolean;
+}
+
+export interface AllocateProducerIdsResult extends ApiResult {
+  producerIdStart: bigint;
+  producerIdLen: number;
+}
+
+export interface ElectLeadersTopicResult {
+  topic: string;
+  partitionResult: { partitionId: number; errorCode: number; errorMessage: string | null }[];
+}
+
+export interface ElectLeadersResult extends ApiResult {
+  replicaElectionResults: ElectLeadersTopicResult[];
+}
+
+export interface ReassignablePartition {
+  partitionIndex: number;
+  /** Null cancels the partition's ongoing reassignment. */
+  replicas: number[] | null;
+}
+
+export interface ReassignmentTopicResult {
+  name: string;
+  partitions: { partitionIndex: number; errorCode: number; errorMessage: string | null }[];
+}
+
+export interface OngoingReassignment {
+  name: string;
+  partitions: { partitionIndex: number; replicas: number[]; addingReplicas: number[]; removingReplicas: number[] }[];
 }
 
 export function randomUuid(): string {
@@ -166,12 +273,71 @@ function check(condition: boolean, error: KafkaErrorCode, message: string): asse
 
 export class QuorumController {
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly clock: Clock;
+  private readonly onFailure: FailureSink;
+  /** Bumped by every activation and resignation: work of an older one stops. */
+  private generation = 0;
+  /** Broker sessions; null while this controller is not active. */
+  private heartbeats: BrokerHeartbeatManager | null = null;
+  private fenceTimer: TimerHandle | null = null;
+  private rebalanceTimer: TimerHandle | null = null;
+  /** Brokers registered in-process by registerBroker, which send no heartbeats. */
+  private readonly inProcessBrokers = new Set<number>();
 
   constructor(
     private readonly sink: RecordSink,
     private readonly config: ControllerConfig,
     private readonly random: () => number = Math.random,
-  ) {}
+    runtime: ControllerRuntime = {},
+  ) {
+    this.clock = runtime.clock ?? systemClock;
+    this.onFailure = runtime.onFailure ?? (() => {});
+  }
+
+  /** Leads the quorum and has applied everything before its own epoch: it may write. */
+  isActive(): boolean {
+    return this.heartbeats !== null && this.sink.isActive();
+  }
+
+  /**
+   * This node became the Raft leader. Everything earlier in the log is applied once a record
+   * of the new epoch commits (a NoOpRecord), then an empty log gets its bootstrap records and
+   * every registered broker starts a session as if just heard from (Kafka's
+   * ClusterControlManager.activate). Operations answer NOT_CONTROLLER until then.
+   */
+  activate(): Promise<void> {
+    this.deactivate();
+    const generation = this.generation;
+    const current = () => generation === this.generation && this.sink.isActive();
+    return this.serialize(async () => {
+      if (!current()) return;
+      try {
+        await this.sink.write([{ type: 'NoOpRecord', data: {} }]);
+        if (!this.sink.image().features.has(METADATA_VERSION_FEATURE)) await this.sink.write([bootstrapRecord()]);
+      } catch {
+        // Leadership went before the log caught up: the next activation starts over.
+        return;
+      }
+      if (!current()) return;
+      const heartbeats = new BrokerHeartbeatManager(
+        () => this.clock.now(),
+        this.config.brokerSessionTimeoutMs?.() ?? DEFAULT_BROKER_SESSION_TIMEOUT_MS,
+      );
+      for (const b of this.sink.image().brokers.values()) heartbeats.register(b.id, b.fenced, this.inProcessBrokers.has(b.id));
+      this.heartbeats = heartbeats;
+      this.scheduleFenceCheck();
+      this.scheduleRebalance();
+    });
+  }
+
+  /** This node no longer leads the quorum: sessions and timers stop (Kafka's renounce). */
+  deactivate(): void {
+    this.generation++;
+    this.heartbeats = null;
+    if (this.fenceTimer !== null) this.clock.clearTimeout(this.fenceTimer);
+    if (this.rebalanceTimer !== null) this.clock.clearTimeout(this.rebalanceTimer);
+    this.fenceTimer = this.rebalanceTimer = null;
+  }
 
   /** Runs operations one after another; each sees the image the previous one produced. */
   private serialize<T>(op: () => Promise<T>): Promise<T> {
@@ -203,7 +369,7 @@ export class QuorumController {
       for (const topic of topics) {
         const result: CreateTopicResult = { ...OK, name: topic.name, topicId: ZERO_UUID, numPartitions: -1, replicationFactor: -1 };
         results.push(result);
-        if (!this.sink.isActive()) {
+        if (!this.isActive()) {
           Object.assign(result, this.notController());
           continue;
         }
@@ -260,7 +426,6 @@ export class QuorumController {
     check(image.topic(topic.name) === undefined, Errors.TOPIC_ALREADY_EXISTS, `Topic '${topic.name}' already exists.`);
     const existing = collisions.get(collisionKey(topic.name));
     check(existing === undefined, Errors.INVALID_TOPIC_EXCEPTION, `Topic '${topic.name}' collides with existing topic: ${existing}`);
-    const live = image.liveBrokers().map((b) => b.id);
     let assignments: number[][];
     if (topic.assignments.length > 0) {
       check(
@@ -280,7 +445,7 @@ export class QuorumController {
       assignments = sorted.map((a) => a.brokerIds);
       // The first partition's replication factor is the one every partition must have.
       const replicationFactor = assignments[0]?.length ?? 0;
-      for (const replicas of assignments) this.checkAssignment(image, replicas, replicationFactor);
+      for (const [i, replicas] of assignments.entries()) this.checkAssignment(image, replicas, replicationFactor, i);
     } else {
       const numPartitions = topic.numPartitions === -1 ? this.config.defaultNumPartitions() : topic.numPartitions;
       const replicationFactor = topic.replicationFactor === -1 ? this.config.defaultReplicationFactor() : topic.replicationFactor;
@@ -290,14 +455,9 @@ export class QuorumController {
         Errors.INVALID_REPLICATION_FACTOR,
         'Replication factor must be larger than 0, or -1 to use the default value.',
       );
-      check(
-        replicationFactor <= live.length,
-        Errors.INVALID_REPLICATION_FACTOR,
-        `Unable to replicate the partition ${replicationFactor} time(s): The target replication factor of ${replicationFactor} cannot be reached because only ${live.length} broker(s) are registered.`,
-      );
       // The TopicRecord and the partitions must fit before anything is allocated.
       if (numPartitions + 1 > recordBudget) throw new RecordLimitError();
-      assignments = this.placeReplicas(live, numPartitions, replicationFactor, 0);
+      assignments = placeReplicas(this.usableBrokers(image), numPartitions, replicationFactor, this.random);
     }
     const configRecords = this.topicConfigRecords(topic.name, topic.configs);
     const topicId = randomUuid();
@@ -308,7 +468,11 @@ export class QuorumController {
     return { topicId, numPartitions: assignments.length, replicationFactor: assignments[0]?.length ?? 0, records };
   }
 
-  private checkAssignment(image: MetadataImage, replicas: number[], expectedLength: number): void {
+  /**
+   * Kafka's validateManualPartitionAssignment; a new partition (`expectedLength` given) also
+   * needs one active replica to lead.
+   */
+  private checkAssignment(image: MetadataImage, replicas: number[], expectedLength: number | null, partitionId: number): void {
     check(replicas.length > 0, Errors.INVALID_REPLICA_ASSIGNMENT, 'The manual partition assignment includes an empty replica list.');
     check(
       new Set(replicas).size === replicas.length,
@@ -316,7 +480,7 @@ export class QuorumController {
       `The manual partition assignment includes duplicate replicas: ${replicas.join(', ')}`,
     );
     check(
-      replicas.length === expectedLength,
+      expectedLength === null || replicas.length === expectedLength,
       Errors.INVALID_REPLICA_ASSIGNMENT,
       'The manual partition assignment includes partitions with different replication factors.',
     );
@@ -327,22 +491,24 @@ export class QuorumController {
         `The manual partition assignment includes broker ${id}, but no such broker is registered.`,
       );
     }
+    check(
+      expectedLength === null || replicas.some((id) => this.isActiveBroker(image, id)),
+      Errors.INVALID_REPLICA_ASSIGNMENT,
+      `All brokers specified in the manual partition assignment for partition ${partitionId} are fenced or in controlled shutdown.`,
+    );
   }
 
-  /** Striped placement (Kafka's StripedReplicaPlacer without racks): leaders rotate over brokers. */
-  private placeReplicas(brokers: number[], count: number, replicationFactor: number, firstPartition: number): number[][] {
-    const start = Math.floor(this.random() * brokers.length);
-    const out: number[][] = [];
-    for (let p = 0; p < count; p++) {
-      const first = (start + firstPartition + p) % brokers.length;
-      // The brokers from `first` on, wrapping around: replicationFactor <= brokers.length.
-      out.push([...brokers.slice(first), ...brokers.slice(0, first)].slice(0, replicationFactor));
-    }
-    return out;
+  /** Brokers new replicas may go to: registered and not shutting down; fenced ones only after the others. */
+  private usableBrokers(image: MetadataImage) {
+    return [...image.brokers.values()]
+      .filter((b) => !(b.inControlledShutdown && !b.fenced) && this.heartbeats?.isShuttingDown(b.id) !== true)
+      .sort((a, b) => a.id - b.id)
+      .map((b) => ({ id: b.id, rack: b.rack, fenced: b.fenced }));
   }
 
+  /** A new partition's ISR is its active replicas, the first of them leading (Kafka's buildPartitionRegistration). */
   private newPartition(image: MetadataImage, topicId: string, partitionId: number, replicas: number[]): MetadataRecord {
-    const isr = replicas.filter((id) => image.brokers.get(id)?.fenced === false);
+    const isr = replicas.filter((id) => this.isActiveBroker(image, id));
     return {
       type: 'PartitionRecord',
       data: partitionRecord({ partitionId, topicId, replicas, isr, leader: isr[0] ?? -1, leaderEpoch: 0, partitionEpoch: 0 }),
@@ -369,7 +535,7 @@ export class QuorumController {
       for (const request of topics) {
         const result: DeleteTopicResult = { ...OK, name: request.name, topicId: request.topicId };
         results.push(result);
-        if (!this.sink.isActive()) {
+        if (!this.isActive()) {
           Object.assign(result, this.notController());
           continue;
         }
@@ -399,7 +565,7 @@ export class QuorumController {
       for (const request of topics) {
         const result = { ...OK, name: request.name };
         results.push(result);
-        if (!this.sink.isActive()) {
+        if (!this.isActive()) {
           Object.assign(result, this.notController());
           continue;
         }
@@ -442,15 +608,9 @@ export class QuorumController {
         `Attempted to add ${added} additional partition(s), but only ${request.assignments.length} assignment(s) were specified.`,
       );
       assignments = request.assignments.map((a) => a.brokerIds);
-      for (const replicas of assignments) this.checkAssignment(image, replicas, replicationFactor);
+      for (const [i, replicas] of assignments.entries()) this.checkAssignment(image, replicas, replicationFactor, current + i);
     } else {
-      const live = image.liveBrokers().map((b) => b.id);
-      check(
-        replicationFactor <= live.length,
-        Errors.INVALID_REPLICATION_FACTOR,
-        `Unable to replicate the partition ${replicationFactor} time(s): The target replication factor of ${replicationFactor} cannot be reached because only ${live.length} broker(s) are registered.`,
-      );
-      assignments = this.placeReplicas(live, added, replicationFactor, current);
+      assignments = placeReplicas(this.usableBrokers(image), added, replicationFactor, this.random);
     }
     return assignments.map((replicas, i) => this.newPartition(image, topic.id, current + i, replicas));
   }
@@ -525,7 +685,7 @@ export class QuorumController {
       for (const resource of resources) {
         const result = { ...OK, resourceType: resource.resourceType, resourceName: resource.resourceName };
         results.push(result);
-        if (!this.sink.isActive()) {
+        if (!this.isActive()) {
           Object.assign(result, this.notController());
           continue;
         }
@@ -582,82 +742,718 @@ export class QuorumController {
     return configRecord(resource.resourceType, resource.resourceName, name, value);
   }
 
-  // ---- brokers and producer ids ------------------------------------------------------
+  // ---- brokers ------------------------------------------------------------------------
+
+  /** Registered, unfenced and not in controlled shutdown: may lead and join ISRs (Kafka's isActive). */
+  private isActiveBroker(image: MetadataImage, brokerId: number): boolean {
+    const b = image.brokers.get(brokerId);
+    return b !== undefined && !b.fenced && !b.inControlledShutdown;
+  }
+
+  /** unclean.leader.election.enable of the topic, else of the cluster. */
+  private electionFor(image: MetadataImage, topic: string): Election {
+    const own = image.topicConfigs(topic).get('unclean.leader.election.enable');
+    const enabled = own !== undefined ? own.trim().toLowerCase() === 'true' : (this.config.uncleanLeaderElectionEnable?.() ?? false);
+    return enabled ? 'UNCLEAN' : 'ONLINE';
+  }
+
+  private *partitionsWhere(image: MetadataImage, predicate: (p: PartitionImage) => boolean): Generator<[TopicImage, PartitionImage]> {
+    for (const topic of image.topicsById.values()) {
+      for (const p of topic.partitions.values()) if (predicate(p)) yield [topic, p];
+    }
+  }
+
+  private hasLeaderships(image: MetadataImage, brokerId: number): boolean {
+    return !this.partitionsWhere(image, (p) => p.leader === brokerId).next().done;
+  }
 
   /**
-   * Registers a broker (RegisterBrokerRecord, fenced as KRaft starts brokers). Kafka uses the
-   * registration record's offset as broker epoch; the offset after the last applied record
-   * is at or below it and grows with every registration, which is what an epoch needs.
+   * Kafka's generateLeaderAndIsrUpdates: `brokerToRemove` leaves each ISR (except as its last
+   * member) and cannot lead; `brokerToAdd` may lead although the image still shows it fenced.
+   * Leaders are elected from the remaining live ISR members, or from any live replica where
+   * unclean election is enabled; -1 when none can lead.
+   */
+  private leaderAndIsrUpdates(
+    image: MetadataImage,
+    brokerToRemove: number,
+    brokerToAdd: number,
+    partitions: Iterable<[TopicImage, PartitionImage]>,
+  ): MetadataRecord[] {
+    const isAcceptableLeader = (r: number) => r !== brokerToRemove && (r === brokerToAdd || this.isActiveBroker(image, r));
+    const records: MetadataRecord[] = [];
+    for (const [topic, p] of partitions) {
+      const change = buildPartitionChange(p, topic.id, {
+        isAcceptableLeader,
+        election: this.electionFor(image, topic.name),
+        isr: p.isr.filter((r) => r !== brokerToRemove),
+      });
+      if (change !== null) records.push({ type: 'PartitionChangeRecord', data: change });
+    }
+    return records;
+  }
+
+  /** Kafka's handleBrokerFenced: out of every ISR, leadership moved, then the fence itself. */
+  private fenceRecords(image: MetadataImage, brokerId: number): MetadataRecord[] {
+    const registration = image.brokers.get(brokerId);
+    if (registration === undefined) return [];
+    return [
+      ...this.leaderAndIsrUpdates(
+        image,
+        brokerId,
+        NO_LEADER,
+        this.partitionsWhere(image, (p) => p.isr.includes(brokerId)),
+      ),
+      brokerRegistrationChange(brokerId, registration.epoch, { fenced: 1 }),
+    ];
+  }
+
+  /** Kafka's handleBrokerUnfenced: leaderless partitions whose ISR holds the broker get it as leader. */
+  private unfenceRecords(image: MetadataImage, brokerId: number, brokerEpoch: bigint): MetadataRecord[] {
+    return [
+      brokerRegistrationChange(brokerId, brokerEpoch, { fenced: -1 }),
+      ...this.leaderAndIsrUpdates(
+        image,
+        NO_LEADER,
+        brokerId,
+        this.partitionsWhere(image, (p) => p.leader === NO_LEADER),
+      ),
+    ];
+  }
+
+  /** Kafka's handleBrokerInControlledShutdown: marked shutting down, out of every ISR, leadership moved. */
+  private controlledShutdownRecords(image: MetadataImage, brokerId: number, brokerEpoch: bigint): MetadataRecord[] {
+    const records: MetadataRecord[] = [];
+    if (image.brokers.get(brokerId)?.inControlledShutdown !== true) {
+      records.push(brokerRegistrationChange(brokerId, brokerEpoch, { inControlledShutdown: 1 }));
+    }
+    records.push(
+      ...this.leaderAndIsrUpdates(
+        image,
+        brokerId,
+        NO_LEADER,
+        this.partitionsWhere(image, (p) => p.isr.includes(brokerId)),
+      ),
+    );
+    return records;
+  }
+
+  /** Kafka's checkBrokerEpoch: the error when `brokerEpoch` is not the broker's current registration. */
+  private staleBrokerEpoch(image: MetadataImage, brokerId: number, brokerEpoch: bigint): ApiResult | null {
+    const registration = image.brokers.get(brokerId);
+    if (registration === undefined) return fail(Errors.STALE_BROKER_EPOCH, `No broker registration found for broker id ${brokerId}`);
+    if (registration.epoch !== brokerEpoch) {
+      return fail(Errors.STALE_BROKER_EPOCH, `Expected broker epoch ${registration.epoch}, but got broker epoch ${brokerEpoch}`);
+    }
+    return null;
+  }
+
+  /**
+   * A write failed while this node believed it was active: as Kafka's controller renounces
+   * and claims again, the in-memory state starts over from the log (or stays off when
+   * leadership is gone).
+   */
+  private renounce(): void {
+    this.deactivate();
+    runGuarded(this.onFailure, 'controller re-activation', () => this.activate());
+  }
+
+  /**
+   * BrokerRegistration (Kafka's ClusterControlManager.registerBroker): a new incarnation gets
+   * a new epoch (the offset of its RegisterBrokerRecord) and starts fenced; the same
+   * incarnation registering again keeps its epoch and state. Refused with
+   * DUPLICATE_BROKER_REGISTRATION while another incarnation of the id holds a live session.
+   */
+  brokerRegistration(request: BrokerRegistrationRequestData): Promise<BrokerRegistrationResult> {
+    return this.serialize(async () => {
+      const refused = (r: ApiResult): BrokerRegistrationResult => ({ ...r, brokerEpoch: -1n });
+      const heartbeats = this.heartbeats;
+      if (heartbeats === null || !this.isActive()) return refused(this.notController());
+      const clusterId = this.config.clusterId?.();
+      if (clusterId !== undefined && request.clusterId !== clusterId) {
+        return refused(fail(Errors.INCONSISTENT_CLUSTER_ID, `Expected cluster ID ${clusterId}, but got cluster ID ${request.clusterId}`));
+      }
+      const image = this.sink.image();
+      const brokerId = request.brokerId;
+      const existing = image.brokers.get(brokerId);
+      if (existing !== undefined && existing.incarnationId !== request.incarnationId && heartbeats.hasValidSession(brokerId)) {
+        return refused(fail(Errors.DUPLICATE_BROKER_REGISTRATION, 'Another broker is registered with that broker id.'));
+      }
+      if (request.isMigratingZkBroker) {
+        return refused(fail(Errors.BROKER_ID_NOT_REGISTERED, 'Controller does not support registering ZK brokers.'));
+      }
+      const features = request.features.map((f) => ({ ...f }));
+      if (!features.some((f) => f.name === METADATA_VERSION_FEATURE)) {
+        // Kafka's assumption for brokers that send no range: the first KRaft metadata.version only.
+        features.push({ name: METADATA_VERSION_FEATURE, minSupportedVersion: 1, maxSupportedVersion: 1 });
+      }
+      const unsupported = unsupportedFeature(image, features);
+      if (unsupported !== null) return refused(fail(Errors.UNSUPPORTED_VERSION, unsupported));
+      const amend = existing !== undefined && existing.incarnationId === request.incarnationId;
+      const brokerEpoch = amend ? existing.epoch : BigInt(this.sink.nextWriteOffset());
+      const fenced = amend ? existing.fenced : true;
+      const record = registerBrokerRecord({
+        brokerId,
+        incarnationId: request.incarnationId,
+        brokerEpoch,
+        endPoints: request.listeners.map((l) => ({ name: l.name, host: l.host, port: l.port, securityProtocol: l.securityProtocol })),
+        features,
+        rack: request.rack,
+        fenced,
+        inControlledShutdown: amend ? existing.inControlledShutdown : false,
+      });
+      try {
+        await this.sink.write([record]);
+      } catch {
+        return refused(this.notController());
+      }
+      if (!amend) heartbeats.remove(brokerId);
+      this.inProcessBrokers.delete(brokerId);
+      heartbeats.register(brokerId, fenced);
+      this.scheduleFenceCheck();
+      return { ...OK, brokerEpoch };
+    });
+  }
+
+  /**
+   * BrokerHeartbeat (Kafka's ReplicationControlManager.processBrokerHeartbeat): renews the
+   * session and moves the broker between fenced, unfenced, controlled shutdown and shut down.
+   */
+  brokerHeartbeat(request: BrokerHeartbeatRequest): Promise<BrokerHeartbeatResult> {
+    return this.serialize(async () => {
+      const refused = (r: ApiResult): BrokerHeartbeatResult => ({
+        ...r,
+        isCaughtUp: false,
+        isFenced: true,
+        inControlledShutdown: false,
+        shouldShutDown: false,
+      });
+      const heartbeats = this.heartbeats;
+      if (heartbeats === null || !this.isActive()) return refused(this.notController());
+      const image = this.sink.image();
+      const brokerId = request.brokerId;
+      const registration = image.brokers.get(brokerId);
+      if (registration === undefined) {
+        return refused(fail(Errors.STALE_BROKER_EPOCH, `Receive a heartbeat from broker ${brokerId} before registration`));
+      }
+      const stale = this.staleBrokerEpoch(image, brokerId, request.brokerEpoch);
+      if (stale !== null) return refused(stale);
+      if (!heartbeats.has(brokerId)) heartbeats.register(brokerId, registration.fenced);
+      // The broker epoch is the offset of the broker's RegisterBrokerRecord.
+      const registrationOffset = Number(registration.epoch);
+      const metadataOffset = Number(request.currentMetadataOffset);
+      const { current, next } = heartbeats.nextBrokerState(
+        brokerId,
+        { wantFence: request.wantFence, wantShutDown: request.wantShutDown, currentMetadataOffset: metadataOffset },
+        registrationOffset,
+        () => this.hasLeaderships(image, brokerId),
+      );
+      let records: MetadataRecord[] = [];
+      if (current !== next) {
+        if (next === 'UNFENCED') records = this.unfenceRecords(image, brokerId, registration.epoch);
+        else if (next === 'CONTROLLED_SHUTDOWN') records = this.controlledShutdownRecords(image, brokerId, registration.epoch);
+        else records = this.fenceRecords(image, brokerId);
+      }
+      if (records.length > 0) {
+        try {
+          await this.sink.write(records);
+        } catch {
+          return refused(this.notController());
+        }
+      }
+      heartbeats.touch(brokerId, isFencedState(next), metadataOffset);
+      // Shut down once every active broker has applied the leadership moves written so far.
+      if (next === 'CONTROLLED_SHUTDOWN') heartbeats.maybeUpdateControlledShutdownOffset(brokerId, this.sink.image().offset);
+      this.scheduleFenceCheck();
+      return {
+        ...OK,
+        isCaughtUp: metadataOffset >= registrationOffset,
+        isFenced: isFencedState(next),
+        inControlledShutdown: next === 'CONTROLLED_SHUTDOWN',
+        shouldShutDown: next === 'SHUTDOWN_NOW',
+      };
+    });
+  }
+
+  /** Arms the session-expiry check for the oldest unfenced session (Kafka's rescheduleMaybeFenceStaleBrokers). */
+  private scheduleFenceCheck(): void {
+    if (this.fenceTimer !== null) this.clock.clearTimeout(this.fenceTimer);
+    this.fenceTimer = null;
+    const heartbeats = this.heartbeats;
+    if (heartbeats === null) return;
+    const dueMs = heartbeats.nextCheckTimeMs();
+    if (dueMs === Number.POSITIVE_INFINITY) return;
+    const generation = this.generation;
+    // A session holds up to and including its deadline: look just past it.
+    const delayMs = Math.max(0, dueMs - this.clock.now()) + 1;
+    this.fenceTimer = this.clock.setTimeout(() => {
+      this.fenceTimer = null;
+      runGuarded(this.onFailure, 'broker session expiry', () => this.serialize(() => this.maybeFenceOneStaleBroker(generation)));
+    }, delayMs);
+  }
+
+  /** One broker at a time, so each fencing's leader elections see the one before. */
+  private async maybeFenceOneStaleBroker(generation: number): Promise<void> {
+    const heartbeats = this.heartbeats;
+    if (generation !== this.generation || heartbeats === null) return;
+    if (!this.sink.isActive()) {
+      this.deactivate();
+      return;
+    }
+    const brokerId = heartbeats.findOneStaleBroker();
+    if (brokerId !== undefined) {
+      try {
+        await this.sink.write(this.fenceRecords(this.sink.image(), brokerId));
+      } catch {
+        this.renounce();
+        return;
+      }
+      heartbeats.fence(brokerId);
+    }
+    if (generation === this.generation) this.scheduleFenceCheck();
+  }
+
+  /**
+   * In-process registration of the broker this node hosts (MetadataManager.registerBroker):
+   * a RegisterBrokerRecord fenced as KRaft starts brokers, its offset the broker epoch. No
+   * heartbeats follow, so its session does not expire.
    */
   registerBroker(request: BrokerRegistrationRequest): Promise<bigint> {
     return this.serialize(async () => {
-      if (!this.sink.isActive()) throw new Error('not the active controller');
-      const image = this.sink.image();
-      const brokerEpoch = BigInt(image.offset + 1);
+      const heartbeats = this.heartbeats;
+      if (heartbeats === null || !this.isActive()) throw new Error('not the active controller');
+      const brokerEpoch = BigInt(this.sink.nextWriteOffset());
       await this.sink.write([
-        {
-          type: 'RegisterBrokerRecord',
-          data: {
-            brokerId: request.brokerId,
-            isMigratingZkBroker: false,
-            incarnationId: request.incarnationId,
-            brokerEpoch,
-            endPoints: request.listeners,
-            features: [{ name: METADATA_VERSION_FEATURE, minSupportedVersion: 1, maxSupportedVersion: METADATA_VERSION_LEVEL }],
-            rack: request.rack,
-            fenced: true,
-            inControlledShutdown: false,
-            logDirs: [],
-          },
-        },
+        registerBrokerRecord({
+          brokerId: request.brokerId,
+          incarnationId: request.incarnationId,
+          brokerEpoch,
+          endPoints: request.listeners,
+          features: [{ name: METADATA_VERSION_FEATURE, minSupportedVersion: 1, maxSupportedVersion: METADATA_VERSION_LEVEL }],
+          rack: request.rack,
+          fenced: true,
+          inControlledShutdown: false,
+        }),
       ]);
+      this.inProcessBrokers.add(request.brokerId);
+      heartbeats.remove(request.brokerId);
+      heartbeats.register(request.brokerId, true, true);
       return brokerEpoch;
     });
   }
 
-  /** The broker caught up with the metadata log: let it lead partitions again. */
+  /** The in-process broker caught up with the metadata log: unfenced, it leads its leaderless partitions again. */
   unfenceBroker(brokerId: number, brokerEpoch: bigint): Promise<void> {
     return this.serialize(async () => {
-      if (!this.sink.isActive()) throw new Error('not the active controller');
-      const records: MetadataRecord[] = [
-        { type: 'BrokerRegistrationChangeRecord', data: { brokerId, brokerEpoch, fenced: -1, inControlledShutdown: 0, logDirs: [] } },
-      ];
-      // Partitions whose replicas include the broker and have no leader get it back.
-      for (const topic of this.sink.image().topicsById.values()) {
-        for (const p of topic.partitions.values()) {
-          if (p.leader === -1 && p.replicas.includes(brokerId)) {
-            records.push({
-              type: 'PartitionChangeRecord',
-              data: partitionChangeRecord({ partitionId: p.partitionId, topicId: topic.id, isr: [brokerId], leader: brokerId }),
-            });
-          }
-        }
-      }
-      await this.sink.write(records);
+      const heartbeats = this.heartbeats;
+      if (heartbeats === null || !this.isActive()) throw new Error('not the active controller');
+      const image = this.sink.image();
+      await this.sink.write(this.unfenceRecords(image, brokerId, brokerEpoch));
+      if (heartbeats.has(brokerId)) heartbeats.touch(brokerId, false, this.sink.image().offset);
     });
   }
 
-  /** Writes the metadata.version feature when the log starts empty (Kafka's bootstrap records). */
+  /** Writes the metadata.version feature when the log has none (Kafka's bootstrap records). */
   bootstrapIfEmpty(): Promise<void> {
     return this.serialize(async () => {
-      if (!this.sink.isActive() || this.sink.image().features.has(METADATA_VERSION_FEATURE)) return;
-      await this.sink.write([
-        { type: 'FeatureLevelRecord', data: { name: METADATA_VERSION_FEATURE, featureLevel: METADATA_VERSION_LEVEL } },
-      ]);
+      if (!this.isActive() || this.sink.image().features.has(METADATA_VERSION_FEATURE)) return;
+      await this.sink.write([bootstrapRecord()]);
     });
   }
 
-  /** Hands out the next block of producer ids (ProducerIdsRecord), for InitProducerId. */
+  // ---- partitions ---------------------------------------------------------------------
+
+  /**
+   * AlterPartition from a partition leader (Kafka's ReplicationControlManager.alterPartition):
+   * ISR shrinks and expansions checked against the broker epoch, the leader and partition
+   * epochs and the eligibility of new members, answered with the committed partition state.
+   */
+  alterPartition(request: AlterPartitionRequest, version: number): Promise<AlterPartitionResponse> {
+    return this.serialize(async () => {
+      if (!this.isActive()) return makeAlterPartitionResponse({ errorCode: Errors.NOT_CONTROLLER.code });
+      const image = this.sink.image();
+      if (this.staleBrokerEpoch(image, request.brokerId, request.brokerEpoch) !== null) {
+        return makeAlterPartitionResponse({ errorCode: Errors.STALE_BROKER_EPOCH.code });
+      }
+      const records: MetadataRecord[] = [];
+      const answered: { data: AlterPartitionResponsePartitionData; topicId: string }[] = [];
+      const errorFor = (partitionIndex: number, error: KafkaErrorCode) =>
+        makeAlterPartitionResponsePartitionData({ partitionIndex, errorCode: error.code });
+      const topics = request.topics.map((topicData) => {
+        const topic = version > 1 ? image.topicById(topicData.topicId) : image.topic(topicData.topicName);
+        const partitions = topicData.partitions.map((pd) => {
+          if (topic === undefined) {
+            return errorFor(pd.partitionIndex, version > 1 ? Errors.UNKNOWN_TOPIC_ID : Errors.UNKNOWN_TOPIC_OR_PARTITION);
+          }
+          const partition = topic.partitions.get(pd.partitionIndex);
+          const newIsr = version >= 3 ? pd.newIsrWithEpochs : pd.newIsr.map((brokerId) => ({ brokerId, brokerEpoch: -1n }));
+          const error = this.alterPartitionError(image, request.brokerId, partition, pd, newIsr, version);
+          if (error !== null || partition === undefined) return errorFor(pd.partitionIndex, error ?? Errors.UNKNOWN_TOPIC_OR_PARTITION);
+          const change = buildPartitionChange(partition, topic.id, {
+            isAcceptableLeader: (r) => this.isActiveBroker(image, r),
+            election: this.electionFor(image, topic.name),
+            isr: newIsr.map((b) => b.brokerId),
+            leaderRecoveryState: pd.leaderRecoveryState,
+          });
+          if (change !== null) {
+            records.push({ type: 'PartitionChangeRecord', data: change });
+            // Only a completed reassignment moves leadership here: the old leader must refetch metadata.
+            if (change.leader !== request.brokerId && change.leader !== NO_LEADER_CHANGE) {
+              return errorFor(pd.partitionIndex, version > 1 ? Errors.NEW_LEADER_ELECTED : Errors.FENCED_LEADER_EPOCH);
+            }
+          }
+          const data = makeAlterPartitionResponsePartitionData({ partitionIndex: pd.partitionIndex });
+          answered.push({ data, topicId: topic.id });
+          return data;
+        });
+        return makeAlterPartitionResponseTopicData({ topicName: topicData.topicName, topicId: topicData.topicId, partitions });
+      });
+      if (records.length > 0) {
+        try {
+          await this.sink.write(records);
+        } catch {
+          return makeAlterPartitionResponse({ errorCode: Errors.NOT_CONTROLLER.code });
+        }
+      }
+      const committed = this.sink.image();
+      for (const { data, topicId } of answered) {
+        const p = committed.topicById(topicId)?.partitions.get(data.partitionIndex);
+        if (p === undefined) {
+          data.errorCode = Errors.UNKNOWN_TOPIC_OR_PARTITION.code;
+          continue;
+        }
+        data.leaderId = p.leader;
+        data.leaderEpoch = p.leaderEpoch;
+        data.isr = [...p.isr];
+        data.leaderRecoveryState = p.leaderRecoveryState;
+        data.partitionEpoch = p.partitionEpoch;
+      }
+      return makeAlterPartitionResponse({ topics });
+    });
+  }
+
+  /** Kafka's validateAlterPartitionData and ineligibleReplicasForIsr. */
+  private alterPartitionError(
+    image: MetadataImage,
+    brokerId: number,
+    partition: PartitionImage | undefined,
+    request: { leaderEpoch: number; partitionEpoch: number; leaderRecoveryState: number },
+    newIsr: readonly { brokerId: number; brokerEpoch: bigint }[],
+    version: number,
+  ): KafkaErrorCode | null {
+    if (partition === undefined) return Errors.UNKNOWN_TOPIC_OR_PARTITION;
+    // A leader ahead of this controller has heard from a newer one: let it find that one.
+    if (request.leaderEpoch > partition.leaderEpoch || request.partitionEpoch > partition.partitionEpoch) return Errors.NOT_CONTROLLER;
+    if (request.leaderEpoch < partition.leaderEpoch) return Errors.FENCED_LEADER_EPOCH;
+    if (brokerId !== partition.leader) return Errors.INVALID_REQUEST;
+    if (request.partitionEpoch < partition.partitionEpoch) return Errors.INVALID_UPDATE_VERSION;
+    const ids = newIsr.map((b) => b.brokerId);
+    if (!isValidIsr(partition.replicas, ids) || !ids.includes(partition.leader)) return Errors.INVALID_REQUEST;
+    const { RECOVERED, RECOVERING } = LeaderRecoveryState;
+    if (request.leaderRecoveryState === RECOVERING && ids.length > 1) return Errors.INVALID_REQUEST;
+    if (partition.leaderRecoveryState === RECOVERED && request.leaderRecoveryState === RECOVERING) {
+      return Errors.INVALID_REQUEST;
+    }
+    const ineligible = newIsr.some(({ brokerId: id, brokerEpoch }) => {
+      const b = image.brokers.get(id);
+      return b === undefined || b.inControlledShutdown || b.fenced || (brokerEpoch !== -1n && b.epoch !== brokerEpoch);
+    });
+    if (ineligible) return version > 1 ? Errors.INELIGIBLE_REPLICA : Errors.OPERATION_NOT_ATTEMPTED;
+    return null;
+  }
+
+  /**
+   * ElectLeaders (Kafka's ReplicationControlManager.electLeaders): PREFERRED moves leadership
+   * to the first replica when it is a live ISR member; UNCLEAN gives leaderless partitions any
+   * live replica. Null `topicPartitions` means every partition, answering only those that
+   * needed an election.
+   */
+  electLeaders(
+    electionType: number,
+    topicPartitions: readonly { topic: string; partitions: readonly number[] }[] | null,
+  ): Promise<ElectLeadersResult> {
+    return this.serialize(async () => {
+      if (!this.isActive()) return { ...this.notController(), replicaElectionResults: [] };
+      if (electionType !== ElectionType.PREFERRED && electionType !== ElectionType.UNCLEAN) {
+        return { ...fail(Errors.INVALID_REQUEST, `Unknown election type ${electionType}`), replicaElectionResults: [] };
+      }
+      const unclean = electionType === ElectionType.UNCLEAN;
+      const image = this.sink.image();
+      const records: MetadataRecord[] = [];
+      const results: ElectLeadersTopicResult[] = [];
+      if (topicPartitions === null) {
+        for (const topic of image.topicsByName.values()) {
+          const partitionResult = [];
+          for (const partitionId of topic.partitions.keys()) {
+            const r = this.electLeader(image, topic.name, partitionId, unclean, records);
+            if (r.errorCode !== Errors.ELECTION_NOT_NEEDED.code) partitionResult.push({ partitionId, ...r });
+          }
+          results.push({ topic: topic.name, partitionResult });
+        }
+      } else {
+        for (const t of topicPartitions) {
+          results.push({
+            topic: t.topic,
+            partitionResult: t.partitions.map((partitionId) => ({
+              partitionId,
+              ...this.electLeader(image, t.topic, partitionId, unclean, records),
+            })),
+          });
+        }
+      }
+      if (records.length > MAX_RECORDS_PER_USER_OP) {
+        return { ...fail(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE), replicaElectionResults: [] };
+      }
+      if (records.length > 0) {
+        try {
+          await this.sink.write(records);
+        } catch {
+          return { ...this.notController(), replicaElectionResults: [] };
+        }
+      }
+      return { ...OK, replicaElectionResults: results };
+    });
+  }
+
+  private electLeader(image: MetadataImage, topicName: string, partitionId: number, unclean: boolean, records: MetadataRecord[]) {
+    const topic = image.topic(topicName);
+    if (topic === undefined) return fail(Errors.UNKNOWN_TOPIC_OR_PARTITION, `No such topic as ${topicName}`);
+    const p = topic.partitions.get(partitionId);
+    if (p === undefined) return fail(Errors.UNKNOWN_TOPIC_OR_PARTITION, `No such partition as ${topicName}-${partitionId}`);
+    if (unclean ? p.leader !== NO_LEADER : p.leader === (p.replicas[0] ?? NO_LEADER)) return withDefaultMessage(Errors.ELECTION_NOT_NEEDED);
+    const change = buildPartitionChange(p, topic.id, {
+      isAcceptableLeader: (r) => this.isActiveBroker(image, r),
+      election: unclean ? 'UNCLEAN' : 'PREFERRED',
+    });
+    if (change === null) return withDefaultMessage(unclean ? Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE : Errors.PREFERRED_LEADER_NOT_AVAILABLE);
+    records.push({ type: 'PartitionChangeRecord', data: change });
+    return OK;
+  }
+
+  /** auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, preferred leaders lead again. */
+  private scheduleRebalance(delayMs = this.config.leaderImbalanceCheckIntervalMs?.() ?? DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS): void {
+    if (this.rebalanceTimer !== null) this.clock.clearTimeout(this.rebalanceTimer);
+    this.rebalanceTimer = null;
+    if (this.heartbeats === null || !(this.config.autoLeaderRebalanceEnable?.() ?? false)) return;
+    const generation = this.generation;
+    this.rebalanceTimer = this.clock.setTimeout(() => {
+      this.rebalanceTimer = null;
+      runGuarded(this.onFailure, 'partition leader rebalance', () => this.serialize(() => this.balancePartitionLeaders(generation)));
+    }, delayMs);
+  }
+
+  /** Kafka's maybeBalancePartitionLeaders: at most MAX_ELECTIONS_PER_IMBALANCE a round, the rest at once after. */
+  private async balancePartitionLeaders(generation: number): Promise<void> {
+    if (generation !== this.generation || !this.isActive()) return;
+    const image = this.sink.image();
+    const records: MetadataRecord[] = [];
+    for (const [topic, p] of this.partitionsWhere(image, (p) => p.leader !== (p.replicas[0] ?? NO_LEADER))) {
+      if (records.length >= MAX_ELECTIONS_PER_IMBALANCE) break;
+      const change = buildPartitionChange(p, topic.id, { isAcceptableLeader: (r) => this.isActiveBroker(image, r), election: 'PREFERRED' });
+      if (change !== null) records.push({ type: 'PartitionChangeRecord', data: change });
+    }
+    if (records.length > 0) {
+      try {
+        await this.sink.write(records);
+      } catch {
+        this.renounce();
+        return;
+      }
+    }
+    if (generation === this.generation) this.scheduleRebalance(records.length >= MAX_ELECTIONS_PER_IMBALANCE ? 0 : undefined);
+  }
+
+  /**
+   * AlterPartitionReassignments (Kafka's changePartitionReassignment / cancelPartitionReassignment):
+   * the target replicas join the replica set as addingReplicas, the others become
+   * removingReplicas; the reassignment completes when every target replica is in the ISR
+   * (an AlterPartition from the leader adds them). Null replicas cancel it.
+   */
+  alterPartitionReassignments(
+    topics: readonly { name: string; partitions: readonly ReassignablePartition[] }[],
+  ): Promise<ApiResult & { responses: ReassignmentTopicResult[] }> {
+    return this.serialize(async () => {
+      if (!this.isActive()) return { ...this.notController(), responses: [] };
+      const image = this.sink.image();
+      const records: MetadataRecord[] = [];
+      const responses = topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((target) => {
+          try {
+            const change = this.reassignment(image, t.name, target);
+            if (change !== null) records.push(change);
+            return { partitionIndex: target.partitionIndex, ...OK };
+          } catch (err) {
+            if (!(err instanceof KafkaError)) throw err;
+            return { partitionIndex: target.partitionIndex, ...refusedWith(err) };
+          }
+        }),
+      }));
+      if (records.length > MAX_RECORDS_PER_USER_OP) return { ...fail(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE), responses: [] };
+      if (records.length > 0) {
+        try {
+          await this.sink.write(records);
+        } catch {
+          return { ...this.notController(), responses: [] };
+        }
+      }
+      return { ...OK, responses };
+    });
+  }
+
+  private reassignment(image: MetadataImage, topicName: string, target: ReassignablePartition): MetadataRecord | null {
+    const topic = image.topic(topicName);
+    check(topic !== undefined, Errors.UNKNOWN_TOPIC_OR_PARTITION, `Unable to find a topic named ${topicName}.`);
+    const part = topic.partitions.get(target.partitionIndex);
+    check(part !== undefined, Errors.UNKNOWN_TOPIC_OR_PARTITION, `Unable to find partition ${topicName}:${target.partitionIndex}.`);
+    const isAcceptableLeader = (r: number) => this.isActiveBroker(image, r);
+    let change: ReturnType<typeof buildPartitionChange>;
+    if (target.replicas === null) {
+      check(isReassignmentInProgress(part), Errors.NO_REASSIGNMENT_IN_PROGRESS, Errors.NO_REASSIGNMENT_IN_PROGRESS.message ?? '');
+      // Back to the replicas before the reassignment: the adding ones go, the removing ones stay.
+      const replicas = part.replicas.filter((r) => !part.addingReplicas.includes(r));
+      let isr = part.isr.filter((r) => !part.addingReplicas.includes(r));
+      const election = this.electionFor(image, topicName);
+      if (isr.length === 0) {
+        check(
+          election === 'UNCLEAN',
+          Errors.INVALID_REPLICA_ASSIGNMENT,
+          `Unable to revert partition assignment for ${topicName}:${target.partitionIndex} because it would require an unclean leader election.`,
+        );
+        isr = replicas;
+      }
+      change = buildPartitionChange(part, topic.id, {
+        isAcceptableLeader,
+        election,
+        isr,
+        replicas,
+        removingReplicas: [],
+        addingReplicas: [],
+      });
+    } else {
+      this.checkAssignment(image, target.replicas, null, target.partitionIndex);
+      const removing = part.replicas.filter((r) => !target.replicas?.includes(r)).sort((a, b) => a - b);
+      const adding = target.replicas.filter((r) => !part.replicas.includes(r)).sort((a, b) => a - b);
+      const replicas = [...target.replicas, ...removing];
+      change = buildPartitionChange(part, topic.id, {
+        isAcceptableLeader,
+        ...(sameReplicas(replicas, part.replicas) ? {} : { replicas }),
+        ...(removing.length > 0 ? { removingReplicas: removing } : {}),
+        ...(adding.length > 0 ? { addingReplicas: adding } : {}),
+      });
+    }
+    return change === null ? null : { type: 'PartitionChangeRecord', data: change };
+  }
+
+  /** ListPartitionReassignments: partitions with adding or removing replicas, of the given topics or all. */
+  listPartitionReassignments(
+    topics: readonly { name: string; partitionIndexes: readonly number[] }[] | null,
+  ): Promise<ApiResult & { topics: OngoingReassignment[] }> {
+    return this.serialize(async () => {
+      if (!this.isActive()) return { ...this.notController(), topics: [] };
+      const image = this.sink.image();
+      const wanted = topics ?? [...image.topicsByName.values()].map((t) => ({ name: t.name, partitionIndexes: [...t.partitions.keys()] }));
+      const out: OngoingReassignment[] = [];
+      for (const t of wanted) {
+        const topic = image.topic(t.name);
+        if (topic === undefined) continue;
+        const partitions = t.partitionIndexes.flatMap((i) => {
+          const p = topic.partitions.get(i);
+          if (p === undefined || !isReassignmentInProgress(p)) return [];
+          return [
+            {
+              partitionIndex: i,
+              replicas: [...p.replicas],
+              addingReplicas: [...p.addingReplicas],
+              removingReplicas: [...p.removingReplicas],
+            },
+          ];
+        });
+        if (partitions.length > 0) out.push({ name: t.name, partitions });
+      }
+      return { ...OK, topics: out };
+    });
+  }
+
+  // ---- producer ids -------------------------------------------------------------------
+
+  /** AllocateProducerIds (Kafka's ProducerIdControlManager): the next block, for a broker of the current epoch. */
+  allocateProducerIds(brokerId: number, brokerEpoch: bigint): Promise<AllocateProducerIdsResult> {
+    return this.serialize(async () => {
+      const refused = (r: ApiResult): AllocateProducerIdsResult => ({ ...r, producerIdStart: -1n, producerIdLen: 0 });
+      if (!this.isActive()) return refused(this.notController());
+      const stale = this.staleBrokerEpoch(this.sink.image(), brokerId, brokerEpoch);
+      if (stale !== null) return refused(stale);
+      const first = this.sink.image().nextProducerId;
+      try {
+        await this.sink.write([producerIdsRecord(brokerId, brokerEpoch, first)]);
+      } catch {
+        return refused(this.notController());
+      }
+      return { ...OK, producerIdStart: first, producerIdLen: PRODUCER_ID_BLOCK_SIZE };
+    });
+  }
+
+  /** The in-process form for InitProducerId on this node; throws when this node is not the active controller. */
   allocateProducerIdBlock(brokerId: number, brokerEpoch = -1n): Promise<ProducerIdBlock> {
     return this.serialize(async () => {
-      if (!this.sink.isActive()) throw new Error('not the active controller');
+      if (!this.isActive()) throw new Error('not the active controller');
       const first = this.sink.image().nextProducerId;
-      await this.sink.write([
-        { type: 'ProducerIdsRecord', data: { brokerId, brokerEpoch, nextProducerId: first + BigInt(PRODUCER_ID_BLOCK_SIZE) } },
-      ]);
+      await this.sink.write([producerIdsRecord(brokerId, brokerEpoch, first)]);
       return { firstProducerId: first, size: PRODUCER_ID_BLOCK_SIZE };
     });
   }
+}
+
+/** Kafka's Replicas.validateIsr: distinct, non-negative members of the replica set. */
+function isValidIsr(replicas: readonly number[], isr: readonly number[]): boolean {
+  return new Set(isr).size === isr.length && isr.every((r) => r >= 0 && replicas.includes(r));
+}
+
+function sameReplicas(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** Kafka's processRegistrationFeature: the finalized level of each feature must be in the broker's range. */
+function unsupportedFeature(
+  image: MetadataImage,
+  features: readonly { name: string; minSupportedVersion: number; maxSupportedVersion: number }[],
+): string | null {
+  for (const f of features) {
+    const finalized = image.features.get(f.name) ?? (f.name === METADATA_VERSION_FEATURE ? 1 : 0);
+    if (finalized < f.minSupportedVersion || finalized > f.maxSupportedVersion) {
+      return `Unable to register because the broker does not support finalized version ${finalized} of ${f.name}. The broker wants a version between ${f.minSupportedVersion} and ${f.maxSupportedVersion}, inclusive.`;
+    }
+  }
+  for (const [name, level] of image.features) {
+    if (level !== 0 && !features.some((f) => f.name === name)) {
+      return `Unable to register because the broker does not support finalized version ${level} of ${name}. The broker wants a version between 0 and 0, inclusive.`;
+    }
+  }
+  return null;
+}
+
+function bootstrapRecord(): MetadataRecord {
+  return { type: 'FeatureLevelRecord', data: { name: METADATA_VERSION_FEATURE, featureLevel: METADATA_VERSION_LEVEL } };
+}
+
+function registerBrokerRecord(fields: Omit<RegisterBrokerRecord, 'isMigratingZkBroker' | 'logDirs'>): MetadataRecord {
+  return { type: 'RegisterBrokerRecord', data: { ...fields, isMigratingZkBroker: false, logDirs: [] } };
+}
+
+/** fenced: 1 fence, -1 unfence; inControlledShutdown: 1 enters it; 0 leaves either unchanged. */
+function brokerRegistrationChange(
+  brokerId: number,
+  brokerEpoch: bigint,
+  change: { fenced?: number; inControlledShutdown?: number },
+): MetadataRecord {
+  return {
+    type: 'BrokerRegistrationChangeRecord',
+    data: { brokerId, brokerEpoch, fenced: change.fenced ?? 0, inControlledShutdown: change.inControlledShutdown ?? 0, logDirs: [] },
+  };
+}
+
+function producerIdsRecord(brokerId: number, brokerEpoch: bigint, first: bigint): MetadataRecord {
+  return { type: 'ProducerIdsRecord', data: { brokerId, brokerEpoch, nextProducerId: first + BigInt(PRODUCER_ID_BLOCK_SIZE) } };
 }
 
 function configRecord(resourceType: number, resourceName: string, name: string, value: string | null): MetadataRecord {

@@ -3,13 +3,12 @@
 // records to the MetadataImage (publishing deltas to the ReplicaManager and to dynamic
 // broker configs), snapshots the image, and hosts the controller when this node leads.
 
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { uuidToString } from '../../protocol/primitives.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import type { Logger } from '../observability/logger.ts';
 import { guarded, type FailureSink } from '../runtime/guard.ts';
+import { loadOrFormatMetaProperties } from './meta-properties.ts';
 import { QuorumController, randomUuid, type ProducerIdBlock } from './controller.ts';
 import type { MetadataImage } from './image.ts';
 import { MetadataLoader, encodeSnapshot, type MetadataDeltaListener } from './loader.ts';
@@ -40,21 +39,6 @@ export interface MetadataManagerOptions {
   clock?: Clock;
 }
 
-/** Kafka's meta.properties: the cluster id this log dir belongs to. */
-async function loadOrCreateClusterId(dir: string, nodeId: number): Promise<string> {
-  const path = join(dir, 'meta.properties');
-  try {
-    const text = await readFile(path, 'utf8');
-    const [, clusterId] = /^cluster\.id=(.+)$/m.exec(text) ?? [];
-    if (clusterId !== undefined) return clusterId.trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const clusterId = uuidToString(randomBytes(16));
-  await writeFile(path, `#\n#${new Date().toUTCString()}\nnode.id=${nodeId}\nversion=1\ncluster.id=${clusterId}\n`);
-  return clusterId;
-}
-
 export class MetadataManager {
   readonly nodeId: number;
   readonly voters: number[];
@@ -70,6 +54,8 @@ export class MetadataManager {
   private snapshotTimer: NodeJS.Timeout | null = null;
   private readonly ownTransport: KafkaRaftTransport | null;
   private readonly appliedBrokerConfigs = new Map<'cluster' | 'broker', Set<string>>();
+  /** The controller's activation for the Raft epoch this node leads, if it leads one. */
+  private activation: Promise<void> = Promise.resolve();
   readonly controller: QuorumController;
 
   constructor(options: MetadataManagerOptions) {
@@ -93,22 +79,49 @@ export class MetadataManager {
     this.loader = new MetadataLoader({
       maxUnsnapshottedBytes: this.config.getLong('metadata.log.max.record.bytes.between.snapshots'),
       onSnapshotDue: (image) => this.snapshot(image),
-      onLeaderChange: (leaderId, epoch) => this.logger.info({ leaderId, epoch }, 'metadata quorum leader changed'),
+      onLeaderChange: (leaderId, epoch) => {
+        this.logger.info({ leaderId, epoch }, 'metadata quorum leader changed');
+        this.onLeaderChange(leaderId);
+      },
     });
     this.loader.onMetadataDelta((delta, image) => {
       for (const name of delta.brokerConfigsChanged) this.applyBrokerConfigs(image, name);
     });
+    const onFailure: FailureSink = (err, what) => this.logger.error({ err }, `${what} failed`);
     this.controller = new QuorumController(
       {
         isActive: () => this.raftClient?.isLeader() ?? false,
         image: () => this.loader.image,
+        nextWriteOffset: () => this.raft.logEndOffset,
         write: (records) => this.write(records),
       },
       {
         defaultNumPartitions: () => this.config.getInt('num.partitions'),
         defaultReplicationFactor: () => this.config.getInt('default.replication.factor'),
+        brokerSessionTimeoutMs: () => this.config.getInt('broker.session.timeout.ms'),
+        uncleanLeaderElectionEnable: () => this.config.getBoolean('unclean.leader.election.enable'),
+        clusterId: () => this.cluster,
+        autoLeaderRebalanceEnable: () => this.config.getBoolean('auto.leader.rebalance.enable'),
+        leaderImbalanceCheckIntervalMs: () => this.config.getLong('leader.imbalance.check.interval.seconds') * 1000,
       },
+      Math.random,
+      { clock: guardedTimers(this.clock, onFailure), onFailure },
     );
+  }
+
+  /**
+   * The Raft leader is the active controller: it activates on becoming leader (with three
+   * voters that is an election well after start) and stops its broker sessions when another
+   * node leads.
+   */
+  private onLeaderChange(leaderId: number): void {
+    if (leaderId !== this.nodeId) {
+      this.controller.deactivate();
+      return;
+    }
+    this.activation = this.controller.activate().catch((err: unknown) => {
+      this.logger.error({ err }, 'controller activation failed');
+    });
   }
 
   get raft(): RaftClient {
@@ -147,7 +160,7 @@ export class MetadataManager {
     // Independent files: read (or created) at once. The log is kept (close() closes it) even
     // when the cluster id fails.
     const [cluster, raftLog] = await Promise.allSettled([
-      loadOrCreateClusterId(baseDir, this.nodeId),
+      loadOrFormatMetaProperties(this.config, this.logger).then((identity) => identity.clusterId),
       FileRaftLog.open({
         dir,
         segmentBytes: this.config.getInt('metadata.log.segment.bytes'),
@@ -167,8 +180,6 @@ export class MetadataManager {
       this.loader,
       guardedTimers(this.clock, (err, what) => this.logger.error({ err }, `${what} failed`)),
     );
-    // Nothing before this start: no snapshot, no batch.
-    const newLog = raftLog.value.endOffset === 0 && raftLog.value.latestSnapshotId() === null;
     this.raftClient.start();
     const intervalMs = this.config.getLong('metadata.log.max.snapshot.interval.ms');
     if (intervalMs > 0) {
@@ -184,13 +195,9 @@ export class MetadataManager {
       );
       this.snapshotTimer.unref();
     }
-    if (this.raftClient.isLeader()) {
-      // Replay everything already in the log before answering anything: a committed record
-      // of this epoch commits all before it. A new log has nothing to replay, and its
-      // bootstrap record is that first record.
-      if (!newLog) await this.write([{ type: 'NoOpRecord', data: {} }]);
-      await this.controller.bootstrapIfEmpty();
-    }
+    // A node that leads from the start (a single voter) answers nothing before its controller
+    // has replayed the log and bootstrapped an empty one.
+    if (this.raftClient.isLeader()) await this.activation;
     this.logger.info(
       { clusterId: this.cluster, epoch: this.raftClient.currentEpoch, topics: this.loader.image.topicsByName.size },
       'metadata log loaded',
@@ -254,6 +261,7 @@ export class MetadataManager {
   /** Hands leadership over (EndQuorumEpoch) and closes the log. */
   async close(): Promise<void> {
     if (this.snapshotTimer !== null) clearInterval(this.snapshotTimer);
+    this.controller.deactivate();
     await this.raftClient?.close();
     await this.ownTransport?.close();
     await this.raftLog?.close();

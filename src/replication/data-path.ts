@@ -1,14 +1,17 @@
 /**
  * Builds the data path of one broker from its parts: the ReplicaManager over the storage
- * engine's LogManager, the fetch-session cache, the producer-id manager fed by the
- * controller, and the publisher that applies metadata to the ReplicaManager.
+ * engine's LogManager with its follower fetchers and ISR manager, the fetch-session cache,
+ * the producer-id manager fed by the controller, and the publisher that applies metadata to
+ * the ReplicaManager.
  */
 import type { LogManager } from '../../storage/log-manager.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import { effectiveTopicConfig, topicConfigLookup } from '../config/topic-config.ts';
 import type { MetadataDelta, MetadataImage } from '../metadata/image.ts';
 import { FetchSessionCache } from './fetch-session.ts';
-import type { DataPathServices } from './index.ts';
+import { kafkaReplicaConnector, replicaFetchSettingsOf } from './fetcher.ts';
+import type { DataPathServices, NodeEndpoint } from './index.ts';
+import type { AlterPartitionRequest, AlterPartitionResponse } from './isr-manager.ts';
 import { ReplicaMetadataPublisher } from './metadata-publisher.ts';
 import { ProducerIdManager, type ProducerIdBlock } from './producer-id-manager.ts';
 import type { Clock } from './purgatory.ts';
@@ -26,6 +29,15 @@ export interface DataPathOptions {
   };
   readonly onError: (err: unknown, what: string) => void;
   readonly clock?: Clock;
+  /**
+   * Sends an ISR change to the active controller (the controller channel). The requests are
+   * AlterPartition v3 (topic ids, newIsrWithEpochs): send them at ALTER_PARTITION_VERSION.
+   */
+  alterPartition(request: AlterPartitionRequest): Promise<AlterPartitionResponse>;
+  /** This broker's epoch from its registration, -1 until registered. */
+  brokerEpoch(): bigint;
+  /** The inter-broker listener endpoint of a broker from the MetadataImage, undefined when unknown. */
+  replicaEndpoint(brokerId: number): { host: string; port: number } | undefined;
 }
 
 export interface DataPath {
@@ -46,6 +58,19 @@ export function createDataPath(options: DataPathOptions): DataPath {
     partitionExists: (topic, partition) => metadata.image().partition(topic, partition) !== undefined,
     onAppendError: (partition, err) => options.onError(err, `append to ${partition}`),
     appendQueueLimits: appendQueueLimitsOf(config),
+    replicaLagTimeMaxMs: config.getLong('replica.lag.time.max.ms'),
+    brokerEpoch: () => options.brokerEpoch(),
+    brokerRegistration: (brokerId) => metadata.image().brokers.get(brokerId),
+    metadataLeader: (topic, partition) => {
+      const p = metadata.image().partition(topic, partition);
+      return p === undefined ? undefined : { leaderId: p.leader, leaderEpoch: p.leaderEpoch };
+    },
+    alterPartition: (request) => options.alterPartition(request),
+    replicaFetcher: {
+      connect: kafkaReplicaConnector({ brokerId: config.nodeId, replicaEndpoint: (id) => options.replicaEndpoint(id) }),
+      settings: replicaFetchSettingsOf(config),
+    },
+    onReplicationError: (err, what) => options.onError(err, what),
   });
   const publisher = new ReplicaMetadataPublisher(replicaManager, {
     topicConfig: (image, topic) => topicConfigLookup(effectiveTopicConfig(image.topicConfigs(topic), config)),
@@ -59,6 +84,7 @@ export function createDataPath(options: DataPathOptions): DataPath {
     topicNameOf: (topicId) => metadata.image().topicById(topicId)?.name,
     topicIdOf: (topic) => metadata.image().topic(topic)?.id,
     fetchMaxBytes: () => config.getInt('fetch.max.bytes'),
+    nodeEndpoint: (brokerId, listenerName) => liveNodeEndpoint(metadata.image(), brokerId, listenerName),
   };
   return {
     services,
@@ -66,10 +92,21 @@ export function createDataPath(options: DataPathOptions): DataPath {
     async start() {
       metadata.onMetadataDelta(publisher.onMetadataDelta);
       await publisher.applyImage(metadata.image());
+      replicaManager.startup();
     },
     async close() {
+      // Followers stop appending first; then what clients queued reaches the logs.
+      await replicaManager.shutdownReplication();
       await replicaManager.flushPendingAppends();
       replicaManager.shutdown();
     },
   };
+}
+
+/** A live (unfenced) broker's endpoint on `listenerName` ('' = its first), as Metadata lists it. */
+function liveNodeEndpoint(image: MetadataImage, brokerId: number, listenerName: string): NodeEndpoint | undefined {
+  const broker = image.brokers.get(brokerId);
+  if (broker === undefined || broker.fenced) return undefined;
+  const endpoint = broker.endpoints.find((e) => e.name === listenerName) ?? (listenerName === '' ? broker.endpoints[0] : undefined);
+  return endpoint === undefined ? undefined : { nodeId: broker.id, host: endpoint.host, port: endpoint.port, rack: broker.rack };
 }

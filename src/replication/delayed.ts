@@ -37,9 +37,11 @@ export class DelayedProduce extends DelayedOperation {
     if (!this.isCurrent(partition) || !partition.isLeader) {
       status.errorCode = Errors.NOT_LEADER_OR_FOLLOWER.code;
     } else if (partition.highWatermark >= status.requiredOffset) {
-      // Partition.checkEnoughReplicasReachOffset: replicated, but the ISR may have shrunk meanwhile.
+      // Partition.checkEnoughReplicasReachOffset: replicated, but the (maximal) ISR may have shrunk meanwhile.
       status.errorCode =
-        partition.isr.length < partition.settings.minInsyncReplicas ? Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code : Errors.NONE.code;
+        partition.maximalIsr.length < partition.settings.minInsyncReplicas
+          ? Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code
+          : Errors.NONE.code;
     } else if (final) {
       status.errorCode = Errors.REQUEST_TIMED_OUT.code;
     } else {

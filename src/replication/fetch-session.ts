@@ -24,6 +24,8 @@ export interface SessionPartition {
   readonly partitionMaxBytes: number;
   readonly currentLeaderEpoch: number;
   readonly logStartOffset: number;
+  /** A follower's last fetched epoch (Fetch v12+), -1 or absent when not sent. */
+  readonly lastFetchedEpoch?: number;
 }
 
 /** The fields of a partition's response a session compares with what it sent last. */
@@ -32,6 +34,8 @@ export interface SessionResponseData {
   readonly highWatermark: number;
   readonly logStartOffset: number;
   readonly recordsSizeBytes: number;
+  /** The answer carries a divergingEpoch (the follower must truncate). */
+  readonly divergingEpoch?: boolean;
 }
 
 interface CachedPartition {
@@ -190,6 +194,8 @@ export class FetchSessionCache {
       cached.highWatermark = -1;
       must = true;
     }
+    // A follower must see a divergence to truncate, whatever else changed.
+    if (data.divergingEpoch === true) must = true;
     return must;
   }
 

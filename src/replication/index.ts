@@ -6,6 +6,13 @@ import type { FetchSessionCache } from './fetch-session.ts';
 import type { ProducerIdManager } from './producer-id-manager.ts';
 import type { ReplicaManager } from './replica-manager.ts';
 
+export interface NodeEndpoint {
+  readonly nodeId: number;
+  readonly host: string;
+  readonly port: number;
+  readonly rack: string | null;
+}
+
 export interface DataPathServices {
   readonly replicaManager: ReplicaManager;
   readonly fetchSessions: FetchSessionCache;
@@ -16,6 +23,11 @@ export interface DataPathServices {
   topicIdOf(topic: string): string | undefined;
   /** fetch.max.bytes: the most a Fetch response carries, whatever the request asks for. */
   fetchMaxBytes(): number;
+  /**
+   * A live broker's endpoint on a listener (KIP-951 node_endpoints: where the current leader
+   * is), undefined when it is unknown or fenced; '' is the first listener.
+   */
+  readonly nodeEndpoint?: (brokerId: number, listenerName: string) => NodeEndpoint | undefined;
   /**
    * InitProducerId with a transactional id belongs to the transaction coordinator; absent
    * until it exists (the request is then answered COORDINATOR_NOT_AVAILABLE).
@@ -29,5 +41,7 @@ export interface DataPathServices {
 }
 
 export { ReplicaManager } from './replica-manager.ts';
+export { ReplicaFetcherManager } from './fetcher.ts';
+export { IsrManager } from './isr-manager.ts';
 export { FetchSessionCache } from './fetch-session.ts';
 export { ProducerIdManager } from './producer-id-manager.ts';

@@ -22,6 +22,14 @@ export interface LeaderAppendInfo {
   readonly duplicate: boolean;
 }
 
+/** What a follower append did. */
+export interface FollowerAppendInfo {
+  /** -1 when nothing was appended. */
+  readonly firstOffset: number;
+  readonly lastOffset: number;
+  readonly validBytes: number;
+}
+
 export interface LogReadResult {
   /** Whole batches, in order, as stored. */
   readonly chunks: readonly Buffer[];
@@ -49,6 +57,18 @@ export interface ReplicaLog {
    */
   appendAsLeader(batches: Buffer, leaderEpoch: number): MaybePromise<LeaderAppendInfo>;
   /**
+   * Appends batches fetched from the leader as they are: offsets and leader epochs kept, the
+   * first at or after the log end; the producer state and the leader-epoch cache learn them
+   * as on the leader, so a follower that becomes leader answers retried idempotent batches.
+   */
+  appendAsFollower(batches: Buffer): MaybePromise<FollowerAppendInfo>;
+  /** Removes everything at and after `offset` (a divergent tail); the high watermark follows. */
+  truncateTo(offset: number): MaybePromise<void>;
+  /** Drops the whole log and restarts it empty at `offset` (the leader's log start is past it). */
+  truncateFullyAndStartAt(offset: number): MaybePromise<void>;
+  /** A new leader epoch starts at `startOffset` (the log end when this broker became leader). */
+  assignEpochStartOffset(leaderEpoch: number, startOffset: number): MaybePromise<void>;
+  /**
    * Whole batches from the one containing `fetchOffset`, up to `maxBytes` (the first batch
    * whole when `minOneBatch`), none at or past `maxOffset`.
    */
@@ -63,10 +83,13 @@ export interface ReplicaLog {
   endOffsetForEpoch(leaderEpoch: number): EpochEndOffset;
   latestEpoch(): number;
   activeProducers(): MaybePromise<readonly ProducerDescription[]>;
-  /** Remembers the high watermark (checkpointed by the log). */
+  /**
+   * The high watermark, owned by the log (Kafka's UnifiedLog) and checkpointed by it; after a
+   * restart the checkpointed one. Within [logStartOffset, logEndOffset], truncation included.
+   */
+  readonly highWatermark: number;
+  /** Sets the high watermark; the caller keeps it within [logStartOffset, logEndOffset]. */
   updateHighWatermark(offset: number): void;
-  /** The high watermark the log checkpointed before a restart. */
-  readonly checkpointedHighWatermark: number;
   updateConfig(config: TopicConfigLookup): void;
 }
 

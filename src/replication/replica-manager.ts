@@ -1,8 +1,10 @@
 /**
  * The ReplicaManager owns the partitions this broker hosts: it opens their logs when it
- * becomes a replica, appends client batches as leader (validated, group-committed per
- * partition), serves fetches from the logs, keeps the high watermark, and parks
- * acks=all produces and waiting fetches in purgatories woken by appends.
+ * becomes a replica, makes it leader or follower as the metadata says (stopping and starting
+ * the follower fetchers), appends client batches as leader (validated, group-committed per
+ * partition), serves fetches from the logs (recording each follower's position, answering
+ * divergence from the leader-epoch cache), keeps the high watermark with the ISR manager,
+ * and parks acks=all produces and waiting fetches in purgatories woken by appends.
  */
 import { Errors } from '../../protocol/errors.ts';
 import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
@@ -19,8 +21,10 @@ import {
 } from '../../storage/errors.ts';
 import { DelayedFetch, DelayedProduce, type FetchPartitionWatch, type ProducePartitionStatus } from './delayed.ts';
 import type { TopicConfigLookup } from '../config/topic-config.ts';
+import { type ReplicaConnector, ReplicaFetcherManager, type ReplicaFetchSettings } from './fetcher.ts';
+import { type AlterPartitionRequest, type AlterPartitionResponse, IsrManager } from './isr-manager.ts';
 import type { LeaderAppendInfo, LogProvider, ProducerDescription } from './log.ts';
-import { Partition, partitionKey, type PartitionState } from './partition.ts';
+import { type BrokerRegistrationView, Partition, partitionKey, type PartitionState, type ReplicationSettings } from './partition.ts';
 import { DelayedOperationPurgatory, systemClock, type Clock } from './purgatory.ts';
 import { RecordValidationError, validateProducedRecords, type ValidatedRecords } from './validation.ts';
 
@@ -46,6 +50,24 @@ export interface ReplicaManagerOptions {
   readonly onAppendError?: (partition: string, err: unknown) => void;
   /** How much may wait for one partition's log (replica.append.queue.max.*; their defaults when absent). */
   readonly appendQueueLimits?: AppendQueueLimits;
+  /** replica.lag.time.max.ms (its default when absent). */
+  readonly replicaLagTimeMaxMs?: number;
+  /** This broker's epoch from its registration: -1 when absent (and until registered). */
+  readonly brokerEpoch?: () => bigint;
+  /**
+   * Brokers as the metadata registers them: who may join an ISR (unfenced, not shutting
+   * down, fetching with its current broker epoch) and which follower fetches are stale.
+   * Absent: every replica that fetches is eligible.
+   */
+  readonly brokerRegistration?: (brokerId: number) => BrokerRegistrationView | undefined;
+  /** The leader and leader epoch the metadata gives a partition this broker does not host (KIP-951). */
+  readonly metadataLeader?: (topic: string, partition: number) => { leaderId: number; leaderEpoch: number } | undefined;
+  /** ISR changes go to the controller through it; absent, the ISR changes only with the metadata. */
+  readonly alterPartition?: (request: AlterPartitionRequest) => Promise<AlterPartitionResponse>;
+  /** How followers reach their leaders and fetch; absent, this broker never fetches as follower. */
+  readonly replicaFetcher?: { readonly connect: ReplicaConnector; readonly settings: ReplicaFetchSettings };
+  /** Where failures of the fetchers and the ISR manager go (they retry on their own). */
+  readonly onReplicationError?: (err: unknown, what: string) => void;
 }
 
 /**
@@ -86,6 +108,9 @@ export interface ProducePartitionResult {
   logAppendTimeMs: number;
   logStartOffset: number;
   recordErrors: readonly { batchIndex: number; message: string | null }[];
+  /** Who leads the partition (KIP-951 current_leader), -1 when unknown. */
+  leaderId: number;
+  leaderEpoch: number;
 }
 
 export interface ProduceParams {
@@ -104,11 +129,17 @@ export interface FetchPartitionInput {
   readonly partitionMaxBytes: number;
   /** -1 when the client did not send one (Fetch < v9). */
   readonly currentLeaderEpoch: number;
+  /** The epoch of the last batch a follower holds (Fetch v12+), -1 or absent when not sent. */
+  readonly lastFetchedEpoch?: number;
+  /** A follower's log start offset (Fetch v5+), -1 or absent when not sent. */
+  readonly logStartOffset?: number;
 }
 
 export interface FetchParams {
   /** -1 for consumers; a broker id for followers. */
   readonly replicaId: number;
+  /** A follower's broker epoch (Fetch v15+ replica state), -1 or absent when not sent. */
+  readonly replicaEpoch?: bigint;
   readonly maxWaitMs: number;
   readonly minBytes: number;
   readonly maxBytes: number;
@@ -130,6 +161,8 @@ export interface FetchPartitionResult {
   /** The leader's epoch when known, for the response's current_leader. */
   readonly leaderEpoch: number;
   readonly leaderId: number;
+  /** For a follower whose log diverged (lastFetchedEpoch, KIP-595): where the leader's epoch ends; null otherwise. */
+  readonly divergingEpoch: { readonly epoch: number; readonly endOffset: number } | null;
 }
 
 export interface ListOffsetsResult {
@@ -184,6 +217,11 @@ export class ReplicaManager {
   private readonly clock: Clock;
   readonly producePurgatory: DelayedOperationPurgatory<DelayedProduce>;
   readonly fetchPurgatory: DelayedOperationPurgatory<DelayedFetch>;
+  private readonly replication: ReplicationSettings;
+  /** Absent without `alterPartition`. */
+  readonly isrManager: IsrManager | undefined;
+  /** Absent without `replicaFetcher`. */
+  readonly replicaFetcherManager: ReplicaFetcherManager | undefined;
 
   constructor(private readonly options: ReplicaManagerOptions) {
     this.brokerId = options.brokerId;
@@ -191,6 +229,50 @@ export class ReplicaManager {
     this.appendQueueLimits = options.appendQueueLimits ?? appendQueueLimitsOf(DEFAULT_BROKER_CONFIG);
     this.producePurgatory = new DelayedOperationPurgatory('Produce', this.clock);
     this.fetchPurgatory = new DelayedOperationPurgatory('Fetch', this.clock);
+    const brokerEpoch = options.brokerEpoch ?? (() => -1n);
+    const replicaLagTimeMaxMs = options.replicaLagTimeMaxMs ?? DEFAULT_BROKER_CONFIG.getLong('replica.lag.time.max.ms');
+    this.replication = { replicaLagTimeMaxMs, localBrokerEpoch: brokerEpoch, brokerRegistration: options.brokerRegistration };
+    this.isrManager =
+      options.alterPartition === undefined
+        ? undefined
+        : new IsrManager(
+            {
+              partitions: () => this.partitions.values(),
+              onHighWatermarkIncremented: (partition) => {
+                if (this.isCurrent(partition)) this.wake(partition.key);
+              },
+            },
+            {
+              brokerId: options.brokerId,
+              brokerEpoch,
+              alterPartition: options.alterPartition,
+              replicaLagTimeMaxMs,
+              clock: this.clock,
+              onError: options.onReplicationError,
+            },
+          );
+    this.replicaFetcherManager =
+      options.replicaFetcher === undefined
+        ? undefined
+        : new ReplicaFetcherManager({
+            brokerId: options.brokerId,
+            brokerEpoch,
+            connect: options.replicaFetcher.connect,
+            settings: options.replicaFetcher.settings,
+            clock: this.clock,
+            onError: options.onReplicationError,
+          });
+  }
+
+  /** Starts the ISR expiration task (Kafka's ReplicaManager.startup). */
+  startup(): void {
+    this.isrManager?.start();
+  }
+
+  /** Stops the follower fetchers (waiting for a response being applied) and the ISR manager. */
+  async shutdownReplication(): Promise<void> {
+    await this.replicaFetcherManager?.shutdown();
+    this.isrManager?.shutdown();
   }
 
   // ---- partition lifecycle (driven by metadata deltas) ----
@@ -208,9 +290,11 @@ export class ReplicaManager {
   }
 
   /**
-   * Makes this broker a replica (leader or follower) of a partition with the given state,
-   * opening or creating its log. Waiting operations of the partition are re-checked: a
-   * leadership change completes them with the new state.
+   * Makes this broker leader or follower of a partition with the given state (the metadata
+   * publisher's become-leader / become-follower), opening or creating its log. Metadata older
+   * than what the partition has (a lower partition epoch) is ignored. Waiting operations of
+   * the partition are re-checked: a broker that no longer leads answers them
+   * NOT_LEADER_OR_FOLLOWER.
    */
   async applyPartitionState(state: PartitionState, config: TopicConfigLookup): Promise<Partition> {
     const key = partitionKey(state.topic, state.partition);
@@ -220,7 +304,7 @@ export class ReplicaManager {
       // A concurrent delta may have created it while the log opened.
       partition = this.partitions.get(key);
       if (partition === undefined) {
-        partition = new Partition(state.topic, state.partition, state.topicId, this.brokerId, log, config, state);
+        partition = new Partition(state.topic, state.partition, state.topicId, this.brokerId, log, config, this.replication);
         this.partitions.set(key, partition);
         let ofTopic = this.partitionsByTopic.get(state.topic);
         if (ofTopic === undefined) {
@@ -230,10 +314,41 @@ export class ReplicaManager {
         ofTopic.add(partition);
       }
     }
-    partition.applyState(state);
+    if (partition.isStale(state)) return partition;
+    if (state.leaderId === this.brokerId) await this.makeLeader(partition, state);
+    else await this.makeFollower(partition, state);
     this.topicIds.set(state.topicId, state.topic);
     this.wake(key);
     return partition;
+  }
+
+  /**
+   * Kafka's makeLeaders: the fetcher stops first (a response being applied lands before), so
+   * the log end the new leader epoch starts at is final; the epoch is recorded in the
+   * leader-epoch cache before any follower asks about it.
+   */
+  private async makeLeader(partition: Partition, state: PartitionState): Promise<void> {
+    await this.replicaFetcherManager?.removeFetcherForPartitions([partition.key]);
+    const nowMs = this.clock.now();
+    const isNewLeaderEpoch = partition.makeLeader(state, nowMs);
+    if (isNewLeaderEpoch) await partition.log.assignEpochStartOffset(partition.leaderEpoch, partition.leaderEpochStartOffset);
+    partition.maybeIncrementHighWatermark(this.clock.now());
+  }
+
+  /**
+   * Kafka's makeFollowers: produce is refused from now on; on a new leader epoch the fetcher
+   * restarts once the appends this broker wrote as leader reached the log, fetching from the
+   * log end (divergence from the new leader is found by the fetch itself).
+   */
+  private async makeFollower(partition: Partition, state: PartitionState): Promise<void> {
+    if (!partition.makeFollower(state)) return;
+    // Produces and fetches parked on this partition are answered now, not after the fetcher restarts.
+    this.wake(partition.key);
+    await this.replicaFetcherManager?.removeFetcherForPartitions([partition.key]);
+    await this.appendQueues.get(partition.key)?.chain;
+    if (this.isCurrent(partition) && !partition.isLeader && partition.leaderEpoch === state.leaderEpoch) {
+      this.replicaFetcherManager?.addFetcherForPartitions([partition]);
+    }
   }
 
   updateTopicConfig(topic: string, config: TopicConfigLookup): void {
@@ -246,6 +361,7 @@ export class ReplicaManager {
     const existing = this.partitions.get(key);
     if (existing === undefined) return;
     this.partitions.delete(key);
+    await this.replicaFetcherManager?.removeFetcherForPartitions([key]);
     const ofTopic = this.partitionsByTopic.get(topic);
     ofTopic?.delete(existing);
     if (ofTopic?.size === 0) this.partitionsByTopic.delete(topic);
@@ -271,15 +387,28 @@ export class ReplicaManager {
     this.fetchPurgatory.checkAndComplete(key);
   }
 
-  /** The partition and NONE when this broker leads it; otherwise the error to answer with. */
-  private leaderError(topic: string, partitionIndex: number): { partition: Partition | null; errorCode: number } {
+  /**
+   * The partition and NONE when this broker leads it; otherwise the error to answer with. As
+   * Kafka's getLocalLog, a client's leader epoch is checked before the leadership: an older
+   * one is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (this broker's metadata is
+   * behind), whatever this broker's role.
+   */
+  private leaderError(topic: string, partitionIndex: number, currentLeaderEpoch = -1): { partition: Partition | null; errorCode: number } {
     const partition = this.partitions.get(partitionKey(topic, partitionIndex));
     if (partition === undefined) {
       const known = this.options.partitionExists?.(topic, partitionIndex) ?? false;
       return { partition: null, errorCode: known ? Errors.NOT_LEADER_OR_FOLLOWER.code : Errors.UNKNOWN_TOPIC_OR_PARTITION.code };
     }
+    const epochError = ReplicaManager.epochError(partition, currentLeaderEpoch);
+    if (epochError !== Errors.NONE.code) return { partition, errorCode: epochError };
     if (!partition.isLeader) return { partition, errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code };
     return { partition, errorCode: Errors.NONE.code };
+  }
+
+  /** KIP-951: who leads a partition, from this broker's state or else the metadata. */
+  private currentLeader(topic: string, partitionIndex: number, partition: Partition | null): { leaderId: number; leaderEpoch: number } {
+    if (partition !== null) return { leaderId: partition.leaderId, leaderEpoch: partition.leaderEpoch };
+    return this.options.metadataLeader?.(topic, partitionIndex) ?? { leaderId: -1, leaderEpoch: -1 };
   }
 
   private static epochError(partition: Partition, currentLeaderEpoch: number): number {
@@ -305,6 +434,8 @@ export class ReplicaManager {
         logAppendTimeMs: -1,
         logStartOffset: -1,
         recordErrors: [],
+        leaderId: -1,
+        leaderEpoch: -1,
       };
       return { entry, result };
     });
@@ -317,7 +448,7 @@ export class ReplicaManager {
     const appended = await Promise.all(
       requests.map(async ({ entry, result }) => ({ result, outcome: await this.appendToPartition(entry, result, params, nowMs) })),
     );
-    if (params.acks !== -1) return results;
+    if (params.acks !== -1) return this.withCurrentLeaders(results);
 
     // Each appended partition waits for its high watermark; its status answers its result.
     const waiting: { result: ProducePartitionResult; status: ProducePartitionStatus }[] = [];
@@ -326,7 +457,7 @@ export class ReplicaManager {
       const status = { partition: outcome.partition, requiredOffset: outcome.requiredOffset, errorCode: Errors.NONE.code, pending: true };
       waiting.push({ result, status });
     }
-    if (waiting.length === 0) return results;
+    if (waiting.length === 0) return this.withCurrentLeaders(results);
     const statuses = waiting.map((w) => w.status);
     await new Promise<void>((resolve) => {
       const op = new DelayedProduce(params.timeoutMs, statuses, this.isCurrent, resolve);
@@ -337,6 +468,17 @@ export class ReplicaManager {
         result.errorCode = status.errorCode;
         result.errorMessage = null;
       }
+    }
+    return this.withCurrentLeaders(results);
+  }
+
+  /** KIP-951: a NOT_LEADER_OR_FOLLOWER answer names who leads now, however the append found out. */
+  private withCurrentLeaders(results: ProducePartitionResult[]): ProducePartitionResult[] {
+    for (const result of results) {
+      if (result.errorCode !== Errors.NOT_LEADER_OR_FOLLOWER.code) continue;
+      const leader = this.currentLeader(result.topic, result.partition, this.getPartition(result.topic, result.partition) ?? null);
+      result.leaderId = leader.leaderId;
+      result.leaderEpoch = leader.leaderEpoch;
     }
     return results;
   }
@@ -538,7 +680,7 @@ export class ReplicaManager {
       next += p.validated.offsetCount;
       p.resolve({ ok: true, baseOffset, nextOffset: next, logAppendTimeMs });
     }
-    partition.onLocalAppend(next, bytes);
+    partition.onLocalAppend(next, bytes, this.clock.now());
     this.wake(partition.key);
   }
 
@@ -550,8 +692,8 @@ export class ReplicaManager {
    * max.wait.ms passes, and reads again.
    */
   async fetchMessages(params: FetchParams): Promise<FetchPartitionResult[]> {
-    const first = await this.readFromLog(params);
-    const canWait = params.maxWaitMs > 0 && params.partitions.length > 0 && first.bytes < params.minBytes && !first.hasError;
+    const first = await this.readFromLog(params, true);
+    const canWait = params.maxWaitMs > 0 && params.partitions.length > 0 && first.bytes < params.minBytes && !first.respondNow;
     if (!canWait) return first.results;
     const fromFollower = params.replicaId >= 0;
     const watches: FetchPartitionWatch[] = [];
@@ -572,18 +714,27 @@ export class ReplicaManager {
         watches.map((w) => w.partition.key),
       );
     });
-    return (await this.readFromLog(params)).results;
+    // As Kafka's DelayedFetch: the follower's position was recorded by the first read.
+    return (await this.readFromLog(params, false)).results;
   }
 
-  private async readFromLog(params: FetchParams): Promise<{ results: FetchPartitionResult[]; bytes: number; hasError: boolean }> {
+  /**
+   * Reads every partition in order within the request's max bytes. `respondNow`: an error or
+   * a diverging follower log answers at once, without waiting for min.bytes.
+   */
+  private async readFromLog(
+    params: FetchParams,
+    updateFetchState: boolean,
+  ): Promise<{ results: FetchPartitionResult[]; bytes: number; respondNow: boolean }> {
     let remaining = params.maxBytes;
     let minOneBatch = true;
     let bytes = 0;
-    let hasError = false;
+    let respondNow = false;
     const results: FetchPartitionResult[] = [];
     for (const input of params.partitions) {
-      const result = await this.readPartition(params, input, Math.max(0, Math.min(input.partitionMaxBytes, remaining)), minOneBatch);
-      if (result.errorCode !== Errors.NONE.code) hasError = true;
+      const maxBytes = Math.max(0, Math.min(input.partitionMaxBytes, remaining));
+      const result = await this.readPartition(params, input, maxBytes, minOneBatch, updateFetchState);
+      if (result.errorCode !== Errors.NONE.code || result.divergingEpoch !== null) respondNow = true;
       if (result.records.length > 0) {
         minOneBatch = false;
         remaining -= result.records.length;
@@ -591,47 +742,82 @@ export class ReplicaManager {
       }
       results.push(result);
     }
-    return { results, bytes, hasError };
+    return { results, bytes, respondNow };
   }
 
+  /**
+   * Kafka's Partition.fetchRecords. A follower's fetch is checked against its replica state
+   * (a broker that is no replica, a stale broker epoch) and, with a lastFetchedEpoch, against
+   * the leader-epoch cache: a tail the leader does not have is answered with a divergingEpoch
+   * and no records. Otherwise the read records the follower's position (which may move the
+   * high watermark and bring it into the ISR), measured against the log end before the read.
+   */
   private async readPartition(
     params: FetchParams,
     input: FetchPartitionInput,
     maxBytes: number,
     minOneBatch: boolean,
+    updateFetchState: boolean,
   ): Promise<FetchPartitionResult> {
-    const fail = (errorCode: number, partition: Partition | null): FetchPartitionResult => ({
-      topic: input.topic,
-      partition: input.partition,
-      errorCode,
-      highWatermark: partition?.highWatermark ?? -1,
-      lastStableOffset: partition?.lastStableOffset ?? -1,
-      logStartOffset: partition?.logStartOffset ?? -1,
-      records: EMPTY,
-      abortedTransactions: null,
-      leaderEpoch: partition?.leaderEpoch ?? -1,
-      leaderId: partition?.leaderId ?? -1,
-    });
-    const { partition, errorCode } = this.leaderError(input.topic, input.partition);
-    if (partition === null || errorCode !== Errors.NONE.code) return fail(errorCode, partition);
-    const epochError = ReplicaManager.epochError(partition, input.currentLeaderEpoch);
-    if (epochError !== Errors.NONE.code) return fail(epochError, partition);
+    const { partition, errorCode } = this.leaderError(input.topic, input.partition, input.currentLeaderEpoch);
+    const fail = (code: number): FetchPartitionResult => {
+      const leader = this.currentLeader(input.topic, input.partition, partition);
+      return {
+        topic: input.topic,
+        partition: input.partition,
+        errorCode: code,
+        highWatermark: partition?.highWatermark ?? -1,
+        lastStableOffset: partition?.lastStableOffset ?? -1,
+        logStartOffset: partition?.logStartOffset ?? -1,
+        records: EMPTY,
+        abortedTransactions: null,
+        leaderEpoch: leader.leaderEpoch,
+        leaderId: leader.leaderId,
+        divergingEpoch: null,
+      };
+    };
+    if (partition === null || errorCode !== Errors.NONE.code) return fail(errorCode);
+    const fromFollower = params.replicaId >= 0;
+    const replicaEpoch = params.replicaEpoch ?? -1n;
+    if (fromFollower) {
+      const followerError = partition.followerFetchError(params.replicaId, input.currentLeaderEpoch, replicaEpoch);
+      if (followerError !== Errors.NONE.code) return fail(followerError);
+    }
 
     const log = partition.log;
-    if (input.fetchOffset < log.logStartOffset || input.fetchOffset > log.logEndOffset) {
-      return fail(Errors.OFFSET_OUT_OF_RANGE.code, partition);
+    const initialHighWatermark = partition.highWatermark;
+    const initialLogStartOffset = log.logStartOffset;
+    const initialLogEndOffset = log.logEndOffset;
+    const answer = (records: Buffer, divergingEpoch: FetchPartitionResult['divergingEpoch']): FetchPartitionResult => ({
+      topic: input.topic,
+      partition: input.partition,
+      errorCode: Errors.NONE.code,
+      highWatermark: initialHighWatermark,
+      lastStableOffset: initialHighWatermark,
+      logStartOffset: initialLogStartOffset,
+      records,
+      abortedTransactions: params.isolationLevel === ISOLATION_READ_COMMITTED ? [] : null,
+      leaderEpoch: partition.leaderEpoch,
+      leaderId: partition.leaderId,
+      divergingEpoch,
+    });
+    const lastFetchedEpoch = input.lastFetchedEpoch ?? -1;
+    if (lastFetchedEpoch >= 0) {
+      const epochEnd = log.endOffsetForEpoch(lastFetchedEpoch);
+      if (epochEnd.endOffset < 0 || epochEnd.leaderEpoch < 0) return fail(Errors.OFFSET_OUT_OF_RANGE.code);
+      if (input.fetchOffset < initialLogStartOffset) return fail(Errors.OFFSET_OUT_OF_RANGE.code);
+      if (epochEnd.leaderEpoch < lastFetchedEpoch || epochEnd.endOffset < input.fetchOffset) {
+        return answer(EMPTY, { epoch: epochEnd.leaderEpoch, endOffset: epochEnd.endOffset });
+      }
     }
-    // Only an offset the log holds says what the follower has (Kafka checks it against the
-    // log before updateFollowerFetchState): one past the log end must not move the HW.
-    const fromFollower = params.replicaId >= 0;
-    if (fromFollower && partition.replicas.includes(params.replicaId)) {
-      if (partition.updateFollowerEndOffset(params.replicaId, input.fetchOffset)) this.wake(partition.key);
+    if (input.fetchOffset < initialLogStartOffset || input.fetchOffset > initialLogEndOffset) {
+      return fail(Errors.OFFSET_OUT_OF_RANGE.code);
     }
     const maxOffset = fromFollower
-      ? log.logEndOffset
+      ? initialLogEndOffset
       : params.isolationLevel === ISOLATION_READ_COMMITTED
         ? partition.lastStableOffset
-        : partition.highWatermark;
+        : initialHighWatermark;
     let records: Buffer = EMPTY;
     if (input.fetchOffset < maxOffset) {
       try {
@@ -639,21 +825,26 @@ export class ReplicaManager {
         const [only] = read.chunks;
         records = read.chunks.length > 1 ? Buffer.concat(read.chunks, read.sizeInBytes) : (only ?? EMPTY);
       } catch (err) {
-        return fail(storageErrorToKafka(err).errorCode, partition);
+        return fail(storageErrorToKafka(err).errorCode);
       }
     }
-    return {
-      topic: input.topic,
-      partition: input.partition,
-      errorCode: Errors.NONE.code,
-      highWatermark: partition.highWatermark,
-      lastStableOffset: partition.lastStableOffset,
-      logStartOffset: log.logStartOffset,
-      records,
-      abortedTransactions: params.isolationLevel === ISOLATION_READ_COMMITTED ? [] : null,
-      leaderEpoch: partition.leaderEpoch,
-      leaderId: partition.leaderId,
-    };
+    // Only an offset the log holds says what the follower has (checked above, as Kafka
+    // checks it before updateFollowerFetchState): one past the log end must not move the HW.
+    if (fromFollower && updateFetchState && this.isCurrent(partition) && partition.isLeader) {
+      const nowMs = this.clock.now();
+      const followerStartOffset = input.logStartOffset ?? -1;
+      const moved = partition.updateFollowerFetchState(
+        params.replicaId,
+        input.fetchOffset,
+        followerStartOffset,
+        nowMs,
+        initialLogEndOffset,
+        replicaEpoch,
+      );
+      this.isrManager?.maybeExpandIsr(partition, params.replicaId);
+      if (moved) this.wake(partition.key);
+    }
+    return answer(records, null);
   }
 
   // ---- offsets ----
@@ -667,10 +858,8 @@ export class ReplicaManager {
     replicaId: number,
   ): Promise<ListOffsetsResult> {
     const none = (errorCode: number): ListOffsetsResult => ({ errorCode, timestampMs: -1, offset: -1, leaderEpoch: -1 });
-    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex, currentLeaderEpoch);
     if (partition === null || errorCode !== Errors.NONE.code) return none(errorCode);
-    const epochError = ReplicaManager.epochError(partition, currentLeaderEpoch);
-    if (epochError !== Errors.NONE.code) return none(epochError);
     const log = partition.log;
     const fromConsumer = replicaId < 0;
     const lastFetchableOffset = !fromConsumer
@@ -742,10 +931,8 @@ export class ReplicaManager {
     leaderEpoch: number;
     endOffset: number;
   } {
-    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex, currentLeaderEpoch);
     if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, leaderEpoch: -1, endOffset: -1 };
-    const epochError = ReplicaManager.epochError(partition, currentLeaderEpoch);
-    if (epochError !== Errors.NONE.code) return { errorCode: epochError, leaderEpoch: -1, endOffset: -1 };
     const found = partition.log.endOffsetForEpoch(leaderEpoch);
     return { errorCode: Errors.NONE.code, leaderEpoch: found.leaderEpoch, endOffset: found.endOffset };
   }

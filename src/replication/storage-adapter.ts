@@ -10,6 +10,7 @@ import type { PartitionLog } from '../../storage/log.ts';
 import { type TopicConfigLookup, logConfigOf } from '../config/topic-config.ts';
 import type {
   EpochEndOffset,
+  FollowerAppendInfo,
   LeaderAppendInfo,
   LogProvider,
   LogReadResult,
@@ -51,13 +52,30 @@ export class PartitionLogReplica implements ReplicaLog {
   get sizeInBytes(): number {
     return this.log.sizeBytes;
   }
-  get checkpointedHighWatermark(): number {
+  get highWatermark(): number {
     return this.log.highWatermark;
   }
 
   async appendAsLeader(batches: Buffer, leaderEpoch: number): Promise<LeaderAppendInfo> {
     const info = await this.log.append(batches, { leaderEpoch, assignOffsets: true, origin: 'client' });
     return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, duplicate: info.duplicate };
+  }
+
+  async appendAsFollower(batches: Buffer): Promise<FollowerAppendInfo> {
+    const info = await this.log.appendAsFollower(batches);
+    return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, validBytes: info.validBytes };
+  }
+
+  truncateTo(offset: number): Promise<void> {
+    return this.log.truncateTo(offset);
+  }
+
+  truncateFullyAndStartAt(offset: number): Promise<void> {
+    return this.log.truncateFullyAndStartAt(offset);
+  }
+
+  assignEpochStartOffset(leaderEpoch: number, startOffset: number): Promise<void> {
+    return this.log.assignEpochStartOffset(leaderEpoch, startOffset);
   }
 
   async read(fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): Promise<LogReadResult> {

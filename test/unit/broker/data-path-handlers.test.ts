@@ -128,6 +128,9 @@ describe('data-path handlers', function () {
         ],
       }),
       version,
+      'app',
+      () => {},
+      'PLAINTEXT',
     );
     return response === null ? null : wire(ApiKey.Produce, response, version);
   }
@@ -149,7 +152,7 @@ describe('data-path handlers', function () {
   }
 
   async function fetch(version: number, request = fetchRequest(version)): Promise<FetchResponse> {
-    return wire(ApiKey.Fetch, await handleFetch(services, request, version), version);
+    return wire(ApiKey.Fetch, await handleFetch(services, request, version, 'PLAINTEXT'), version);
   }
 
   const sample = (n = 3, compression = CompressionType.None) =>
@@ -198,7 +201,7 @@ describe('data-path handlers', function () {
         }),
       ],
     });
-    const r = (await handleProduce(services, request, 9, 'app'))!;
+    const r = (await handleProduce(services, request, 9, 'app', () => {}, 'PLAINTEXT'))!;
     assert.equal(r.responses[0]!.partitionResponses[0]!.errorCode, Errors.INVALID_TOPIC_EXCEPTION.code);
   });
 
@@ -353,7 +356,7 @@ describe('data-path handlers', function () {
   });
 
   it('a long-poll Fetch is answered when a produce arrives', async () => {
-    const pending = handleFetch(services, fetchRequest(11, 0, { maxWaitMs: 60_000 }), 11);
+    const pending = handleFetch(services, fetchRequest(11, 0, { maxWaitMs: 60_000 }), 11, 'PLAINTEXT');
     await new Promise((r) => setImmediate(r));
     await produce(await sample(1));
     const r = wire(ApiKey.Fetch, await pending, 11);

@@ -70,9 +70,11 @@ describe('broker configuration', () => {
             ['node.id', '2'],
             ['process.roles', 'controller'],
             ['controller.quorum.voters', '1@127.0.0.1:9093'],
+            ['listeners', 'CONTROLLER://127.0.0.1:9093'],
+            ['controller.listener.names', 'CONTROLLER'],
           ]),
         }),
-      /must be included in controller.quorum.voters/,
+      /the node id 2 must be included in the set of voters controller\.quorum\.voters=Set\(1\)/,
     );
   });
 

@@ -29,7 +29,7 @@ import { Writer, ZERO_UUID } from '../../../protocol/primitives.ts';
 import { BrokerConfig } from '../../../src/config/broker-config.ts';
 import { handleDescribeCluster, handleDescribeTopicPartitions } from '../../../src/handlers/cluster.ts';
 import { handleDescribeConfigs } from '../../../src/handlers/configs.ts';
-import { handleMetadata, type MetadataHandlerServices } from '../../../src/handlers/metadata.ts';
+import { handleMetadata, type MetadataRequestServices } from '../../../src/handlers/metadata.ts';
 import { fetchMetadataPartition, handleDescribeQuorum, handleVote } from '../../../src/handlers/quorum.ts';
 import { handleCreateTopics, handleDeleteTopics } from '../../../src/handlers/topics.ts';
 import type { RequestContext } from '../../../src/server/session.ts';
@@ -53,7 +53,7 @@ function encodesAtEveryVersion(apiKey: number, response: unknown, versions?: num
 
 describe('metadata handlers', () => {
   let dir: string;
-  let services: MetadataHandlerServices;
+  let services: MetadataRequestServices;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-handlers-'));
@@ -70,7 +70,7 @@ describe('metadata handlers', () => {
     const metadata = new MetadataManager({ config, logger: createLogger({ quiet: true }) });
     await metadata.start();
     await metadata.registerBroker([{ name: 'PLAINTEXT', host: '127.0.0.1', port: 9092, securityProtocol: 'PLAINTEXT' }]);
-    services = { nodeId: 1, config, metadata };
+    services = { nodeId: 1, config, metadata, createTopics: (topics) => metadata.controller.createTopics([...topics], false) };
     const created = await handleCreateTopics(
       services,
       makeCreateTopicsRequest({

@@ -5,33 +5,14 @@ import {
   EXCESSIVE_PARTITIONS_MESSAGE,
   MAX_RECORDS_PER_USER_OP,
   QuorumController,
-  type RecordSink,
 } from '../../../src/metadata/controller.ts';
-import { MetadataImage } from '../../../src/metadata/image.ts';
-import type { MetadataRecord } from '../../../src/metadata/records.ts';
 import { validateTopicConfig } from '../../../src/config/topic-config.ts';
-
-class ImageSink implements RecordSink {
-  current = MetadataImage.EMPTY;
-  offset = -1;
-  written: MetadataRecord[][] = [];
-  isActive(): boolean {
-    return true;
-  }
-  image(): MetadataImage {
-    return this.current;
-  }
-  async write(records: MetadataRecord[]): Promise<void> {
-    this.offset += records.length;
-    this.current = this.current.apply(records, this.offset, 1).image;
-    this.written.push(records);
-  }
-}
+import { ImageSink } from './image-sink.ts';
 
 async function controller(): Promise<{ sink: ImageSink; controller: QuorumController }> {
   const sink = new ImageSink();
   const c = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0);
-  await c.bootstrapIfEmpty();
+  await c.activate();
   const epoch = await c.registerBroker({ brokerId: 1, incarnationId: 'AAAAAAAAAAAAAAAAAAAAAQ', listeners: [], rack: null });
   await c.unfenceBroker(1, epoch);
   return { sink, controller: c };
