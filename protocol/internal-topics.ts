@@ -12,6 +12,9 @@ export const TRANSACTION_STATE_TOPIC = '__transaction_state';
 /** The KRaft metadata log's topic (Topic.CLUSTER_METADATA_TOPIC_NAME); it has one partition, 0. */
 export const METADATA_TOPIC = '__cluster_metadata';
 
+/** Kafka's Uuid.METADATA_TOPIC_ID (0, 1): how Fetch v13+ names `__cluster_metadata`. */
+export const METADATA_TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
+
 /**
  * Topic.INTERNAL_TOPICS: the coordinators' topics. Metadata reports them with is_internal,
  * and clients other than Kafka's admin client may not produce to them.

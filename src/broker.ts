@@ -4,6 +4,12 @@
  * services it needs (src/handlers/index.ts) and opens the listeners last; close() stops
  * accepting, lets in-flight requests finish and closes components in reverse order
  * (checkpointing logs).
+ *
+ * process.roles decides what the node runs, as in Kafka's KRaft mode: `broker,controller`
+ * (combined) and `broker` nodes host partitions, register with the active controller and
+ * heartbeat; a `broker` node follows the metadata log as a Raft observer. A `controller` node
+ * runs the metadata quorum and serves its controller listeners only: no partition logs, no
+ * data path, no group coordinator, no registration.
  */
 import { mkdir } from 'node:fs/promises';
 import { METADATA_TOPIC, OFFSETS_TOPIC } from '../protocol/internal-topics.ts';
@@ -12,7 +18,7 @@ import { topicLogConfig, type BrokerConfig, type Listener } from './config/index
 import { MetadataManager } from './metadata/manager.ts';
 import { createDataPath, type DataPath } from './replication/data-path.ts';
 import { createLogger, type LogFormat, type Logger } from './observability/logger.ts';
-import { registerHandlers } from './handlers/index.ts';
+import { registerControllerNodeHandlers, registerHandlers } from './handlers/index.ts';
 import { HandlerRegistry } from './handlers/registry.ts';
 import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
 import { GroupCoordinatorService } from './coordinator/service.ts';
@@ -113,6 +119,11 @@ export class Broker {
         { logDirs: this.config.logDirs, metadataLogDir: this.config.metadataLogDir },
         'unsafe.bypass.fsync=true: nothing is fsynced; an OS crash or power loss can lose or corrupt this data',
       );
+    }
+    const roles = this.config.processRoles;
+    if (roles.includes('controller') && !roles.includes('broker')) {
+      await this.startControllerOnly();
+      return;
     }
     this.logManager = await LogManager.startup({
       logDirs: this.config.logDirs,
@@ -221,15 +232,7 @@ export class Broker {
       dataPath: this.dataPath.services,
       groups,
     });
-    const controllers = new Set(config.controllerListenerNames);
-    const specs: ListenerSpec[] = config.listeners.map((l) => ({
-      name: l.name,
-      host: l.host,
-      port: l.port,
-      securityProtocol: l.securityProtocol,
-      role: controllers.has(l.name) ? 'controller' : 'broker',
-    }));
-    await this.server.start(specs);
+    await this.server.start(this.listenerSpecs());
     if (isBroker) {
       // Registered with the endpoints as bound (a configured port 0 is known only now); the
       // node is running once the controller unfenced it (it caught up with the metadata log).
@@ -249,6 +252,41 @@ export class Broker {
       await lifecycle.whenUnfenced();
     }
     this.state = 'running';
+  }
+
+  /**
+   * A controller-only node: the metadata quorum (its controller when it leads) behind the
+   * controller listeners. Brokers reach it over the network; it hosts no partition and never
+   * registers as a broker.
+   */
+  private async startControllerOnly(): Promise<void> {
+    await this.metadata.start();
+    const controller = this.metadata.controller;
+    registerControllerNodeHandlers(this.registry, {
+      // Metadata (whose auto-creation uses createTopics) is served on broker listeners only.
+      metadata: {
+        nodeId: this.nodeId,
+        config: this.config,
+        metadata: this.metadata,
+        createTopics: (topics) => controller.createTopics([...topics], false),
+      },
+      controllerApis: { controller },
+      quorum: this.metadata,
+    });
+    await this.server.start(this.listenerSpecs());
+    this.state = 'running';
+  }
+
+  /** The listeners to bind, each with the role of the requests it serves. */
+  private listenerSpecs(): ListenerSpec[] {
+    const controllers = new Set(this.config.controllerListenerNames);
+    return this.config.listeners.map((l) => ({
+      name: l.name,
+      host: l.host,
+      port: l.port,
+      securityProtocol: l.securityProtocol,
+      role: controllers.has(l.name) ? 'controller' : 'broker',
+    }));
   }
 
   /** A topic's log config for the storage engine. */

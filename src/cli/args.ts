@@ -32,6 +32,12 @@ export const USAGE = `Usage:
   sluice groups describe GROUP [--bootstrap-server HOST:PORT]
       Consumer groups: state, members, and per partition the committed offset, log end
       offset, lag in records and lag in time (age of the oldest unconsumed record).
+  sluice cluster describe --bootstrap-controller HOST:PORT
+  sluice cluster add-controller --bootstrap-controller HOST:PORT --config controller.properties
+  sluice cluster remove-controller --bootstrap-controller HOST:PORT --controller-id N --controller-directory-id ID
+      The controller quorum's voters (KIP-853), as kafka-metadata-quorum shows and changes
+      them: add a running controller started with controller.quorum.bootstrap.servers, or
+      remove a voter by id and directory id.
 
 Any broker property can be set with --override key=value (repeatable) or a SLUICE_*
 environment variable (SLUICE_LOG_RETENTION_MS=60000 sets log.retention.ms).`;

@@ -6,6 +6,7 @@
  *   sluice storage format --config server.properties --cluster-id ID [--ignore-formatted]
  *   sluice storage random-uuid
  *   sluice groups list|describe GROUP [--bootstrap-server host:port]
+ *   sluice cluster describe|add-controller|remove-controller --bootstrap-controller host:port ...
  *
  * Prints one ready line on stdout once the listeners are bound; logs go to stderr (text on a
  * terminal, JSON lines otherwise, or as --log-format says).
@@ -18,6 +19,7 @@ import { runDevCluster } from './dev-cluster.ts';
 import { runStorageCommand } from './storage.ts';
 import type { LogFormat } from '../observability/logger.ts';
 import { runGroupsCommand } from './groups.ts';
+import { runClusterCommand } from './cluster.ts';
 import { runContainer } from '../container/run.ts';
 
 function isUsageError(err: unknown): boolean {
@@ -105,6 +107,7 @@ const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = 
   start: runBroker,
   storage: (argv) => runStorageCommand(argv),
   groups: runGroupsCommand,
+  cluster: (argv) => runClusterCommand(argv),
   container: (argv) => runContainer(argv, runBroker),
 };
 

@@ -466,15 +466,9 @@ export class BrokerConfig {
         );
       }
     }
-    // Sluice's Raft quorum is static: the voters are configured, never discovered (KIP-853).
-    if (voterIds.length === 0) {
-      throw new ConfigException(
-        'controller.quorum.voters',
-        'If process.roles contains the controller role, controller.quorum.voters must list the voters: ' +
-          'Sluice does not support dynamic quorums (controller.quorum.bootstrap.servers alone, KIP-853)',
-      );
-    }
-    if (!voterIds.includes(nodeId)) {
+    // A controller with only controller.quorum.bootstrap.servers joins as an observer, learns the
+    // voters from the log and may then be added to them (KIP-853, `sluice cluster add-controller`).
+    if (voterIds.length > 0 && !voterIds.includes(nodeId)) {
       throw new ConfigException(
         'controller.quorum.voters',
         `If process.roles contains the 'controller' role, the node id ${nodeId} must be included in the set of voters ${votersText}`,

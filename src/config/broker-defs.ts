@@ -78,6 +78,29 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     'The length of time in milliseconds that a broker lease lasts if no heartbeats are made.',
   ),
   def('broker.heartbeat.interval.ms', 'int', '2000', 'The length of time in milliseconds between broker heartbeats.'),
+  // Kafka's reassignment tool sets and clears these dynamic broker configs; Sluice stores them
+  // but does not throttle replication.
+  def(
+    'leader.replication.throttled.rate',
+    'long',
+    '9223372036854775807',
+    'A long representing the upper bound (bytes/sec) on replication traffic for leaders (stored; not enforced).',
+    { updateMode: 'per-broker' },
+  ),
+  def(
+    'follower.replication.throttled.rate',
+    'long',
+    '9223372036854775807',
+    'A long representing the upper bound (bytes/sec) on replication traffic for followers (stored; not enforced).',
+    { updateMode: 'per-broker' },
+  ),
+  def(
+    'replica.alter.log.dirs.io.max.bytes.per.second',
+    'long',
+    '9223372036854775807',
+    'A long representing the upper bound (bytes/sec) on disk IO used for moving replica between log directories (stored; not enforced).',
+    { updateMode: 'per-broker' },
+  ),
   def('broker.rack', 'string', null, 'Rack of the broker. This will be used in rack aware replication assignment for fault tolerance.'),
   def(
     'auto.leader.rebalance.enable',

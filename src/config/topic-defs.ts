@@ -252,6 +252,21 @@ export const TOPIC_CONFIG_DEFS: readonly TopicConfigDef[] = [
     same('unclean.leader.election.enable'),
     'Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even though doing so may result in data loss.',
   ),
+  // Kafka's reassignment tool sets and clears these; Sluice stores them but does not throttle.
+  topic(
+    'leader.replication.throttled.replicas',
+    'list',
+    '',
+    [],
+    'A list of replicas for which log replication should be throttled on the leader side (stored; replication is not throttled).',
+  ),
+  topic(
+    'follower.replication.throttled.replicas',
+    'list',
+    '',
+    [],
+    'A list of replicas for which log replication should be throttled on the follower side (stored; replication is not throttled).',
+  ),
 ];
 
 export const TOPIC_CONFIG_DEF_BY_NAME: ReadonlyMap<string, TopicConfigDef> = new Map(TOPIC_CONFIG_DEFS.map((d) => [d.name, d]));

@@ -36,6 +36,7 @@ import type { MetadataHandlerServices } from './metadata.ts';
 
 /** DescribeCluster endpoint_type values (KIP-919). */
 const ENDPOINT_TYPE_BROKERS = 1;
+const ENDPOINT_TYPE_CONTROLLERS = 2;
 
 export function handleDescribeCluster(
   services: MetadataHandlerServices,
@@ -49,6 +50,9 @@ export function handleDescribeCluster(
     endpointType: version >= 1 ? request.endpointType : ENDPOINT_TYPE_BROKERS,
     clusterId: services.metadata.clusterId,
   };
+  if (version >= 1 && request.endpointType === ENDPOINT_TYPE_CONTROLLERS && ctx.session.listenerRole === 'controller') {
+    return describeControllers(services, ctx, request, base);
+  }
   if (version >= 1 && request.endpointType !== ENDPOINT_TYPE_BROKERS) {
     return makeDescribeClusterResponse({
       ...base,
@@ -61,10 +65,39 @@ export function handleDescribeCluster(
     ...base,
     errorCode: Errors.NONE.code,
     errorMessage: null,
-    controllerId: reportedControllerId(image, services.metadata.activeControllerId()),
+    controllerId: reportedControllerId(image),
     brokers: brokersOnListener(image, ctx.session.listenerName).map((b) =>
       makeDescribeClusterResponseDescribeClusterBroker({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack }),
     ),
+    clusterAuthorizedOperations: request.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+  });
+}
+
+/**
+ * DescribeCluster for controllers on a controller listener (KIP-919), as admin clients with
+ * bootstrap.controllers ask it (kafka-metadata-quorum --bootstrap-controller): the voters at
+ * their endpoint on this listener, and the quorum leader as the controller.
+ */
+function describeControllers(
+  services: MetadataHandlerServices,
+  ctx: RequestContext,
+  request: DescribeClusterRequest,
+  base: { throttleTimeMs: number; endpointType: number; clusterId: string },
+): DescribeClusterResponse {
+  const raft = services.metadata.raft;
+  const voters = raft.voterSet();
+  const controllers = voters.ids().flatMap((id) => {
+    const endpoint = voters.endpointOf(id, ctx.session.listenerName);
+    return endpoint === undefined
+      ? []
+      : [makeDescribeClusterResponseDescribeClusterBroker({ brokerId: id, host: endpoint.host, port: endpoint.port, rack: null })];
+  });
+  return makeDescribeClusterResponse({
+    ...base,
+    errorCode: Errors.NONE.code,
+    errorMessage: null,
+    controllerId: raft.currentLeaderId,
+    brokers: controllers,
     clusterAuthorizedOperations: request.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
   });
 }

@@ -65,11 +65,14 @@ import { handleOffsetForLeaderEpoch, type OffsetForLeaderEpochServices } from '.
 import { handleProduce, type ProduceServices } from './produce.ts';
 import { handleDescribeProducers, handleInitProducerId, type ProducerIdServices } from './producer-id.ts';
 import {
+  handleAddRaftVoter,
   handleBeginQuorumEpoch,
   handleDescribeQuorum,
   handleEndQuorumEpoch,
   handleFetchSnapshot,
   handleMetadataFetch,
+  handleRemoveRaftVoter,
+  handleUpdateRaftVoter,
   handleVote,
   type QuorumServices,
 } from './quorum.ts';
@@ -112,6 +115,24 @@ export function registerHandlers(registry: HandlerRegistry, services: HandlerSer
   registerQuorumApis(registry, services.quorum);
   registerDataPathApis(registry, services.dataPath);
   registerGroupApis(registry, services.groups);
+}
+
+/** What a controller-only node serves: no data path, no groups, no forwarding. */
+export interface ControllerNodeServices extends ControllerSideServices {
+  readonly metadata: MetadataRequestServices;
+  readonly quorum: QuorumServices;
+}
+
+/**
+ * Registers the APIs of a controller-only node (process.roles=controller), whose listeners are
+ * all controller listeners (as Kafka's ControllerApis): ApiVersions, DescribeConfigs and
+ * DescribeCluster, the controller-side admin and broker-to-controller APIs, and the KRaft RPCs.
+ */
+export function registerControllerNodeHandlers(registry: HandlerRegistry, services: ControllerNodeServices): void {
+  registerApiVersions(registry);
+  registerMetadataApis(registry, services.metadata);
+  registerControllerApis(registry, controllerSideHandlers(services));
+  registerQuorumApis(registry, services.quorum);
 }
 
 /** The controller side of every request a broker sends to the active controller. */
@@ -229,7 +250,12 @@ export function registerQuorumApis(registry: HandlerRegistry, quorum: QuorumServ
   registry.register(ApiKey.EndQuorumEpoch, (_ctx, request) => handleEndQuorumEpoch(quorum, request), controller);
   registry.register(ApiKey.Fetch, (_ctx, request, version) => handleMetadataFetch(quorum, request, version), controller);
   registry.register(ApiKey.FetchSnapshot, (_ctx, request) => handleFetchSnapshot(quorum, request), controller);
-  registry.register(ApiKey.DescribeQuorum, (_ctx, request) => handleDescribeQuorum(quorum, request), { listeners: 'both' });
+  registry.register(ApiKey.DescribeQuorum, (_ctx, request, version) => handleDescribeQuorum(quorum, request, version), {
+    listeners: 'both',
+  });
+  registry.register(ApiKey.AddRaftVoter, (_ctx, request) => handleAddRaftVoter(quorum, request), controller);
+  registry.register(ApiKey.RemoveRaftVoter, (_ctx, request) => handleRemoveRaftVoter(quorum, request), controller);
+  registry.register(ApiKey.UpdateRaftVoter, (_ctx, request) => handleUpdateRaftVoter(quorum, request), controller);
 }
 
 function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandlerServices): void {

@@ -1,9 +1,23 @@
 /**
  * The KRaft quorum RPCs (KIP-595): Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot and
  * DescribeQuorum, plus the Fetch of `__cluster_metadata-0` that the Fetch handler delegates
- * here. Each maps the wire message (one topic, one partition) onto the Raft client.
+ * here; and the voter changes of KIP-853 (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter),
+ * which the quorum leader serves. Each maps the wire message (one topic, one partition) onto
+ * the Raft client.
  */
 import { Errors } from '../../protocol/errors.ts';
+import { makeAddRaftVoterResponse, type AddRaftVoterRequest, type AddRaftVoterResponse } from '../../protocol/messages/add-raft-voter.ts';
+import {
+  makeRemoveRaftVoterResponse,
+  type RemoveRaftVoterRequest,
+  type RemoveRaftVoterResponse,
+} from '../../protocol/messages/remove-raft-voter.ts';
+import {
+  makeUpdateRaftVoterResponse,
+  makeUpdateRaftVoterResponseCurrentLeader,
+  type UpdateRaftVoterRequest,
+  type UpdateRaftVoterResponse,
+} from '../../protocol/messages/update-raft-voter.ts';
 import {
   makeBeginQuorumEpochResponse,
   makeBeginQuorumEpochResponsePartitionData,
@@ -13,6 +27,8 @@ import {
 } from '../../protocol/messages/begin-quorum-epoch.ts';
 import {
   makeDescribeQuorumResponse,
+  makeDescribeQuorumResponseListener,
+  makeDescribeQuorumResponseNode,
   makeDescribeQuorumResponsePartitionData,
   makeDescribeQuorumResponseReplicaState,
   makeDescribeQuorumResponseTopicData,
@@ -31,6 +47,7 @@ import {
   makeFetchResponseEpochEndOffset,
   makeFetchResponseFetchableTopicResponse,
   makeFetchResponseLeaderIdAndEpoch,
+  makeFetchResponseNodeEndpoint,
   makeFetchResponsePartitionData,
   makeFetchResponseSnapshotId,
   type FetchRequest,
@@ -54,16 +71,16 @@ import {
   type VoteRequest,
   type VoteResponse,
 } from '../../protocol/messages/vote.ts';
-import { METADATA_TOPIC } from '../../protocol/internal-topics.ts';
+import { METADATA_TOPIC, METADATA_TOPIC_ID } from '../../protocol/internal-topics.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
 import { encodeRaftBatch } from '../metadata/raft/log.ts';
+import { SUPPORTED_KRAFT_VERSIONS } from '../metadata/raft/voter-set.ts';
 import { safeOrRefuse } from './wire-int64.ts';
 
 /** What the quorum RPCs need: the node's Raft client and the cluster id it belongs to. */
 export type QuorumServices = Pick<MetadataManager, 'clusterId' | 'raft'>;
 
-/** Kafka's Uuid.METADATA_TOPIC_ID (0, 1): how Fetch v13+ names `__cluster_metadata`. */
-export const METADATA_TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
+export { METADATA_TOPIC_ID };
 
 /** A quorum request for some other topic/partition or cluster is refused as Kafka does. */
 function misdirected(metadata: QuorumServices, clusterId: string | null, topicName: string, partitionIndex: number): number | null {
@@ -182,7 +199,8 @@ export function handleFetchSnapshot(metadata: QuorumServices, request: FetchSnap
   });
 }
 
-export function handleDescribeQuorum(metadata: QuorumServices, request: DescribeQuorumRequest): DescribeQuorumResponse {
+/** v2 (KIP-853) adds the replicas' directory ids and the voters' listeners. */
+export function handleDescribeQuorum(metadata: QuorumServices, request: DescribeQuorumRequest, version = 0): DescribeQuorumResponse {
   const topic = request.topics[0];
   const p = topic?.partitions[0];
   if (topic === undefined || p === undefined) return makeDescribeQuorumResponse({ errorCode: Errors.INVALID_REQUEST.code });
@@ -195,6 +213,7 @@ export function handleDescribeQuorum(metadata: QuorumServices, request: Describe
   const replica = (s: (typeof q.currentVoters)[number]) =>
     makeDescribeQuorumResponseReplicaState({
       replicaId: s.replicaId,
+      ...(version >= 2 ? { replicaDirectoryId: s.replicaDirectoryId } : {}),
       logEndOffset: BigInt(s.logEndOffset),
       lastFetchTimestamp: BigInt(s.lastFetchTimestampMs),
       lastCaughtUpTimestamp: BigInt(s.lastCaughtUpTimestampMs),
@@ -219,6 +238,69 @@ export function handleDescribeQuorum(metadata: QuorumServices, request: Describe
         ],
       }),
     ],
+    nodes: (version >= 2 ? q.nodes : []).map((n) =>
+      makeDescribeQuorumResponseNode({ nodeId: n.nodeId, listeners: n.listeners.map((l) => makeDescribeQuorumResponseListener(l)) }),
+    ),
+  });
+}
+
+/** The longest a voter change request waits for its commit (its TimeoutMs is range-checked to this). */
+const MAX_VOTER_CHANGE_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * AddRaftVoter (KIP-853), served by the quorum leader: the new voter must already fetch as a
+ * caught-up observer; answered once its VotersRecord commits, or at TimeoutMs.
+ */
+export async function handleAddRaftVoter(metadata: QuorumServices, request: AddRaftVoterRequest): Promise<AddRaftVoterResponse> {
+  if (request.clusterId !== null && request.clusterId !== metadata.clusterId) {
+    return makeAddRaftVoterResponse({ errorCode: Errors.INCONSISTENT_CLUSTER_ID.code, errorMessage: null });
+  }
+  const timeoutMs = request.timeoutMs > 0 ? Math.min(request.timeoutMs, MAX_VOTER_CHANGE_TIMEOUT_MS) : undefined;
+  const r = await metadata.raft.addVoter(
+    {
+      id: request.voterId,
+      directoryId: request.voterDirectoryId,
+      endpoints: request.listeners.map((l) => ({ name: l.name, host: l.host, port: l.port })),
+      kraftVersion: SUPPORTED_KRAFT_VERSIONS,
+    },
+    timeoutMs,
+  );
+  return makeAddRaftVoterResponse({ errorCode: r.errorCode, errorMessage: r.errorMessage });
+}
+
+/** RemoveRaftVoter (KIP-853), served by the quorum leader; answered once the change commits. */
+export async function handleRemoveRaftVoter(metadata: QuorumServices, request: RemoveRaftVoterRequest): Promise<RemoveRaftVoterResponse> {
+  if (request.clusterId !== null && request.clusterId !== metadata.clusterId) {
+    return makeRemoveRaftVoterResponse({ errorCode: Errors.INCONSISTENT_CLUSTER_ID.code, errorMessage: null });
+  }
+  const r = await metadata.raft.removeVoter(request.voterId, request.voterDirectoryId);
+  return makeRemoveRaftVoterResponse({ errorCode: r.errorCode, errorMessage: r.errorMessage });
+}
+
+/** UpdateRaftVoter (KIP-853): a voter's directory id and listeners, sent by the voter itself to the leader. */
+export function handleUpdateRaftVoter(metadata: QuorumServices, request: UpdateRaftVoterRequest): UpdateRaftVoterResponse {
+  if (request.clusterId !== null && request.clusterId !== metadata.clusterId) {
+    return makeUpdateRaftVoterResponse({ errorCode: Errors.INCONSISTENT_CLUSTER_ID.code });
+  }
+  const raft = metadata.raft;
+  const r = raft.handleUpdateVoter({
+    api: 'updateRaftVoter',
+    clusterId: request.clusterId,
+    currentLeaderEpoch: request.currentLeaderEpoch,
+    voterId: request.voterId,
+    voterDirectoryId: request.voterDirectoryId,
+    endpoints: request.listeners.map((l) => ({ name: l.name, host: l.host, port: l.port })),
+    kraftVersion: { min: request.kRaftVersionFeature.minSupportedVersion, max: request.kRaftVersionFeature.maxSupportedVersion },
+  });
+  const leader = raft.leaderEndpoint();
+  return makeUpdateRaftVoterResponse({
+    errorCode: r.errorCode,
+    currentLeader: makeUpdateRaftVoterResponseCurrentLeader({
+      leaderId: r.leaderId,
+      leaderEpoch: r.leaderEpoch,
+      host: leader?.host ?? '',
+      port: leader?.port ?? 0,
+    }),
   });
 }
 
@@ -240,6 +322,8 @@ export async function handleMetadataFetch(metadata: QuorumServices, request: Fet
   }
   const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
   const data = await fetchMetadataPartition(metadata, request.clusterId, replicaId, partition, request.maxWaitMs);
+  // v16+: where the leader listens, so that a replica that knows only its id can reach it (KIP-853).
+  const leader = metadata.raft.leaderEndpoint();
   return makeFetchResponse({
     errorCode: Errors.NONE.code,
     responses: [
@@ -249,6 +333,7 @@ export async function handleMetadataFetch(metadata: QuorumServices, request: Fet
         partitions: [data],
       }),
     ],
+    nodeEndpoints: leader === null || version < 16 ? [] : [makeFetchResponseNodeEndpoint({ ...leader, rack: null })],
   });
 }
 
@@ -275,6 +360,7 @@ export async function fetchMetadataPartition(
     api: 'fetch',
     clusterId,
     replicaId,
+    replicaDirectoryId: partition.replicaDirectoryId,
     currentLeaderEpoch: partition.currentLeaderEpoch,
     fetchOffset: safeOrRefuse(partition.fetchOffset, 'fetch offset'),
     lastFetchedEpoch: partition.lastFetchedEpoch,

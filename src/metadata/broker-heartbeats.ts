@@ -29,10 +29,10 @@ interface BrokerSession {
   controlledShutdownOffset: number;
   fenced: boolean;
   /**
-   * Registered in-process by the node that hosts this controller (no BrokerHeartbeat follows):
-   * its session never expires and it reads the controller's own image, so it is always caught up.
+   * This controller has heard from the broker (a registration or a heartbeat). A session only
+   * assumed at activation is not evidence that another incarnation is alive.
    */
-  inProcess: boolean;
+  heardFrom: boolean;
 }
 
 export class BrokerHeartbeatManager {
@@ -44,7 +44,7 @@ export class BrokerHeartbeatManager {
   ) {}
 
   /** Starts (or restarts) a session as if the broker was just heard from. */
-  register(brokerId: number, fenced: boolean, inProcess = false): void {
+  register(brokerId: number, fenced: boolean): void {
     const existing = this.sessions.get(brokerId);
     // As Kafka: a broker whose fencing changes keeps the offset it reported.
     const metadataOffset = existing !== undefined && existing.fenced !== fenced ? existing.metadataOffset : -1;
@@ -55,17 +55,27 @@ export class BrokerHeartbeatManager {
         metadataOffset: -1,
         controlledShutdownOffset: -1,
         fenced,
-        inProcess,
+        heardFrom: false,
       });
-    } else {
-      existing.inProcess = inProcess;
     }
     this.touch(brokerId, fenced, metadataOffset);
+  }
+
+  /**
+   * Starts a session for a broker this controller found registered when it became active: it
+   * gets a full session timeout before it is fenced (as Kafka does, so that a controller
+   * failover fences nobody), but nothing was heard from it yet.
+   */
+  assume(brokerId: number, fenced: boolean): void {
+    const heard = this.sessions.get(brokerId)?.heardFrom ?? false;
+    this.register(brokerId, fenced);
+    this.session(brokerId).heardFrom = heard;
   }
 
   /** A heartbeat: the broker is alive, reports `metadataOffset`, and is now (un)fenced. */
   touch(brokerId: number, fenced: boolean, metadataOffset: number): void {
     const session = this.session(brokerId);
+    session.heardFrom = true;
     session.lastContactMs = this.nowMs();
     session.metadataOffset = metadataOffset;
     session.fenced = fenced;
@@ -94,9 +104,21 @@ export class BrokerHeartbeatManager {
     return session !== undefined && this.isLive(session);
   }
 
+  /**
+   * A live session this controller heard from: only that refuses a new incarnation of the id
+   * (DUPLICATE_BROKER_REGISTRATION). A node restarted after a crash together with the
+   * controller (a single node, or the controller's own node) registers at once instead of
+   * waiting out a session it assumed at activation; a live old incarnation heartbeats within
+   * an interval, is answered STALE_BROKER_EPOCH, and is then the one refused.
+   */
+  hasHeardFromLiveSession(brokerId: number): boolean {
+    const session = this.sessions.get(brokerId);
+    return session?.heardFrom === true && this.isLive(session);
+  }
+
   private isLive(session: BrokerSession): boolean {
     if (session.fenced) return false;
-    return session.inProcess || session.lastContactMs + this.sessionTimeoutMs >= this.nowMs();
+    return session.lastContactMs + this.sessionTimeoutMs >= this.nowMs();
   }
 
   isShuttingDown(brokerId: number): boolean {
@@ -107,7 +129,7 @@ export class BrokerHeartbeatManager {
   nextCheckTimeMs(): number {
     let next = Number.POSITIVE_INFINITY;
     for (const s of this.sessions.values()) {
-      if (!s.fenced && !s.inProcess) next = Math.min(next, s.lastContactMs + this.sessionTimeoutMs);
+      if (!s.fenced) next = Math.min(next, s.lastContactMs + this.sessionTimeoutMs);
     }
     return next;
   }
@@ -116,7 +138,7 @@ export class BrokerHeartbeatManager {
   findOneStaleBroker(): number | undefined {
     let oldest: BrokerSession | undefined;
     for (const s of this.sessions.values()) {
-      if (s.fenced || s.inProcess) continue;
+      if (s.fenced) continue;
       if (oldest === undefined || s.lastContactMs < oldest.lastContactMs) oldest = s;
     }
     return oldest !== undefined && !this.isLive(oldest) ? oldest.id : undefined;
@@ -126,7 +148,7 @@ export class BrokerHeartbeatManager {
   lowestActiveOffset(): number {
     let lowest = Number.POSITIVE_INFINITY;
     for (const s of this.sessions.values()) {
-      if (s.fenced || s.inProcess || s.controlledShutdownOffset >= 0) continue;
+      if (s.fenced || s.controlledShutdownOffset >= 0) continue;
       lowest = Math.min(lowest, s.metadataOffset);
     }
     return lowest;

@@ -39,7 +39,7 @@ import {
 } from './partition-change.ts';
 import type { Clock, TimerHandle } from './raft/types.ts';
 import { systemClock } from './raft/types.ts';
-import type { BrokerEndpoint, ConfigRecord, MetadataRecord, RegisterBrokerRecord } from './records.ts';
+import type { ConfigRecord, MetadataRecord, RegisterBrokerRecord } from './records.ts';
 import { ConfigResourceType, partitionRecord } from './records.ts';
 import { placeReplicas } from './replica-placer.ts';
 
@@ -164,13 +164,6 @@ export interface LegacyConfigResource extends ConfigResourceRef {
   configs: { name: string; value: string | null }[];
 }
 
-export interface BrokerRegistrationRequest {
-  brokerId: number;
-  incarnationId: string;
-  listeners: BrokerEndpoint[];
-  rack: string | null;
-}
-
 export interface ProducerIdBlock {
   firstProducerId: bigint;
   size: number;
@@ -281,8 +274,6 @@ export class QuorumController {
   private heartbeats: BrokerHeartbeatManager | null = null;
   private fenceTimer: TimerHandle | null = null;
   private rebalanceTimer: TimerHandle | null = null;
-  /** Brokers registered in-process by registerBroker, which send no heartbeats. */
-  private readonly inProcessBrokers = new Set<number>();
 
   constructor(
     private readonly sink: RecordSink,
@@ -323,7 +314,7 @@ export class QuorumController {
         () => this.clock.now(),
         this.config.brokerSessionTimeoutMs?.() ?? DEFAULT_BROKER_SESSION_TIMEOUT_MS,
       );
-      for (const b of this.sink.image().brokers.values()) heartbeats.register(b.id, b.fenced, this.inProcessBrokers.has(b.id));
+      for (const b of this.sink.image().brokers.values()) heartbeats.assume(b.id, b.fenced);
       this.heartbeats = heartbeats;
       this.scheduleFenceCheck();
       this.scheduleRebalance();
@@ -875,7 +866,7 @@ export class QuorumController {
       const image = this.sink.image();
       const brokerId = request.brokerId;
       const existing = image.brokers.get(brokerId);
-      if (existing !== undefined && existing.incarnationId !== request.incarnationId && heartbeats.hasValidSession(brokerId)) {
+      if (existing !== undefined && existing.incarnationId !== request.incarnationId && heartbeats.hasHeardFromLiveSession(brokerId)) {
         return refused(fail(Errors.DUPLICATE_BROKER_REGISTRATION, 'Another broker is registered with that broker id.'));
       }
       if (request.isMigratingZkBroker) {
@@ -907,7 +898,6 @@ export class QuorumController {
         return refused(this.notController());
       }
       if (!amend) heartbeats.remove(brokerId);
-      this.inProcessBrokers.delete(brokerId);
       heartbeats.register(brokerId, fenced);
       this.scheduleFenceCheck();
       return { ...OK, brokerEpoch };
@@ -1010,46 +1000,6 @@ export class QuorumController {
       heartbeats.fence(brokerId);
     }
     if (generation === this.generation) this.scheduleFenceCheck();
-  }
-
-  /**
-   * In-process registration of the broker this node hosts (MetadataManager.registerBroker):
-   * a RegisterBrokerRecord fenced as KRaft starts brokers, its offset the broker epoch. No
-   * heartbeats follow, so its session does not expire.
-   */
-  registerBroker(request: BrokerRegistrationRequest): Promise<bigint> {
-    return this.serialize(async () => {
-      const heartbeats = this.heartbeats;
-      if (heartbeats === null || !this.isActive()) throw new Error('not the active controller');
-      const brokerEpoch = BigInt(this.sink.nextWriteOffset());
-      await this.sink.write([
-        registerBrokerRecord({
-          brokerId: request.brokerId,
-          incarnationId: request.incarnationId,
-          brokerEpoch,
-          endPoints: request.listeners,
-          features: [{ name: METADATA_VERSION_FEATURE, minSupportedVersion: 1, maxSupportedVersion: METADATA_VERSION_LEVEL }],
-          rack: request.rack,
-          fenced: true,
-          inControlledShutdown: false,
-        }),
-      ]);
-      this.inProcessBrokers.add(request.brokerId);
-      heartbeats.remove(request.brokerId);
-      heartbeats.register(request.brokerId, true, true);
-      return brokerEpoch;
-    });
-  }
-
-  /** The in-process broker caught up with the metadata log: unfenced, it leads its leaderless partitions again. */
-  unfenceBroker(brokerId: number, brokerEpoch: bigint): Promise<void> {
-    return this.serialize(async () => {
-      const heartbeats = this.heartbeats;
-      if (heartbeats === null || !this.isActive()) throw new Error('not the active controller');
-      const image = this.sink.image();
-      await this.sink.write(this.unfenceRecords(image, brokerId, brokerEpoch));
-      if (heartbeats.has(brokerId)) heartbeats.touch(brokerId, false, this.sink.image().offset);
-    });
   }
 
   /** Writes the metadata.version feature when the log has none (Kafka's bootstrap records). */

@@ -81,10 +81,15 @@ export function liveLeader(image: MetadataImage, partition: PartitionImage): num
 }
 
 /**
- * The controller id to report: in KRaft clients cannot reach controllers, so Kafka names a
- * live broker; the active controller when it is one, else the lowest live broker id.
+ * The controller id Metadata and DescribeCluster report on broker listeners: as a KRaft
+ * broker (KRaftMetadataCache.getControllerId, KIP-590), a random live broker, -1 when none is.
+ * Clients send controller-bound admin requests to that id, and a broker forwards them to the
+ * active controller, which may be a controller-only node no client can reach; naming the
+ * active controller even when it is a broker too would load one node with every client's
+ * admin traffic.
  */
-export function reportedControllerId(image: MetadataImage, activeControllerId: number): number {
-  if (isLive(image, activeControllerId)) return activeControllerId;
-  return image.liveBrokers()[0]?.id ?? -1;
+export function reportedControllerId(image: MetadataImage, random: () => number = Math.random): number {
+  const live = image.liveBrokers();
+  if (live.length === 0) return -1;
+  return live[Math.min(live.length - 1, Math.floor(random() * live.length))]!.id;
 }

@@ -2,6 +2,11 @@
 // log in `<metadata.log.dir>/__cluster_metadata-0`, runs the Raft client, applies committed
 // records to the MetadataImage (publishing deltas to the ReplicaManager and to dynamic
 // broker configs), snapshots the image, and hosts the controller when this node leads.
+//
+// A node votes only when controller.quorum.voters lists it (a node with the controller role
+// must be listed): a broker-only node is a Raft observer that follows the log of the leader
+// it finds through the voters, or through controller.quorum.bootstrap.servers when it lists
+// none. It never votes, never stands for election and so never hosts the active controller.
 
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,17 +14,18 @@ import type { BrokerConfig } from '../config/broker-config.ts';
 import type { Logger } from '../observability/logger.ts';
 import { guarded, type FailureSink } from '../runtime/guard.ts';
 import { loadOrFormatMetaProperties } from './meta-properties.ts';
-import { QuorumController, randomUuid, type ProducerIdBlock } from './controller.ts';
+import { QuorumController } from './controller.ts';
 import type { MetadataImage } from './image.ts';
 import { MetadataLoader, encodeSnapshot, type MetadataDeltaListener } from './loader.ts';
 import { encodeMetadataRecord } from './record-codec.ts';
-import type { BrokerEndpoint, MetadataRecord } from './records.ts';
+import type { MetadataRecord } from './records.ts';
 import { ConfigResourceType } from './records.ts';
 import { RaftClient, raftTimingOf } from './raft/client.ts';
 import { FileRaftLog, METADATA_PARTITION_DIR } from './raft/file-log.ts';
 import type { RaftLog } from './raft/log.ts';
-import { KafkaRaftTransport } from './raft/kafka-transport.ts';
+import { KafkaRaftTransport, bootstrapServerId } from './raft/kafka-transport.ts';
 import { FileQuorumStateStore } from './raft/quorum-state.ts';
+import { raftMembershipOf } from './raft/voter-set.ts';
 import type { Clock, RaftTransport } from './raft/types.ts';
 import { systemClock } from './raft/types.ts';
 
@@ -34,14 +40,20 @@ export const SECURITY_PROTOCOL_ID: Readonly<Record<string, number>> = {
 export interface MetadataManagerOptions {
   config: BrokerConfig;
   logger: Logger;
-  /** Carries Raft RPCs to other voters; defaults to Kafka RPCs to controller.quorum.voters. */
+  /**
+   * Carries Raft RPCs to other voters; defaults to Kafka RPCs to controller.quorum.voters (and
+   * to controller.quorum.bootstrap.servers as bootstrapServerId(i)).
+   */
   transport?: RaftTransport;
   clock?: Clock;
 }
 
 export class MetadataManager {
   readonly nodeId: number;
+  /** The voter ids; this node is an observer when it is not among them. */
   readonly voters: number[];
+  /** Where this node, as an observer, looks for the leader: the voters, else the bootstrap servers. */
+  private readonly bootstrapIds: number[];
   private readonly config: BrokerConfig;
   private readonly logger: Logger;
   private readonly clock: Clock;
@@ -49,7 +61,6 @@ export class MetadataManager {
   private readonly loader: MetadataLoader;
   private raftClient: RaftClient | null = null;
   private raftLog: RaftLog | null = null;
-  private brokerEpoch = -1n;
   private cluster = '';
   private snapshotTimer: NodeJS.Timeout | null = null;
   private readonly ownTransport: KafkaRaftTransport | null;
@@ -63,13 +74,22 @@ export class MetadataManager {
     this.logger = options.logger;
     this.nodeId = options.config.nodeId;
     const voters = options.config.quorumVoters.map((v) => v.nodeId);
-    this.voters = voters.length > 0 ? voters : [this.nodeId];
+    // Only a config without process.roles (a library default, not a KRaft node) and without
+    // voters is a quorum of itself; config validation makes every controller a listed voter.
+    this.voters = voters.length === 0 && options.config.processRoles.length === 0 ? [this.nodeId] : voters;
+    const bootstrapServers = options.config.quorumBootstrapServers;
+    this.bootstrapIds = this.voters.length > 0 ? this.voters : bootstrapServers.map((_, i) => bootstrapServerId(i));
     this.clock = options.clock ?? systemClock;
     if (options.transport === undefined) {
-      const own = new KafkaRaftTransport(options.config.quorumVoters, () => this.cluster, {
-        clientId: `raft-client-${this.nodeId}`,
-        requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms'),
-      });
+      const own = new KafkaRaftTransport(
+        options.config.quorumVoters,
+        () => this.cluster,
+        {
+          clientId: `raft-client-${this.nodeId}`,
+          requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms'),
+        },
+        bootstrapServers,
+      );
       this.ownTransport = own;
       this.transport = own;
     } else {
@@ -160,7 +180,7 @@ export class MetadataManager {
     // Independent files: read (or created) at once. The log is kept (close() closes it) even
     // when the cluster id fails.
     const [cluster, raftLog] = await Promise.allSettled([
-      loadOrFormatMetaProperties(this.config, this.logger).then((identity) => identity.clusterId),
+      loadOrFormatMetaProperties(this.config, this.logger),
       FileRaftLog.open({
         dir,
         segmentBytes: this.config.getInt('metadata.log.segment.bytes'),
@@ -171,9 +191,18 @@ export class MetadataManager {
     if (raftLog.status === 'rejected') throw raftLog.reason;
     this.raftLog = raftLog.value;
     if (cluster.status === 'rejected') throw cluster.reason;
-    this.cluster = cluster.value;
+    this.cluster = cluster.value.clusterId;
+    // KIP-853: the voter set goes into the log, keyed by the metadata log directory's id.
+    const membership = raftMembershipOf(this.config, cluster.value.directoryIds.get(this.config.metadataLogDir));
     this.raftClient = new RaftClient(
-      { ...raftTimingOf(this.config), nodeId: this.nodeId, voters: this.voters, clusterId: this.cluster },
+      {
+        ...raftTimingOf(this.config),
+        ...membership,
+        nodeId: this.nodeId,
+        voters: this.voters,
+        bootstrapIds: this.bootstrapIds,
+        clusterId: this.cluster,
+      },
       raftLog.value,
       new FileQuorumStateStore(dir, this.config.getBoolean('unsafe.bypass.fsync')),
       this.transport,
@@ -202,29 +231,6 @@ export class MetadataManager {
       { clusterId: this.cluster, epoch: this.raftClient.currentEpoch, topics: this.loader.image.topicsByName.size },
       'metadata log loaded',
     );
-  }
-
-  /**
-   * Registers this broker with its advertised endpoints and unfences it (KRaft's
-   * BrokerRegistration + first heartbeat, done in-process on a combined node).
-   */
-  async registerBroker(
-    endpoints: { name: string; host: string; port: number; securityProtocol: string }[],
-    rack: string | null = null,
-  ): Promise<void> {
-    const listeners: BrokerEndpoint[] = endpoints.map((l) => ({
-      name: l.name,
-      host: l.host,
-      port: l.port,
-      securityProtocol: SECURITY_PROTOCOL_ID[l.securityProtocol] ?? 0,
-    }));
-    this.brokerEpoch = await this.controller.registerBroker({ brokerId: this.nodeId, incarnationId: randomUuid(), listeners, rack });
-    await this.controller.unfenceBroker(this.nodeId, this.brokerEpoch);
-  }
-
-  /** A block of producer ids for InitProducerId (ProducerIdsRecord through the log). */
-  allocateProducerIdBlock(): Promise<ProducerIdBlock> {
-    return this.controller.allocateProducerIdBlock(this.nodeId, this.brokerEpoch);
   }
 
   private async write(records: MetadataRecord[]): Promise<void> {

@@ -11,17 +11,46 @@
  *
  * The nodes start together: a node's start-up completes only once the quorum it belongs
  * to has a leader, so starting them one after another would wait forever on the first.
+ *
+ * `roles` gives nodes their own process.roles (KRaft's separate roles): controller-only nodes
+ * listen on their CONTROLLER port only and are the voters; broker-only nodes listen on their
+ * PLAINTEXT port only and follow the quorum as observers; `bootstrap` names the brokers only.
+ *
+ *   const cluster = await startCluster({ nodes: 5, roles: { 1: 'controller', 2: 'controller', 3: 'controller', 4: 'broker', 5: 'broker' } });
+ *
+ * `propertiesFiles` starts the nodes from Kafka properties files instead (the compat suite
+ * gives it scripts/cluster/node-N.properties, which scripts/kafka-cluster.sh starts Apache
+ * Kafka from): their addresses and log dirs are moved to free ports and the temp dir.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ClusterNodeAddress, clusterNodeProperties, freePorts, propertiesText } from '../../src/cli/dev-cluster.ts';
+import { readPropertiesFile } from '../../src/config/sources.ts';
 import { REPO, sluiceCommand } from './sluice-cli.ts';
 
 export interface StartClusterOptions {
-  /** Defaults to 3. */
+  /** Defaults to 3, or to the number of `propertiesFiles`. */
   nodes?: number;
+  /**
+   * Node i + 1's properties file at index i, to start from instead of the properties `sluice
+   * dev --nodes` writes: its node.id must be i + 1 and its listeners those `sluice dev` names
+   * (PLAINTEXT and CONTROLLER); its addresses (listeners, advertised.listeners,
+   * controller.quorum.voters) and log.dirs are replaced by this cluster's, the rest is kept.
+   */
+  propertiesFiles?: readonly string[];
+  /**
+   * process.roles per node id; a node not named is combined (`broker,controller`). The voters
+   * are the nodes with the controller role; replication-factor defaults follow the number of
+   * nodes with the broker role.
+   */
+  roles?: Record<number, NodeRoles>;
+  /**
+   * Broker-only nodes that find the quorum through controller.quorum.bootstrap.servers (the
+   * voters' controller listeners, KIP-853) instead of listing controller.quorum.voters.
+   */
+  bootstrapServersOnly?: readonly number[];
   /** Broker properties for every node, written into each node's properties file. */
   overrides?: Record<string, string | number | boolean>;
   /** Per node id, properties over `overrides` (a rack, a node-specific setting). */
@@ -32,12 +61,16 @@ export interface StartClusterOptions {
   readyTimeoutMs?: number;
 }
 
+/** A node's process.roles. */
+export type NodeRoles = 'broker,controller' | 'broker' | 'controller';
+
 export interface ClusterNode {
   readonly nodeId: number;
+  readonly roles: NodeRoles;
   readonly host: string;
-  /** The PLAINTEXT (client and inter-broker) port. */
+  /** The PLAINTEXT (client and inter-broker) port; not listened on by a controller-only node. */
   readonly port: number;
-  /** The CONTROLLER (Raft) port. */
+  /** The CONTROLLER (Raft) port; not listened on by a broker-only node. */
   readonly controllerPort: number;
   /** The node's log dir (its server.properties is beside it). */
   readonly dataDir: string;
@@ -58,7 +91,7 @@ export interface ClusterNode {
 }
 
 export interface ClusterProcesses {
-  /** `host:port,host:port,...` of every node's client listener. */
+  /** `host:port,host:port,...` of every node's client listener (nodes with the broker role). */
   readonly bootstrap: string;
   readonly nodes: readonly ClusterNode[];
   readonly dir: string;
@@ -79,6 +112,7 @@ class Node implements ClusterNode {
 
   constructor(
     private readonly address: ClusterNodeAddress,
+    readonly roles: NodeRoles,
     readonly configPath: string,
     private readonly env: Record<string, string>,
     private readonly readyTimeoutMs: number,
@@ -164,8 +198,65 @@ class Node implements ClusterNode {
   }
 }
 
+/** The properties that say where a node is: replaced in a properties file by this cluster's. */
+const ADDRESS_PROPERTIES = ['listeners', 'advertised.listeners', 'controller.quorum.voters', 'log.dirs'];
+
+/** `path`'s properties with the addresses and log dir of `generated` (the same node of this cluster). */
+function relocated(path: string, generated: ReadonlyMap<string, string>): Map<string, string> {
+  const props = readPropertiesFile(path);
+  const listenerNames = (listeners: string | undefined) => (listeners ?? '').replace(/:\/\/[^,]*/g, '');
+  if (props.get('node.id') !== generated.get('node.id')) {
+    throw new Error(`${path}: node.id ${props.get('node.id')}, expected ${generated.get('node.id')} (files are given in node id order)`);
+  }
+  if (listenerNames(props.get('listeners')) !== listenerNames(generated.get('listeners'))) {
+    throw new Error(
+      `${path}: listeners ${props.get('listeners')} are not the ${listenerNames(generated.get('listeners'))} this helper can move`,
+    );
+  }
+  for (const key of ADDRESS_PROPERTIES) props.set(key, generated.get(key)!);
+  return props;
+}
+
+/**
+ * `generated` (a combined node's properties) for a node of `roles`: only the listeners its
+ * roles serve, the voters of the cluster, replication defaults for `brokers` brokers.
+ */
+function withRoles(
+  generated: Map<string, string>,
+  address: ClusterNodeAddress,
+  roles: NodeRoles,
+  voters: readonly ClusterNodeAddress[],
+  brokers: number,
+  bootstrapServersOnly: boolean,
+): Map<string, string> {
+  const props = new Map(generated);
+  props.set('process.roles', roles);
+  if (bootstrapServersOnly) {
+    props.delete('controller.quorum.voters');
+    props.set('controller.quorum.bootstrap.servers', voters.map((v) => `${v.advertisedHost}:${v.controllerPort}`).join(','));
+  } else {
+    props.set('controller.quorum.voters', voters.map((v) => `${v.nodeId}@${v.advertisedHost}:${v.controllerPort}`).join(','));
+  }
+  if (roles === 'controller') {
+    props.set('listeners', `CONTROLLER://${address.host}:${address.controllerPort}`);
+    props.delete('advertised.listeners');
+    props.delete('inter.broker.listener.name');
+  } else if (roles === 'broker') {
+    props.set('listeners', `PLAINTEXT://${address.host}:${address.port}`);
+  }
+  const replication = {
+    'default.replication.factor': Math.min(3, brokers),
+    'min.insync.replicas': Math.min(2, brokers),
+    'offsets.topic.replication.factor': Math.min(3, brokers),
+    'transaction.state.log.replication.factor': Math.min(3, brokers),
+    'transaction.state.log.min.isr': Math.min(2, brokers),
+  };
+  for (const [k, v] of Object.entries(replication)) props.set(k, String(Math.max(1, v)));
+  return props;
+}
+
 export async function startCluster(options: StartClusterOptions = {}): Promise<ClusterProcesses> {
-  const count = options.nodes ?? 3;
+  const count = options.propertiesFiles?.length ?? options.nodes ?? 3;
   const dir = await mkdtemp(join(tmpdir(), 'sluice-cluster-'));
   const ports = await freePorts(2 * count);
   const addresses: ClusterNodeAddress[] = Array.from({ length: count }, (_, i) => ({
@@ -176,18 +267,30 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
     controllerPort: ports[count + i]!,
     logDir: join(dir, `node-${i + 1}`, 'logs'),
   }));
+  const rolesOf = (nodeId: number): NodeRoles => options.roles?.[nodeId] ?? 'broker,controller';
+  const voters = addresses.filter((a) => rolesOf(a.nodeId).includes('controller'));
+  const brokerCount = addresses.filter((a) => rolesOf(a.nodeId).includes('broker')).length;
   const nodes = await Promise.all(
     addresses.map(async (address) => {
-      const props = clusterNodeProperties(address, addresses);
+      const combined = clusterNodeProperties(address, addresses);
+      const roles = rolesOf(address.nodeId);
+      const bootstrapOnly = options.bootstrapServersOnly?.includes(address.nodeId) === true;
+      if (bootstrapOnly && roles !== 'broker') throw new Error(`node ${address.nodeId}: only a broker-only node may list no voters`);
+      const generated = options.roles === undefined ? combined : withRoles(combined, address, roles, voters, brokerCount, bootstrapOnly);
+      const file = options.propertiesFiles?.[address.nodeId - 1];
+      const props = file === undefined ? generated : relocated(file, generated);
       for (const [k, v] of Object.entries({ ...options.overrides, ...options.nodeOverrides?.[address.nodeId] })) props.set(k, String(v));
       const configPath = join(dir, `node-${address.nodeId}`, 'server.properties');
       await mkdir(join(dir, `node-${address.nodeId}`), { recursive: true });
       await writeFile(configPath, propertiesText(props, `test/helpers/cluster.ts: node ${address.nodeId} of ${count}`));
-      return new Node(address, configPath, options.env ?? {}, options.readyTimeoutMs ?? 60_000);
+      return new Node(address, roles, configPath, options.env ?? {}, options.readyTimeoutMs ?? 60_000);
     }),
   );
   const handle: ClusterProcesses = {
-    bootstrap: nodes.map((n) => `${n.host}:${n.port}`).join(','),
+    bootstrap: nodes
+      .filter((n) => n.roles.includes('broker'))
+      .map((n) => `${n.host}:${n.port}`)
+      .join(','),
     nodes,
     dir,
     async stopAll(timeoutMs = 60_000) {

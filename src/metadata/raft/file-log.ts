@@ -13,6 +13,7 @@ import { type BackgroundErrorSink, removeFile } from '../../../storage/errors.ts
 import { FileHandlePool } from '../../../storage/file-pool.ts';
 import { PartitionLog } from '../../../storage/log.ts';
 import { writeFileAtomically } from '../../../storage/checkpoint.ts';
+import type { ControlRecordType } from '../../../protocol/records/index.ts';
 import { logConfigOf } from '../../config/topic-config.ts';
 import { MemoryRaftLog, decodeRaftBatches, encodeRaftBatch, type RaftLog } from './log.ts';
 import type { OffsetAndEpoch, RaftBatch, SnapshotId } from './types.ts';
@@ -134,8 +135,8 @@ export class FileRaftLog implements RaftLog {
     return this.mem.lastFetchedEpoch();
   }
 
-  appendAsLeader(records: Buffer[], epoch: number, control: boolean, appendTimeMs: number): RaftBatch {
-    const batch = this.mem.appendAsLeader(records, epoch, control, appendTimeMs);
+  appendAsLeader(records: Buffer[], epoch: number, control: boolean, appendTimeMs: number, controlType?: ControlRecordType): RaftBatch {
+    const batch = this.mem.appendAsLeader(records, epoch, control, appendTimeMs, controlType);
     const bytes = encodeRaftBatch(batch);
     this.enqueue(() => this.log.appendAsFollower(bytes));
     return batch;

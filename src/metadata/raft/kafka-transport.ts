@@ -1,6 +1,7 @@
 // Raft RPCs between voters over Kafka's own protocol: Vote, BeginQuorumEpoch,
-// EndQuorumEpoch, Fetch of `__cluster_metadata-0` and FetchSnapshot, sent to the addresses
-// of controller.quorum.voters on one connection per voter (re-opened after a failure).
+// EndQuorumEpoch, Fetch of `__cluster_metadata-0`, FetchSnapshot and UpdateRaftVoter, sent to the addresses
+// of controller.quorum.voters (or of controller.quorum.bootstrap.servers, for an observer that
+// lists no voters) on one connection per destination (re-opened after a failure).
 
 import { Errors } from '../../../protocol/errors.ts';
 import {
@@ -19,6 +20,7 @@ import {
   makeFetchRequest,
   makeFetchRequestFetchPartition,
   makeFetchRequestFetchTopic,
+  makeFetchRequestReplicaState,
   type FetchResponse,
 } from '../../../protocol/messages/fetch.ts';
 import {
@@ -35,7 +37,14 @@ import {
   makeVoteRequestTopicData,
   type VoteResponse as WireVoteResponse,
 } from '../../../protocol/messages/vote.ts';
-import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
+import { METADATA_TOPIC, METADATA_TOPIC_ID } from '../../../protocol/internal-topics.ts';
+import {
+  makeUpdateRaftVoterRequest,
+  makeUpdateRaftVoterRequestKRaftVersionFeature,
+  makeUpdateRaftVoterRequestListener,
+  type UpdateRaftVoterResponse,
+} from '../../../protocol/messages/update-raft-voter.ts';
+import { ZERO_UUID } from '../../../protocol/primitives.ts';
 import { toSafeNumber } from '../../../protocol/primitives.ts';
 import { KafkaConnection } from '../../client/connection.ts';
 import { decodeRaftBatches } from './log.ts';
@@ -46,14 +55,15 @@ import type {
   RaftRequest,
   RaftResponseOf,
   RaftTransport,
+  UpdateVoterResponse,
   VoteResponse,
 } from './types.ts';
 
 /**
- * Fetch up to v12 names the topic; later versions use topic ids, and the metadata topic
- * has none in the MetadataImage, so names keep the quorum independent of that mapping.
+ * Fetch v17 carries the fetcher's directory id (KIP-853) and v16 the leader's endpoint;
+ * from v13 the metadata topic is named by Kafka's fixed METADATA_TOPIC_ID.
  */
-const MAX_FETCH_VERSION = 12;
+const MAX_FETCH_VERSION = 17;
 
 export interface VoterAddress {
   nodeId: number;
@@ -61,17 +71,84 @@ export interface VoterAddress {
   port: number;
 }
 
+/**
+ * The destination id of controller.quorum.bootstrap.servers entry `index`: -2, -3, ... (as
+ * Kafka numbers them), apart from every node id.
+ */
+export function bootstrapServerId(index: number): number {
+  return -2 - index;
+}
+
 export class KafkaRaftTransport implements RaftTransport {
   private readonly addresses: Map<number, VoterAddress>;
+  /** The nodes whose address is known from configuration or from the log's voter set. */
+  private readonly voterIds: Set<number>;
   private readonly connections = new Map<number, Promise<KafkaConnection>>();
   private closed = false;
 
+  /**
+   * `bootstrapServers` are reached as bootstrapServerId(index). A node known only through them
+   * (no controller.quorum.voters) gets the address of the bootstrap server that answered a
+   * Fetch as the leader: only the leader answers one without NOT_LEADER_OR_FOLLOWER.
+   */
   constructor(
     voters: readonly VoterAddress[],
     private readonly clusterId: () => string | null,
     private readonly options: { clientId: string; requestTimeoutMs: number },
+    bootstrapServers: readonly { host: string; port: number }[] = [],
   ) {
     this.addresses = new Map(voters.map((v) => [v.nodeId, v]));
+    this.voterIds = new Set(voters.map((v) => v.nodeId));
+    bootstrapServers.forEach((b, i) => {
+      const nodeId = bootstrapServerId(i);
+      this.addresses.set(nodeId, { nodeId, host: b.host, port: b.port });
+    });
+  }
+
+  /**
+   * The voters' addresses as the log's voter set names them (KIP-853): a voter added later,
+   * or one whose listener moved. A connection to a moved address is dropped.
+   */
+  updateAddresses(addresses: ReadonlyMap<number, { host: string; port: number }>): void {
+    for (const [nodeId, address] of addresses) {
+      this.voterIds.add(nodeId);
+      this.setAddress(nodeId, address);
+    }
+  }
+
+  private setAddress(nodeId: number, address: { host: string; port: number }): void {
+    const known = this.addresses.get(nodeId);
+    if (known?.host === address.host && known.port === address.port) return;
+    this.addresses.set(nodeId, { nodeId, host: address.host, port: address.port });
+    this.connections.get(nodeId)?.then(
+      (c) => c.close(),
+      () => {},
+    );
+    this.connections.delete(nodeId);
+  }
+
+  /** The leader's endpoint a Fetch answer names (NodeEndpoints, v16+), for a leader the log has not named yet. */
+  private learnLeaderEndpoint(leaderId: number, endpoints: readonly { nodeId: number; host: string; port: number }[]): void {
+    const endpoint = endpoints.find((e) => e.nodeId === leaderId);
+    if (leaderId < 0 || endpoint === undefined || endpoint.host === '' || this.voterIds.has(leaderId)) return;
+    this.setAddress(leaderId, endpoint);
+  }
+
+  /** Learns the leader's address from a bootstrap server's answer (see the constructor). */
+  private learnLeader(destinationId: number, response: RaftFetchResponse): void {
+    const answeredAsLeader = response.errorCode === Errors.NONE.code || response.errorCode === Errors.FENCED_LEADER_EPOCH.code;
+    const address = this.addresses.get(destinationId);
+    if (destinationId >= 0 || !answeredAsLeader || response.leaderId < 0 || this.voterIds.has(response.leaderId) || address === undefined) {
+      return;
+    }
+    const known = this.addresses.get(response.leaderId);
+    if (known?.host === address.host && known.port === address.port) return;
+    this.addresses.set(response.leaderId, { nodeId: response.leaderId, host: address.host, port: address.port });
+    this.connections.get(response.leaderId)?.then(
+      (c) => c.close(),
+      () => {},
+    );
+    this.connections.delete(response.leaderId);
   }
 
   private connection(nodeId: number): Promise<KafkaConnection> {
@@ -98,7 +175,9 @@ export class KafkaRaftTransport implements RaftTransport {
       throw new Error(`connection to voter ${destinationId} closed`);
     }
     try {
-      return (await this.exchange(conn, destinationId, request)) as RaftResponseOf[R['api']];
+      const response = await this.exchange(conn, destinationId, request);
+      if (request.api === 'fetch') this.learnLeader(destinationId, response as RaftFetchResponse);
+      return response as RaftResponseOf[R['api']];
     } catch (err) {
       if (conn.closed) this.connections.delete(destinationId);
       throw err;
@@ -187,13 +266,16 @@ export class KafkaRaftTransport implements RaftTransport {
           ApiKey.Fetch,
           makeFetchRequest({
             clusterId,
-            replicaId: request.replicaId,
+            // v15 moved the replica id into ReplicaState.
+            ...(version >= 15
+              ? { replicaState: makeFetchRequestReplicaState({ replicaId: request.replicaId }) }
+              : { replicaId: request.replicaId }),
             maxWaitMs: request.maxWaitMs,
             minBytes: 0,
             maxBytes: request.maxBytes,
             topics: [
               makeFetchRequestFetchTopic({
-                topic: METADATA_TOPIC,
+                ...(version >= 13 ? { topicId: METADATA_TOPIC_ID } : { topic: METADATA_TOPIC }),
                 partitions: [
                   makeFetchRequestFetchPartition({
                     partition: 0,
@@ -201,6 +283,7 @@ export class KafkaRaftTransport implements RaftTransport {
                     fetchOffset: BigInt(request.fetchOffset),
                     lastFetchedEpoch: request.lastFetchedEpoch,
                     partitionMaxBytes: request.maxBytes,
+                    replicaDirectoryId: request.replicaDirectoryId ?? ZERO_UUID,
                   }),
                 ],
               }),
@@ -209,6 +292,7 @@ export class KafkaRaftTransport implements RaftTransport {
           version,
         );
         const p = res.responses[0]?.partitions[0];
+        if (p !== undefined) this.learnLeaderEndpoint(p.currentLeader.leaderId, res.nodeEndpoints);
         const out: RaftFetchResponse =
           p === undefined
             ? {
@@ -283,6 +367,28 @@ export class KafkaRaftTransport implements RaftTransport {
                 position: toSafeNumber(p.position),
                 unalignedRecords: p.unalignedRecords,
               };
+        return out;
+      }
+      case 'updateRaftVoter': {
+        const res = await conn.send<UpdateRaftVoterResponse>(
+          ApiKey.UpdateRaftVoter,
+          makeUpdateRaftVoterRequest({
+            clusterId,
+            currentLeaderEpoch: request.currentLeaderEpoch,
+            voterId: request.voterId,
+            voterDirectoryId: request.voterDirectoryId,
+            listeners: request.endpoints.map((e) => makeUpdateRaftVoterRequestListener(e)),
+            kRaftVersionFeature: makeUpdateRaftVoterRequestKRaftVersionFeature({
+              minSupportedVersion: request.kraftVersion.min,
+              maxSupportedVersion: request.kraftVersion.max,
+            }),
+          }),
+        );
+        const out: UpdateVoterResponse = {
+          errorCode: res.errorCode,
+          leaderId: res.currentLeader.leaderId,
+          leaderEpoch: res.currentLeader.leaderEpoch,
+        };
         return out;
       }
     }

@@ -8,6 +8,7 @@ import {
   ControlRecordType,
   batchesIn,
   buildUncompressedRecordBatch,
+  decodeControlRecordKey,
   encodeControlRecordKey,
   iterateRecords,
 } from '../../../protocol/records/index.ts';
@@ -21,7 +22,8 @@ export interface RaftLog {
   readonly endOffset: number;
   /** Epoch of the last record, or of the latest snapshot when the log is empty. */
   lastFetchedEpoch(): number;
-  appendAsLeader(records: Buffer[], epoch: number, control: boolean, appendTimeMs: number): RaftBatch;
+  /** `controlType` names the records of a control batch (LeaderChange when absent). */
+  appendAsLeader(records: Buffer[], epoch: number, control: boolean, appendTimeMs: number, controlType?: ControlRecordType): RaftBatch;
   /** Batches fetched from the leader: offsets already assigned, contiguous with endOffset. */
   appendAsFollower(batches: RaftBatch[]): void;
   /** Whole batches whose last offset is >= fromOffset, at least one when any exists. */
@@ -49,32 +51,40 @@ export interface RaftLog {
  * A Raft batch as Kafka stores it in `__cluster_metadata-0` and in snapshots: an
  * uncompressed v2 record batch whose partitionLeaderEpoch is the Raft epoch, every record
  * stamped with the append time. Data records have null keys; the records of a control batch
- * carry the control key of `controlType` (LeaderChange unless a snapshot header or footer).
+ * carry the control key of the batch's controlType, else of `controlType` (LeaderChange
+ * unless a snapshot header or footer).
  */
 export function encodeRaftBatch(batch: RaftBatch, controlType: ControlRecordType = ControlRecordType.LeaderChange): Buffer {
-  const key = batch.control ? encodeControlRecordKey(controlType) : null;
+  const key = batch.control ? encodeControlRecordKey(batch.controlType ?? controlType) : null;
   return buildUncompressedRecordBatch(
     { baseOffset: batch.baseOffset, partitionLeaderEpoch: batch.epoch, isControl: batch.control },
     batch.records.map((value) => ({ key, value, timestamp: batch.appendTimeMs })),
   );
 }
 
-/** Every batch in `buf`, framing and CRC-32C checked; values are copied out of `buf`. */
+/**
+ * Every batch in `buf`, framing and CRC-32C checked; values are copied out of `buf`. A control
+ * batch takes the type of its first record's key: Sluice writes one type per control batch.
+ */
 export function decodeRaftBatches(buf: Buffer): RaftBatch[] {
   const out: RaftBatch[] = [];
   for (const batch of batchesIn(buf, true)) {
     if (batch.compression !== CompressionType.None) throw new DecodeError('compressed metadata batches are not supported');
     const records: Buffer[] = [];
+    let controlType: ControlRecordType | undefined;
     for (const record of iterateRecords(batch, batch.recordsPayload())) {
+      if (batch.isControl && controlType === undefined) controlType = decodeControlRecordKey(record.key).type;
       records.push(record.value === null ? Buffer.alloc(0) : Buffer.from(record.value));
     }
-    out.push({
+    const decoded: RaftBatch = {
       baseOffset: batch.baseOffset,
       epoch: batch.partitionLeaderEpoch,
       appendTimeMs: batch.maxTimestamp,
       control: batch.isControl,
       records,
-    });
+    };
+    if (controlType !== undefined) decoded.controlType = controlType;
+    out.push(decoded);
   }
   return out;
 }
@@ -167,8 +177,9 @@ export class MemoryRaftLog implements RaftLog {
     return this.epochs.latestEpoch();
   }
 
-  appendAsLeader(records: Buffer[], epoch: number, control: boolean, appendTimeMs: number): RaftBatch {
+  appendAsLeader(records: Buffer[], epoch: number, control: boolean, appendTimeMs: number, controlType?: ControlRecordType): RaftBatch {
     const batch: RaftBatch = { baseOffset: this.end, epoch, appendTimeMs, control, records };
+    if (control && controlType !== undefined) batch.controlType = controlType;
     this.push(batch);
     return batch;
   }

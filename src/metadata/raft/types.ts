@@ -6,6 +6,9 @@
 // maps the wire messages onto these, so a network transport and the in-memory transport
 // of the tests drive the same code.
 
+import type { ControlRecordType } from '../../../protocol/records/index.ts';
+import type { KRaftVersionRange, RaftEndpoint } from './voter-set.ts';
+
 /** Opaque timer reference handed back by a Clock. */
 export type TimerHandle = object;
 
@@ -34,8 +37,10 @@ export interface RaftBatch {
   baseOffset: number;
   epoch: number;
   appendTimeMs: number;
-  /** Control batches hold LeaderChange records (LeaderChangeMessage values). */
+  /** Control batches hold KRaft control records: LeaderChange, KRaftVersion or KRaftVoters (KIP-853). */
   control: boolean;
+  /** The type of every record of a control batch (absent: LeaderChange); unset on data batches. */
+  controlType?: ControlRecordType;
   records: Buffer[];
 }
 
@@ -96,6 +101,8 @@ export interface RaftFetchRequest {
   api: 'fetch';
   clusterId: string | null;
   replicaId: number;
+  /** The fetcher's metadata log directory id (Fetch v17, KIP-853); absent or ZERO_UUID when unknown. */
+  replicaDirectoryId?: string;
   currentLeaderEpoch: number;
   fetchOffset: number;
   lastFetchedEpoch: number;
@@ -136,7 +143,36 @@ export interface FetchSnapshotResponse {
   unalignedRecords: Buffer;
 }
 
-export type RaftRequest = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | RaftFetchRequest | FetchSnapshotRequest;
+/** UpdateRaftVoter (KIP-853): a voter tells the leader its directory id and listeners. */
+export interface UpdateVoterRequest {
+  api: 'updateRaftVoter';
+  clusterId: string | null;
+  currentLeaderEpoch: number;
+  voterId: number;
+  voterDirectoryId: string;
+  endpoints: RaftEndpoint[];
+  kraftVersion: KRaftVersionRange;
+}
+
+export interface UpdateVoterResponse {
+  errorCode: number;
+  leaderId: number;
+  leaderEpoch: number;
+}
+
+/** The answer to AddRaftVoter and RemoveRaftVoter. */
+export interface VoterChangeResult {
+  errorCode: number;
+  errorMessage: string | null;
+}
+
+export type RaftRequest =
+  | VoteRequest
+  | BeginQuorumEpochRequest
+  | EndQuorumEpochRequest
+  | RaftFetchRequest
+  | FetchSnapshotRequest
+  | UpdateVoterRequest;
 
 export interface RaftResponseOf {
   vote: VoteResponse;
@@ -144,6 +180,7 @@ export interface RaftResponseOf {
   endQuorumEpoch: QuorumEpochResponse;
   fetch: RaftFetchResponse;
   fetchSnapshot: FetchSnapshotResponse;
+  updateRaftVoter: UpdateVoterResponse;
 }
 
 /**
@@ -152,6 +189,11 @@ export interface RaftResponseOf {
  */
 export interface RaftTransport {
   send<R extends RaftRequest>(destinationId: number, request: R): Promise<RaftResponseOf[R['api']]>;
+  /**
+   * The addresses of the voters as the log names them (KIP-853: a voter added later, or one
+   * whose listeners changed), merged over what the transport knew.
+   */
+  updateAddresses?(addresses: ReadonlyMap<number, { host: string; port: number }>): void;
 }
 
 /** The state machine fed by the Raft client (the metadata loader). */

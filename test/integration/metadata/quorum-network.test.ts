@@ -9,7 +9,10 @@ import { MetadataManager } from '../../../src/metadata/manager.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { RequestProcessor } from '../../../src/server/request-processor.ts';
 import { SocketServer } from '../../../src/server/socket-server.ts';
+import { registerBrokers } from '../../helpers/broker-registration.ts';
 import { freePort } from '../../helpers/wait.ts';
+
+const CLUSTER_ID = 'q7Jg3kPYQ1i2ZsQnMFvD2g';
 
 // Three metadata quorum voters in one process, each behind a real controller listener,
 // talking Kafka's Raft RPCs (Vote, BeginQuorumEpoch, Fetch of __cluster_metadata-0) over
@@ -71,7 +74,7 @@ describe('metadata quorum over Kafka RPCs (three voters)', function () {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-quorum-'));
     const ports = [await freePort(), await freePort(), await freePort()];
-    voters = await Promise.all([1, 2, 3].map((id) => startVoter(id, dir, ports, 'q7Jg3kPYQ1i2ZsQnMFvD2g')));
+    voters = await Promise.all([1, 2, 3].map((id) => startVoter(id, dir, ports, CLUSTER_ID)));
   });
 
   after(async () => {
@@ -91,13 +94,7 @@ describe('metadata quorum over Kafka RPCs (three voters)', function () {
   it('replicates committed metadata to every voter', async () => {
     const leader = leaders()[0]!;
     await leader.metadata.controller.bootstrapIfEmpty();
-    const epoch = await leader.metadata.controller.registerBroker({
-      brokerId: leader.id,
-      incarnationId: 'AAAAAAAAAAAAAAAAAAAAAQ',
-      listeners: [{ name: 'PLAINTEXT', host: '127.0.0.1', port: 9092, securityProtocol: 0 }],
-      rack: null,
-    });
-    await leader.metadata.controller.unfenceBroker(leader.id, epoch);
+    await registerBrokers(leader.metadata.controller, () => leader.metadata.image(), [{ brokerId: 7, port: 9092 }], CLUSTER_ID);
     const [created] = await leader.metadata.controller.createTopics(
       [{ name: 'replicated', numPartitions: 2, replicationFactor: 1, assignments: [], configs: [] }],
       false,

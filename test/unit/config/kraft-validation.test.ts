@@ -174,12 +174,12 @@ describe("KRaft configuration rules (Kafka's KafkaConfig.validateValues)", () =>
       { 'inter.broker.listener.name': 'CONTROLLER' },
       'controller.listener.names must not contain an explicitly set inter.broker.listener.name configuration value when process.roles=controller',
     );
-    rejects(
-      CONTROLLER_ONLY,
-      { 'controller.quorum.voters': null, 'controller.quorum.bootstrap.servers': '127.0.0.1:19092' },
-      'If process.roles contains the controller role, controller.quorum.voters must list the voters: ' +
-        'Sluice does not support dynamic quorums (controller.quorum.bootstrap.servers alone, KIP-853)',
-    );
+  });
+
+  it('lets a controller start with only bootstrap servers, to be added to the voters later (KIP-853)', () => {
+    const joining = config(CONTROLLER_ONLY, { 'controller.quorum.voters': null, 'controller.quorum.bootstrap.servers': '127.0.0.1:19092' });
+    assert.deepEqual(joining.quorumVoters, []);
+    assert.deepEqual(joining.quorumBootstrapServers, [{ host: '127.0.0.1', port: 19092 }]);
   });
 
   it('requires the inter-broker listener among the advertised broker listeners', () => {

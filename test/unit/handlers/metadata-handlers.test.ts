@@ -37,6 +37,7 @@ import { AUTHORIZED_OPERATIONS_OMITTED, TOPIC_OPERATIONS } from '../../../src/me
 import { MetadataManager } from '../../../src/metadata/manager.ts';
 import { decodeRaftBatches } from '../../../src/metadata/raft/log.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
+import { type LocalBroker, startLocalBroker } from '../../helpers/broker-registration.ts';
 
 // The handlers called directly on a real single-voter metadata quorum; every response is
 // also encoded at every version of its API, as the server would.
@@ -54,6 +55,7 @@ function encodesAtEveryVersion(apiKey: number, response: unknown, versions?: num
 describe('metadata handlers', () => {
   let dir: string;
   let services: MetadataRequestServices;
+  let broker: LocalBroker;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-handlers-'));
@@ -69,7 +71,7 @@ describe('metadata handlers', () => {
     });
     const metadata = new MetadataManager({ config, logger: createLogger({ quiet: true }) });
     await metadata.start();
-    await metadata.registerBroker([{ name: 'PLAINTEXT', host: '127.0.0.1', port: 9092, securityProtocol: 'PLAINTEXT' }]);
+    broker = await startLocalBroker(metadata, config);
     services = { nodeId: 1, config, metadata, createTopics: (topics) => metadata.controller.createTopics([...topics], false) };
     const created = await handleCreateTopics(
       services,
@@ -89,6 +91,7 @@ describe('metadata handlers', () => {
   });
 
   after(async () => {
+    await broker.close();
     await services.metadata.close();
     await rm(dir, { recursive: true, force: true });
   });

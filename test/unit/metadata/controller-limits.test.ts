@@ -7,14 +7,17 @@ import {
   QuorumController,
 } from '../../../src/metadata/controller.ts';
 import { validateTopicConfig } from '../../../src/config/topic-config.ts';
+import { registerBrokers } from '../../helpers/broker-registration.ts';
+import { FakeClock } from './fake-cluster.ts';
 import { ImageSink } from './image-sink.ts';
 
 async function controller(): Promise<{ sink: ImageSink; controller: QuorumController }> {
   const sink = new ImageSink();
-  const c = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0);
+  const c = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0, {
+    clock: new FakeClock(),
+  });
   await c.activate();
-  const epoch = await c.registerBroker({ brokerId: 1, incarnationId: 'AAAAAAAAAAAAAAAAAAAAAQ', listeners: [], rack: null });
-  await c.unfenceBroker(1, epoch);
+  await registerBrokers(c, () => sink.image(), [1]);
   return { sink, controller: c };
 }
 

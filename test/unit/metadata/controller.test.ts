@@ -5,21 +5,18 @@ import { AlterConfigOp, QuorumController, topicNameError } from '../../../src/me
 import { MetadataImage, imageToRecords } from '../../../src/metadata/image.ts';
 import { decodeMetadataRecord, encodeMetadataRecord } from '../../../src/metadata/record-codec.ts';
 import { ConfigResourceType } from '../../../src/metadata/records.ts';
+import { registerBrokers } from '../../helpers/broker-registration.ts';
+import { FakeClock } from './fake-cluster.ts';
 import { ImageSink } from './image-sink.ts';
 
+/** An active controller with `ids` registered and unfenced; on a clock that never moves, their sessions never expire. */
 async function controllerWithBrokers(ids: number[]): Promise<{ sink: ImageSink; controller: QuorumController }> {
   const sink = new ImageSink();
-  const controller = new QuorumController(sink, { defaultNumPartitions: () => 3, defaultReplicationFactor: () => 1 }, () => 0);
+  const controller = new QuorumController(sink, { defaultNumPartitions: () => 3, defaultReplicationFactor: () => 1 }, () => 0, {
+    clock: new FakeClock(),
+  });
   await controller.activate();
-  for (const id of ids) {
-    const epoch = await controller.registerBroker({
-      brokerId: id,
-      incarnationId: 'AAAAAAAAAAAAAAAAAAAAAQ',
-      listeners: [{ name: 'PLAINTEXT', host: '127.0.0.1', port: 9000 + id, securityProtocol: 0 }],
-      rack: null,
-    });
-    await controller.unfenceBroker(id, epoch);
-  }
+  await registerBrokers(controller, () => sink.image(), ids);
   return { sink, controller };
 }
 

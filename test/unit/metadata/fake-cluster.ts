@@ -109,18 +109,46 @@ export interface FakeNode {
   listener: RecordingListener;
 }
 
+/** How a node of the fake cluster is configured beyond its id. */
+export interface FakeNodeOptions {
+  /** Its controller.quorum.voters; the cluster's voters when absent (an observer: []). */
+  voters?: number[];
+  /** Its controller.quorum.bootstrap.servers, as the node ids they reach. */
+  bootstrap?: number[];
+  /** Its metadata log directory id. */
+  directoryId?: string;
+}
+
+export interface FakeClusterOptions {
+  /** The kraft.version the nodes bootstrap a new log with (KIP-853); 0 when absent. */
+  kraftVersion?: 0 | 1;
+  /** Give the initial voters directory ids (directoryIdOf). */
+  directoryIds?: boolean;
+}
+
+/** A directory id per node id, for tests of voter changes. */
+export function directoryIdOf(id: number): string {
+  const bytes = Buffer.alloc(16);
+  bytes.writeUInt32BE(0x5100_0000 + id, 0);
+  bytes.writeUInt32BE(id, 12);
+  return bytes.toString('base64url');
+}
+
 export class FakeCluster implements RaftTransport {
   readonly clock = new FakeClock();
   readonly nodes = new Map<number, FakeNode>();
   /** Cut links, both directions, as "a-b" with a < b. */
   private cut = new Set<string>();
   private seed = 1;
+  /** Per node, the node ids its bootstrap destinations (-2, -3, ...) reach. */
+  private readonly bootstrapOf = new Map<number, number[]>();
 
   constructor(
     readonly voters: number[],
     logs?: Map<number, RaftLog>,
+    readonly options: FakeClusterOptions = {},
   ) {
-    for (const id of voters) this.addNode(id, logs?.get(id));
+    for (const id of voters) this.addNode(id, logs?.get(id), undefined, options.directoryIds ? { directoryId: directoryIdOf(id) } : {});
     this.clock.settleHook = async () => {
       for (let i = 0; i < 3; i++) {
         await Promise.all([...this.nodes.values()].map((n) => n.log.flush().catch(() => {})));
@@ -135,11 +163,21 @@ export class FakeCluster implements RaftTransport {
     return (this.seed - 1) / 2147483646;
   };
 
-  addNode(id: number, log: RaftLog = new MemoryRaftLog(), store = new MemoryQuorumStateStore()): FakeNode {
+  addNode(id: number, log: RaftLog = new MemoryRaftLog(), store = new MemoryQuorumStateStore(), options: FakeNodeOptions = {}): FakeNode {
     const listener = new RecordingListener();
     const transport: RaftTransport = { send: (to, request) => this.deliver(id, to, request) };
+    const bootstrap = options.bootstrap ?? [];
+    this.bootstrapOf.set(id, bootstrap);
     const client = new RaftClient(
-      { ...defaultRaftConfig, nodeId: id, voters: this.voters, clusterId: 'test-cluster' },
+      {
+        ...defaultRaftConfig,
+        nodeId: id,
+        voters: options.voters ?? this.voters,
+        clusterId: 'test-cluster',
+        ...(bootstrap.length > 0 ? { bootstrapIds: bootstrap.map((_, i) => -2 - i) } : {}),
+        ...(options.directoryId !== undefined ? { directoryId: options.directoryId } : {}),
+        ...(this.options.kraftVersion !== undefined ? { kraftVersion: this.options.kraftVersion } : {}),
+      },
       log,
       store,
       transport,
@@ -159,7 +197,7 @@ export class FakeCluster implements RaftTransport {
   }
 
   isolate(id: number): void {
-    for (const other of this.voters) if (other !== id) this.cut.add(linkKey(id, other));
+    for (const other of new Set([...this.voters, ...this.nodes.keys()])) if (other !== id) this.cut.add(linkKey(id, other));
   }
 
   heal(): void {
@@ -174,8 +212,9 @@ export class FakeCluster implements RaftTransport {
     throw new Error('use the per-node transport');
   }
 
-  private async deliver<R extends RaftRequest>(from: number, to: number, request: R): Promise<RaftResponseOf[R['api']]> {
+  private async deliver<R extends RaftRequest>(from: number, destination: number, request: R): Promise<RaftResponseOf[R['api']]> {
     await Promise.resolve();
+    const to = destination < 0 ? (this.bootstrapOf.get(from)?.[-2 - destination] ?? destination) : destination;
     const target = this.nodes.get(to);
     if (target === undefined || this.cut.has(linkKey(from, to))) throw new Error(`link ${from}->${to} down`);
     const client = target.client;
@@ -195,6 +234,9 @@ export class FakeCluster implements RaftTransport {
         break;
       case 'fetchSnapshot':
         response = client.handleFetchSnapshot(request);
+        break;
+      case 'updateRaftVoter':
+        response = client.handleUpdateVoter(request);
         break;
     }
     // A response crossing a link cut meanwhile is lost, as on a real network.
