@@ -10,9 +10,15 @@
 #                                    once every node has started; diagnostics go to stderr
 #   scripts/kafka-cluster.sh stop    stops the nodes (SIGTERM, then SIGKILL after 30 s), removes data
 #   scripts/kafka-cluster.sh status  prints the bootstrap list, exit 1 unless every node runs
+#   scripts/kafka-cluster.sh start-node N
+#                                    starts node N again (after it was killed: its pid is in
+#                                    the state dir's pid-N) from the same properties and data
 #
 # KAFKA_CLUSTER_STATE names the directory that remembers the running cluster (default
 # .cache/kafka-cluster); each node's properties and server.log are in the data dir it records.
+# KAFKA_CLUSTER_OVERRIDES, key=value lines (or space-separated), are appended to every node's
+# properties at start (a later key wins in java.util.Properties), e.g.
+# KAFKA_CLUSTER_OVERRIDES='broker.session.timeout.ms=3000 broker.heartbeat.interval.ms=500'.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -84,6 +90,10 @@ start() {
     mkdir -p "$data/node-$i"
     sed "${sed_ports[@]}" -e "s|^log.dirs=.*|log.dirs=$data/node-$i/logs|" \
       "$root/scripts/cluster/node-$i.properties" >"$data/node-$i/server.properties"
+    if [[ -n "${KAFKA_CLUSTER_OVERRIDES:-}" ]]; then
+      printf '\n# KAFKA_CLUSTER_OVERRIDES\n' >>"$data/node-$i/server.properties"
+      tr ' ' '\n' <<<"$KAFKA_CLUSTER_OVERRIDES" | sed '/^$/d' >>"$data/node-$i/server.properties"
+    fi
     bootstrap+=("127.0.0.1:${ports[i - 1]}")
   done
   (IFS=,; echo "${bootstrap[*]}") >"$state/bootstrap"
@@ -103,13 +113,7 @@ start() {
   t1=$(now_ms)
 
   # Together: a node's broker starts only once the quorum (a majority of the voters) has a leader.
-  for i in "${nodes[@]}"; do
-    # shellcheck disable=SC2046
-    nohup java $(java_opts) -Dlog4j2.configurationFile="$root/scripts/reference/log4j2-broker.properties" \
-      -Dkafka.log.file="$data/node-$i/server.log" -cp "$libs/*" \
-      kafka.Kafka "$data/node-$i/server.properties" >"$data/node-$i/console.log" 2>&1 </dev/null &
-    echo $! >"$state/pid-$i"
-  done
+  for i in "${nodes[@]}"; do launch_node "$data" "$i"; done
 
   local deadline=$((SECONDS + start_timeout_s)) pending
   for (( ; ; )); do
@@ -135,6 +139,37 @@ start() {
   t2=$(now_ms)
   log "Kafka $kafka_version cluster $cluster_id up at $(cat "$state/bootstrap") (data in $data): format $((t1 - t0)) ms, start $((t2 - t1)) ms"
   cat "$state/bootstrap"
+}
+
+launch_node() {
+  local data=$1 i=$2
+  # shellcheck disable=SC2046
+  nohup java $(java_opts) -Dlog4j2.configurationFile="$root/scripts/reference/log4j2-broker.properties" \
+    -Dkafka.log.file="$data/node-$i/server.log" -cp "$libs/*" \
+    kafka.Kafka "$data/node-$i/server.properties" >"$data/node-$i/console.log" 2>&1 </dev/null &
+  echo $! >"$state/pid-$i"
+}
+
+# Node N again, from the same properties and data, once it has stopped; returns when it has
+# started (its client port answers).
+start_node() {
+  local i=$1 data port deadline
+  [[ "$i" =~ ^[123]$ ]] || die "start-node: no node '$i'"
+  [[ -f "$state/data-dir" ]] || die "start-node: no cluster is running"
+  node_running "$i" && die "start-node: node $i is running"
+  data=$(cat "$state/data-dir")
+  port=$(cut -d, -f"$i" "$state/bootstrap" | cut -d: -f2)
+  # The previous incarnation's log already says it started.
+  [[ -f "$data/node-$i/server.log" ]] && mv "$data/node-$i/server.log" "$data/node-$i/server.log.$(now_ms)"
+  launch_node "$data" "$i"
+  deadline=$((SECONDS + start_timeout_s))
+  until grep -q 'Kafka Server started' "$data/node-$i/server.log" 2>/dev/null &&
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    node_running "$i" || { tail -n 40 "$data/node-$i/console.log" "$data/node-$i/server.log" >&2 || true; die "node $i exited while starting"; }
+    ((SECONDS > deadline)) && die "node $i did not start within $start_timeout_s s"
+    sleep 0.2
+  done
+  log "node $i started again"
 }
 
 stop() {
@@ -164,5 +199,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) all_running && cat "$state/bootstrap" ;;
-  *) die "usage: $0 start|stop|status" ;;
+  start-node) start_node "${2:-}" ;;
+  *) die "usage: $0 start|stop|status|start-node N" ;;
 esac

@@ -211,6 +211,8 @@ export class RaftClient {
   private votesGranted = new Set<number>();
   private voterStates = new Map<number, VoterState>();
   private observerStates = new Map<number, VoterState>();
+  /** The high watermark this leader last answered each replica's Fetch with. */
+  private readonly highWatermarkSent = new Map<number, number>();
   private parked: ParkedFetch[] = [];
   /** The voter sets of the log by offset; the base is the static voters or the snapshot's. */
   private readonly voterHistory: LogHistory<VoterSet>;
@@ -529,6 +531,7 @@ export class RaftClient {
     this.persist();
     const voters = this.voterSet().ids();
     this.voterStates = new Map(voters.map((id) => [id, freshState()]));
+    this.highWatermarkSent.clear();
     this.epochStartOffset = this.log.endOffset;
     const granting = [...this.votesGranted];
     this.log.appendAsLeader([encodeLeaderChange(this.config.nodeId, voters, granting)], this.epoch, true, this.clock.now());
@@ -826,6 +829,7 @@ export class RaftClient {
   }
 
   private answerFetch(request: RaftFetchRequest): RaftFetchResponse {
+    this.highWatermarkSent.set(request.replicaId, this.highWatermark);
     return { ...this.fetchError(Errors.NONE.code), batches: this.log.read(request.fetchOffset, request.maxBytes) };
   }
 
@@ -911,7 +915,11 @@ export class RaftClient {
     this.recordReplicaFetch(request.replicaId, request.fetchOffset, request.replicaDirectoryId);
     // The fetch may have committed this leader's own removal: it resigned.
     if (this.role !== 'leader') return Promise.resolve(this.fetchError(Errors.NOT_LEADER_OR_FOLLOWER.code));
-    if (request.fetchOffset < this.log.endOffset || request.maxWaitMs <= 0) {
+    // A replica that has not been told the current high watermark is answered at once: parked,
+    // it would learn of a commit (often the one its own fetch just made) only when the wait ran
+    // out, and every broker applies metadata only up to the high watermark it knows.
+    const highWatermarkUnknown = (this.highWatermarkSent.get(request.replicaId) ?? -1) < this.highWatermark;
+    if (request.fetchOffset < this.log.endOffset || request.maxWaitMs <= 0 || highWatermarkUnknown) {
       return Promise.resolve(this.answerFetch(request));
     }
     return new Promise((resolve) => {

@@ -72,6 +72,17 @@ describe('raft client', () => {
     );
   });
 
+  it('tells every voter of a commit at once, not when its parked fetch times out', async () => {
+    const cluster = await electedCluster();
+    const leader = cluster.leaders()[0]!;
+    await cluster.clock.advance(1000);
+    const committed = leader.client.append([rec('now')]);
+    // Well inside the leader's fetch wait (500 ms): only round trips, no timeouts, may pass.
+    await cluster.clock.advance(20);
+    await committed;
+    for (const n of cluster.nodes.values()) assert.deepEqual(n.listener.committed, ['now'], `voter ${n.id} applied the commit`);
+  });
+
   it('does not commit without a majority', async () => {
     const cluster = await electedCluster();
     const leader = cluster.leaders()[0]!;
