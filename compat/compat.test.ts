@@ -9,7 +9,8 @@ import { ROOT, selectTargets } from './targets.ts';
 // Every scenario with every client against every target broker (compat/targets.ts), ending
 // with the client x scenario matrix, printed and written to .cache/compat-matrix.md (the
 // README keeps the current one).
-//   COMPAT_BOOTSTRAP=host:port  run against that broker only
+//   COMPAT_BOOTSTRAP=host:port[,host:port...]  run against that broker (or cluster) only
+//   COMPAT_TARGETS=sluice,kafka,sluice-cluster,kafka-cluster  run against these targets only
 //   COMPAT_CLIENTS=kafkajs,kcat run only these clients
 
 const ci = process.env.CI === 'true';
@@ -33,7 +34,10 @@ describe('compat: third-party clients', function () {
     console.log(`\nCompatibility matrix\n\n${rendered}`);
     // A partial run (some clients, another broker, a --grep) leaves the full matrix alone.
     const partial =
-      only !== undefined || process.env.COMPAT_BOOTSTRAP !== undefined || process.argv.some((a) => /^(-g|--grep|-f|--fgrep)(=|$)/.test(a));
+      only !== undefined ||
+      process.env.COMPAT_BOOTSTRAP !== undefined ||
+      process.env.COMPAT_TARGETS !== undefined ||
+      process.argv.some((a) => /^(-g|--grep|-f|--fgrep)(=|$)/.test(a));
     if (partial) return;
     matrix.write(
       join(ROOT, '.cache/compat-matrix.md'),

@@ -8,9 +8,8 @@ import { ROOT, kafkaInstalled, kafkaLibs, kafkaVersion } from '../targets.ts';
 import { ProcessDriver } from './process-driver.ts';
 
 // Kafka's Java client (the kafka-clients jar cached by scripts/install-test-clients.sh) driven
-// by compat/java/CompatDriver.java, compiled on first use and cached by source hash.
-
-const SOURCE = join(ROOT, 'compat/java/CompatDriver.java');
+// by compat/java/CompatDriver.java; every class of compat/java is compiled on first use and
+// cached by source hash.
 
 // Small heap and the quick JIT tier: each operation is a short-lived JVM.
 export const JVM_OPTIONS = [
@@ -20,19 +19,41 @@ export const JVM_OPTIONS = [
   `-Dlog4j2.configurationFile=${join(ROOT, 'scripts/reference/log4j2.properties')}`,
 ];
 
-let compiled: Promise<string> | null = null;
+const compiled = new Map<string, Promise<string>>();
 
-async function compile(): Promise<string> {
-  const hash = createHash('sha256').update(readFileSync(SOURCE)).update(kafkaVersion()).digest('hex').slice(0, 16);
+/**
+ * Compiles compat/java/<className>.java against the cached Kafka jars once per source (cached
+ * in .cache/compat-java/<hash>) and resolves with the classpath that runs it.
+ */
+export function javaClasspath(className: string): Promise<string> {
+  let classes = compiled.get(className);
+  if (classes === undefined) {
+    classes = compile(className);
+    compiled.set(className, classes);
+  }
+  return classes.then((dir) => `${dir}:${kafkaLibs()}/*`);
+}
+
+async function compile(className: string): Promise<string> {
+  const source = join(ROOT, 'compat/java', `${className}.java`);
+  const hash = createHash('sha256').update(readFileSync(source)).update(kafkaVersion()).digest('hex').slice(0, 16);
   const classes = join(ROOT, '.cache', 'compat-java', hash);
-  if (!existsSync(join(classes, 'CompatDriver.class'))) {
+  if (!existsSync(join(classes, `${className}.class`))) {
     const partial = `${classes}.partial`;
     rmSync(partial, { recursive: true, force: true });
     mkdirSync(partial, { recursive: true });
-    await runOk('javac', ['-nowarn', '-cp', `${kafkaLibs()}/*`, '-d', partial, SOURCE], { timeoutMs: 120_000 });
+    await runOk('javac', ['-nowarn', '-cp', `${kafkaLibs()}/*`, '-d', partial, source], { timeoutMs: 120_000 });
+    rmSync(classes, { recursive: true, force: true });
     renameSync(partial, classes);
   }
   return classes;
+}
+
+/** Why the Java client cannot run here, or null. */
+export function javaUnavailable(): string | null {
+  if (!commandExists('javac')) return 'no JDK (javac) on PATH';
+  if (!kafkaInstalled()) return `kafka-clients ${kafkaVersion()} is not cached (scripts/install-test-clients.sh)`;
+  return null;
 }
 
 const INFO: DriverInfo = {
@@ -62,15 +83,7 @@ const INFO: DriverInfo = {
 
 export const java: DriverFactory = {
   info: INFO,
-  unavailable() {
-    if (!commandExists('javac')) return 'no JDK (javac) on PATH';
-    if (!kafkaInstalled()) return `kafka-clients ${kafkaVersion()} is not cached (scripts/install-test-clients.sh)`;
-    return null;
-  },
+  unavailable: javaUnavailable,
   create: (bootstrap) =>
-    new ProcessDriver(INFO, bootstrap, async () => {
-      compiled ??= compile();
-      const classes = await compiled;
-      return ['java', [...JVM_OPTIONS, '-cp', `${classes}:${kafkaLibs()}/*`, 'CompatDriver']];
-    }),
+    new ProcessDriver(INFO, bootstrap, async () => ['java', [...JVM_OPTIONS, '-cp', await javaClasspath('CompatDriver'), 'CompatDriver']]),
 };

@@ -139,7 +139,7 @@ class KafkajsDriver implements Driver {
   constructor(bootstrap: string) {
     this.kafka = new Kafka({
       clientId: 'compat-kafkajs',
-      brokers: [bootstrap],
+      brokers: bootstrap.split(','),
       logLevel: logLevel.NOTHING,
     });
   }
@@ -173,6 +173,9 @@ class KafkajsDriver implements Driver {
   async createTopic(topic: string, partitions: number, configs: Record<string, string>): Promise<void> {
     const admin = await this.admin();
     const created = await admin.createTopics({
+      // Its wait for leaders asks one broker and fails on UNKNOWN_TOPIC_OR_PARTITION while the
+      // others learn of the topic; the scenarios wait for the topic to show instead.
+      waitForLeaders: false,
       topics: [
         {
           topic,

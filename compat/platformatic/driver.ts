@@ -54,7 +54,7 @@ export class PlatformaticDriver implements Required<Operations> {
   constructor(private readonly bootstrap: string) {}
 
   private base(suffix: string) {
-    return { clientId: `compat-platformatic-${suffix}`, bootstrapBrokers: [this.bootstrap], retries: 2, autocreateTopics: false };
+    return { clientId: `compat-platformatic-${suffix}`, bootstrapBrokers: this.bootstrap.split(','), retries: 2, autocreateTopics: false };
   }
 
   private admin(): Admin {
@@ -137,6 +137,10 @@ export class PlatformaticDriver implements Required<Operations> {
     });
     try {
       await producer.send({
+        // Again here: send() takes acks from its own options only, and without them it
+        // answers after the leader's append (LEADER) unless idempotent, whatever the
+        // constructor said (2.12: `options.acks ??= idempotent ? ALL : LEADER`).
+        acks: -1,
         messages: records.map((r) => ({
           topic,
           key: r.key ?? undefined,
