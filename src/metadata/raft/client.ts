@@ -361,20 +361,7 @@ export class RaftClient {
   /** Graceful shutdown: a leader hands over with EndQuorumEpoch (KIP-595 "resign"). */
   async close(): Promise<void> {
     if (this.closed) return;
-    if (this.role === 'leader' && this.voterSet().size > 1) {
-      const successors = [...this.voterStates.entries()]
-        .filter(([id]) => id !== this.config.nodeId)
-        .sort((a, b) => b[1].endOffset - a[1].endOffset)
-        .map(([id]) => id);
-      const request: EndQuorumEpochRequest = {
-        api: 'endQuorumEpoch',
-        clusterId: this.config.clusterId,
-        leaderId: this.config.nodeId,
-        leaderEpoch: this.epoch,
-        preferredSuccessors: successors,
-      };
-      await Promise.allSettled(successors.map((id) => this.transport.send(id, request)));
-    }
+    if (this.role === 'leader' && this.voterSet().size > 1) await Promise.allSettled(this.handOver());
     this.closed = true;
     this.generation++;
     this.clearTimers();
@@ -1085,11 +1072,8 @@ export class RaftClient {
     if (updated !== null) this.appendVoterSet(this.voterSet().with(updated));
   }
 
-  /**
-   * A leader the committed voter set leaves out hands over (EndQuorumEpoch to the voters, most
-   * caught up first) and goes on as an observer of whoever they elect.
-   */
-  private resign(): void {
+  /** EndQuorumEpoch to the other voters, most caught up first, each named a preferred successor. */
+  private handOver(): Promise<unknown>[] {
     const successors = [...this.voterStates.entries()]
       .filter(([id]) => id !== this.config.nodeId)
       .sort((a, b) => b[1].endOffset - a[1].endOffset)
@@ -1101,7 +1085,15 @@ export class RaftClient {
       leaderEpoch: this.epoch,
       preferredSuccessors: successors,
     };
-    for (const id of successors) this.transport.send(id, request).catch(() => {});
+    return successors.map((id) => this.transport.send(id, request));
+  }
+
+  /**
+   * A leader the committed voter set leaves out hands over (EndQuorumEpoch to the voters, most
+   * caught up first) and goes on as an observer of whoever they elect.
+   */
+  private resign(): void {
+    for (const sent of this.handOver()) sent.catch(() => {});
     this.leaveRole();
     this.role = 'unattached';
     this.leaderId = -1;
