@@ -14,6 +14,7 @@ import { runOk } from '../../../compat/support/process.ts';
 import { kafkaInstalled, kafkaLibs } from '../../../compat/targets.ts';
 import { startCluster, type ClusterProcesses } from '../../helpers/cluster.ts';
 import { hasCommand, missingTool } from '../../helpers/runtimes.ts';
+import { readRecords } from '../../helpers/read-records.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -62,32 +63,6 @@ async function produce(kafka: KafkaClient, topic: string, count: number): Promis
   } finally {
     await producer.disconnect();
   }
-}
-
-async function consumeAll(kafka: KafkaClient, topic: string, count: number): Promise<string[]> {
-  const consumer = kafka.consumer({ groupId: `read-${topic}-${Date.now()}` });
-  const values: string[] = [];
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`read ${values.length} of ${count}`)), 60_000);
-      consumer
-        .run({
-          eachMessage: async ({ message }) => {
-            values.push(message.value!.toString());
-            if (values.length >= count) {
-              clearTimeout(timer);
-              resolve();
-            }
-          },
-        })
-        .catch(reject);
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return values;
 }
 
 describe("cluster: Kafka's admin tools", function () {
@@ -144,7 +119,7 @@ describe("cluster: Kafka's admin tools", function () {
       const p = await partition(admin, 'moving');
       return p !== undefined && [...p.replicas].sort().join() === '2,3' && p.isr.join() === '2,3' && p.leader !== 1;
     });
-    const values = await consumeAll(kafka, 'moving', 200);
+    const values = (await readRecords(kafka, 'moving', 200)).map((r) => r.value);
     assert.deepEqual(
       values,
       Array.from({ length: 200 }, (_, i) => `m${i}`),
@@ -179,7 +154,7 @@ describe("cluster: Kafka's admin tools", function () {
     ]);
     assert.match(out, /Successfully completed leader election \(PREFERRED\) for partitions preferred-0/);
     await eventually('node 1 leads again', async () => (await partition(admin, 'preferred'))?.leader === 1);
-    assert.equal((await consumeAll(kafka, 'preferred', 20)).length, 20);
+    assert.equal((await readRecords(kafka, 'preferred', 20)).length, 20);
   });
 
   it('auto.leader.rebalance.enable moves leadership back to the preferred replica by itself', async function () {

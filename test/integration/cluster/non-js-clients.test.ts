@@ -16,6 +16,7 @@ import { createInterface } from 'node:readline';
 import kafkajs, { type Admin, type Kafka as KafkaClient } from 'kafkajs';
 import { JVM_OPTIONS, javaClasspath, javaUnavailable } from '../../../compat/clients/java.ts';
 import { KafkaCluster } from '../../../src/client/cluster.ts';
+import { byOffset, readRecords } from '../../helpers/read-records.ts';
 import { type ClusterProcesses, startCluster } from '../../helpers/cluster.ts';
 import { missingTool } from '../../helpers/runtimes.ts';
 import { REPO } from '../../helpers/sluice-cli.ts';
@@ -126,32 +127,9 @@ async function leaderOf(admin: Admin, topic: string): Promise<{ leader: number; 
 async function readAll(kafka: KafkaClient, admin: Admin, topic: string): Promise<Map<number, string>> {
   const [end] = await admin.fetchTopicOffsets(topic);
   const count = Number(end!.high);
-  const seen = new Map<number, string>();
-  if (count === 0) return seen;
-  const consumer = kafka.consumer({ groupId: `reader-${topic}-${Date.now()}` });
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`read ${seen.size} of ${count} records`)), 60_000);
-      consumer
-        .run({
-          eachMessage: async ({ message }) => {
-            const offset = Number(message.offset);
-            assert.ok(!seen.has(offset), `offset ${offset} delivered once`);
-            seen.set(offset, message.value!.toString());
-            if (seen.size >= count) {
-              clearTimeout(timer);
-              resolve();
-            }
-          },
-        })
-        .catch(reject);
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return seen;
+  if (count === 0) return new Map();
+  const read = byOffset(await readRecords(kafka, topic, count));
+  return new Map([...read].map(([offset, value]) => [Number(offset), value]));
 }
 
 describe('cluster: librdkafka and Java idempotent producers through a leader SIGKILL', function () {

@@ -17,6 +17,7 @@ import {
 import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
 import { KafkaCluster } from '../../../src/client/cluster.ts';
 import { startCluster, type ClusterProcesses, type ClusterNode } from '../../helpers/cluster.ts';
+import { byOffset, readRecords } from '../../helpers/read-records.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -112,35 +113,6 @@ function client(cluster: ClusterProcesses, clientId: string): KafkaClient {
   return new Kafka({ clientId, brokers: liveBootstrap(cluster), logLevel: logLevel.NOTHING, retry: RETRY });
 }
 
-/** Reads `count` records of one partition from the start, as [offset, value] pairs. */
-async function readPartition(kafka: KafkaClient, topic: string, partition: number, count: number): Promise<Map<string, string>> {
-  const consumer = kafka.consumer({ groupId: `reader-${topic}-${Date.now()}` });
-  const seen = new Map<string, string>();
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`read ${seen.size} of ${count} records`)), 60_000);
-      consumer
-        .run({
-          eachMessage: async ({ partition: p, message }) => {
-            if (p !== partition) return;
-            assert.ok(!seen.has(message.offset), `offset ${message.offset} delivered once`);
-            seen.set(message.offset, message.value!.toString());
-            if (seen.size >= count) {
-              clearTimeout(timer);
-              resolve();
-            }
-          },
-        })
-        .catch(reject);
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return seen;
-}
-
 describe('cluster: three nodes with kafkajs', function () {
   this.timeout(180_000);
   let cluster: ClusterProcesses;
@@ -200,7 +172,7 @@ describe('cluster: three nodes with kafkajs', function () {
     assert.notEqual(after!.leader, victim.nodeId, 'a surviving ISR member leads');
     assert.ok(!after!.isr.includes(victim.nodeId), 'the dead broker left the ISR');
 
-    const read = await readPartition(kafka, 'failover', 0, 100);
+    const read = byOffset(await readRecords(kafka, 'failover', 100, 0));
     assert.equal(read.size, 100, 'no record lost, none duplicated');
     for (const [offset, value] of acknowledged) assert.equal(read.get(offset), value, `record at acknowledged offset ${offset}`);
 
@@ -350,7 +322,7 @@ describe('cluster: three nodes with kafkajs', function () {
     assert.ok(acknowledged.size > 0);
     for (const partition of [0, 1, 2]) {
       const expected = [...acknowledged].filter(([k]) => k.startsWith(`${partition}@`));
-      const read = await readPartition(kafka, 'rolling', partition, expected.length);
+      const read = byOffset(await readRecords(kafka, 'rolling', expected.length, partition));
       for (const [key, value] of expected) assert.equal(read.get(key.split('@')[1]!), value, `acknowledged ${key}`);
     }
   });

@@ -22,6 +22,7 @@ import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
 import { KafkaCluster } from '../../../src/client/cluster.ts';
 import { KafkaConnection } from '../../../src/client/connection.ts';
 import { startCluster, type ClusterNode, type ClusterProcesses } from '../../helpers/cluster.ts';
+import { readRecords } from '../../helpers/read-records.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -128,33 +129,6 @@ async function servedEverywhere(cluster: ClusterProcesses, topic: string) {
   return view!;
 }
 
-/** Reads `count` records of `topic` with a consumer group, as values. */
-async function consumeAll(kafka: KafkaClient, topic: string, count: number): Promise<string[]> {
-  const consumer = kafka.consumer({ groupId: `reader-${topic}-${Date.now()}` });
-  const seen: string[] = [];
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`read ${seen.length} of ${count} records`)), 60_000);
-      consumer
-        .run({
-          eachMessage: async ({ message }) => {
-            seen.push(message.value!.toString());
-            if (seen.length >= count) {
-              clearTimeout(timer);
-              resolve();
-            }
-          },
-        })
-        .catch(reject);
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return seen;
-}
-
 describe('cluster: controller-only and broker-only nodes', function () {
   this.timeout(240_000);
   let cluster: ClusterProcesses;
@@ -241,7 +215,7 @@ describe('cluster: controller-only and broker-only nodes', function () {
     } finally {
       await producer.disconnect();
     }
-    const read = await consumeAll(kafka, 'replicated', 20);
+    const read = (await readRecords(kafka, 'replicated', 20)).map((r) => r.value);
     assert.deepEqual(read.sort(), Array.from({ length: 20 }, (_, i) => `v${i}`).sort());
   });
 
@@ -318,7 +292,7 @@ describe('cluster: controller-only and broker-only nodes', function () {
     } finally {
       await stayed.disconnect();
     }
-    const read = await consumeAll(kafka, 'replicated', 30);
+    const read = (await readRecords(kafka, 'replicated', 30)).map((r) => r.value);
     assert.equal(read.filter((v) => v.startsWith('late')).length, 10, 'what was produced while broker 5 was away is all there');
   });
 });
