@@ -11,12 +11,13 @@
  * runs the metadata quorum and serves its controller listeners only: no partition logs, no
  * data path, no group coordinator, no registration.
  */
-import { mkdir } from 'node:fs/promises';
 import { METADATA_TOPIC, OFFSETS_TOPIC } from '../protocol/internal-topics.ts';
-import { LogManager, type LogConfig } from '../storage/index.ts';
+import { LogManager, createDirectory, type LogConfig } from '../storage/index.ts';
+import { LogDirFailureChannel } from '../storage/log-dir-failure.ts';
 import { topicLogConfig, type BrokerConfig, type Listener } from './config/index.ts';
 import { MetadataManager } from './metadata/manager.ts';
 import { createDataPath, type DataPath } from './replication/data-path.ts';
+import type { ReplicaManager } from './replication/replica-manager.ts';
 import { createLogger, type LogFormat, type Logger } from './observability/logger.ts';
 import { registerControllerNodeHandlers, registerHandlers } from './handlers/index.ts';
 import { HandlerRegistry } from './handlers/registry.ts';
@@ -24,9 +25,9 @@ import { SocketServer, type BoundListener, type ListenerSpec } from './server/so
 import { GroupCoordinatorService } from './coordinator/service.ts';
 import { groupCoordinatorConfig } from './coordinator/config.ts';
 import { offsetsTopicAccess } from './coordinator/offsets-topic-access.ts';
-import { systemScheduler } from './coordinator/scheduler.ts';
 import { RequestProcessor } from './server/request-processor.ts';
 import { runGuarded } from './runtime/guard.ts';
+import { systemRuntime, type Runtime } from './runtime/index.ts';
 import { ApiKey } from '../protocol/messages/index.ts';
 import { Errors } from '../protocol/errors.ts';
 import type { CreatableTopic, TopicCreator } from './metadata/controller.ts';
@@ -44,12 +45,18 @@ export interface BrokerOptions {
   readonly logFd?: number;
   /** How the default logger writes: JSON lines (the default) or text for a terminal. */
   readonly logFormat?: LogFormat;
+  /**
+   * Time, timers, randomness and the network the node runs on; defaults to the system's.
+   * Tests and the simulation hand in their own to run the same code on virtual ones.
+   */
+  readonly runtime?: Runtime;
 }
 
 export class Broker {
   readonly config: BrokerConfig;
   readonly logger: Logger;
   readonly nodeId: number;
+  readonly runtime: Runtime;
   /** The node's share of the metadata quorum: the MetadataImage, the controller. */
   readonly metadata: MetadataManager;
   private readonly registry = new HandlerRegistry();
@@ -65,6 +72,7 @@ export class Broker {
   constructor(options: BrokerOptions) {
     this.config = options.config;
     this.nodeId = this.config.nodeId;
+    this.runtime = options.runtime ?? systemRuntime;
     this.logger =
       options.logger ??
       createLogger({
@@ -83,7 +91,11 @@ export class Broker {
         if (name === 'log.level') this.logger.level = this.config.getString('log.level');
       });
     }
-    this.metadata = new MetadataManager({ config: this.config, logger: this.logger.child({ component: 'metadata' }) });
+    this.metadata = new MetadataManager({
+      config: this.config,
+      logger: this.logger.child({ component: 'metadata' }),
+      runtime: this.runtime,
+    });
     this.server = new SocketServer(
       new RequestProcessor(this.registry, this.logger),
       {
@@ -97,6 +109,7 @@ export class Broker {
         maxConnections: this.config.getInt('max.connections'),
         maxQueuedRequestBytes: this.config.getLong('queued.max.request.bytes'),
       },
+      this.runtime,
     );
   }
 
@@ -110,11 +123,17 @@ export class Broker {
     return this.server;
   }
 
+  /** The partitions this node hosts, null until start() built the data path: for read-only inspection. */
+  get replicaManager(): ReplicaManager | null {
+    return this.dataPath?.services.replicaManager ?? null;
+  }
+
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`broker already ${this.state}`);
     this.state = 'starting';
-    for (const dir of this.config.logDirs) await mkdir(dir, { recursive: true });
-    if (this.config.getBoolean('unsafe.bypass.fsync')) {
+    const fsync = !this.config.getBoolean('unsafe.bypass.fsync');
+    for (const dir of this.config.logDirs) await createDirectory(this.runtime.fileSystem, dir, fsync);
+    if (!fsync) {
       this.logger.warn(
         { logDirs: this.config.logDirs, metadataLogDir: this.config.metadataLogDir },
         'unsafe.bypass.fsync=true: nothing is fsynced; an OS crash or power loss can lose or corrupt this data',
@@ -125,6 +144,9 @@ export class Broker {
       await this.startControllerOnly();
       return;
     }
+    const logDirFailures = new LogDirFailureChannel((logDir, err, what) =>
+      this.logger.error({ err, logDir, what }, `log dir ${logDir} failed: its partitions are offline on this node until it restarts`),
+    );
     this.logManager = await LogManager.startup({
       logDirs: this.config.logDirs,
       defaultConfig: topicLogConfig({}, this.config),
@@ -141,7 +163,10 @@ export class Broker {
       // by topic retention, and a second open copy would race it on the same files.
       skipTopics: [METADATA_TOPIC],
       onBackgroundError: (err, what) => this.logger.error({ err }, `storage: ${what} failed`),
+      logDirFailureChannel: logDirFailures,
       unsafeBypassFsync: this.config.getBoolean('unsafe.bypass.fsync'),
+      fileSystem: this.runtime.fileSystem,
+      clock: this.runtime.clock,
     });
     await this.metadata.start();
     const config = this.config;
@@ -168,6 +193,8 @@ export class Broker {
         clientId: `${purpose}-channel-${this.nodeId}`,
         requestTimeoutMs: config.getInt('controller.quorum.request.timeout.ms'),
         logger: this.logger.child({ component: `${purpose}-channel` }),
+        network: this.runtime.network,
+        clock: this.runtime.clock,
       });
       this.channels.push(c);
       return c;
@@ -178,7 +205,7 @@ export class Broker {
     const brokerEpoch = () => this.lifecycle?.brokerEpoch ?? -1n;
     // A forwarded CreateTopics (and an auto-created topic) is answered once this broker serves
     // the partitions it created: the waiter sees an image after the data path applied it.
-    const images = new ImageWaiter(this.metadata.image());
+    const images = new ImageWaiter(this.metadata.image(), this.runtime.clock);
     this.images = images;
     const throughController = createTopicsThroughController(forwarding, requestTimeoutMs);
     const createTopics = async (topics: readonly CreatableTopic[]) => {
@@ -190,6 +217,7 @@ export class Broker {
     this.dataPath = createDataPath({
       config,
       logManager: this.logManager,
+      logDirFailures,
       metadata: {
         image: () => this.metadata.image(),
         onMetadataDelta: (listener) => this.metadata.onMetadataDelta(listener),
@@ -200,6 +228,9 @@ export class Broker {
         }),
       },
       onError: (err, what) => this.logger.error({ err }, `failed: ${what}`),
+      clock: this.runtime.clock,
+      random: this.runtime.random,
+      network: this.runtime.network,
       alterPartition: (request) => isrChanges.send(ApiKey.AlterPartition, request, ALTER_PARTITION_VERSION, requestTimeoutMs),
       brokerEpoch,
       replicaEndpoint: (brokerId) => {
@@ -210,19 +241,11 @@ export class Broker {
         return endpoint === undefined ? undefined : { host: endpoint.host, port: endpoint.port };
       },
     });
-    await this.dataPath.start();
-    // After the data path hosted the image's partitions: stray logs are gone by then.
-    const r = this.logManager.recovery;
-    this.logger.info(
-      { recovery: { ...r } },
-      `recovered ${r.partitions} partitions (${r.recoveredUnclean} after an unclean stop), ` +
-        `truncated ${r.truncatedBytes} bytes, removed ${r.removedDirs} stray directories and ${r.removedTmpFiles} temp files`,
-    );
     const dataPath = this.dataPath;
     this.metadata.onMetadataDelta((_delta, image) => {
       dataPath.publisher.whenIdle().then(() => images.published(image));
     });
-    const groups = this.startGroupCoordinator(this.dataPath, createTopics);
+    const { groups, followLeadership } = this.startGroupCoordinator(this.dataPath, createTopics);
     // Every component exists now; no request can arrive before the listeners open below.
     registerHandlers(this.registry, {
       metadata: { nodeId: this.nodeId, config, metadata: this.metadata, createTopics },
@@ -236,6 +259,8 @@ export class Broker {
     if (isBroker) {
       // Registered with the endpoints as bound (a configured port 0 is known only now); the
       // node is running once the controller unfenced it (it caught up with the metadata log).
+      const directoryIds = this.metadata.directoryIds;
+      const idsOf = (dirs: readonly string[]) => dirs.flatMap((dir) => directoryIds.get(dir) ?? []);
       const lifecycle = new BrokerLifecycleManager({
         nodeId: this.nodeId,
         clusterId: this.metadata.clusterId,
@@ -245,12 +270,33 @@ export class Broker {
         currentMetadataOffset: () => this.metadata.image().offset,
         heartbeatIntervalMs: config.getInt('broker.heartbeat.interval.ms'),
         sessionTimeoutMs: config.getInt('broker.session.timeout.ms'),
+        logDirIds: idsOf(config.logDirs.filter((dir) => !logDirFailures.isOffline(dir))),
+        offlineLogDirIds: () => idsOf(logDirFailures.offlineLogDirs()),
         logger: this.logger.child({ component: 'broker-lifecycle' }),
+        clock: this.runtime.clock,
+        random: this.runtime.random,
       });
       this.lifecycle = lifecycle;
+      logDirFailures.onOfflineLogDir(() => lifecycle.propagateDirectoryFailure());
       lifecycle.start();
       await lifecycle.whenUnfenced();
     }
+    // Partitions are hosted once the broker has caught up with the metadata log (the
+    // controller unfenced it), as Kafka publishes metadata to its replicas only then. A
+    // restarted broker starts from its latest snapshot: acting on it at once, it would lead
+    // partitions that were its own before it stopped — with a log an OS crash may have cut
+    // short, to which its followers would truncate — and take the logs of topics created
+    // since for strays. Caught up, it sees the leadership the controller moved away when it
+    // fenced the previous incarnation, and what it does not host now is stray.
+    await dataPath.start();
+    followLeadership();
+    await dataPath.publisher.removeStrayLogs();
+    const r = this.logManager.recovery;
+    this.logger.info(
+      { recovery: { ...r } },
+      `recovered ${r.partitions} partitions (${r.recoveredUnclean} after an unclean stop), ` +
+        `truncated ${r.truncatedBytes} bytes, removed ${r.removedDirs} stray directories and ${r.removedTmpFiles} temp files`,
+    );
     this.state = 'running';
   }
 
@@ -297,13 +343,18 @@ export class Broker {
   /**
    * The group coordinator serves the groups of the `__consumer_offsets` partitions this node
    * leads; it follows leadership as the data path applies each metadata change, so a
-   * partition's log is open before its groups load.
+   * partition's log is open before its groups load. `followLeadership` is for start(), once
+   * the data path hosts its first image.
    */
-  private startGroupCoordinator(dataPath: DataPath, createTopics: TopicCreator): GroupCoordinatorService {
+  private startGroupCoordinator(
+    dataPath: DataPath,
+    createTopics: TopicCreator,
+  ): { groups: GroupCoordinatorService; followLeadership: () => void } {
     const groups = new GroupCoordinatorService({
       nodeId: this.nodeId,
       config: groupCoordinatorConfig(this.config),
-      scheduler: systemScheduler,
+      clock: this.runtime.clock,
+      random: this.runtime.random,
       access: offsetsTopicAccess(this.config, this.metadata, dataPath.services.replicaManager, createTopics),
       onError: (err, what) => this.logger.error({ err }, `group coordinator: ${what} failed`),
       maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
@@ -315,7 +366,8 @@ export class Broker {
     // The ReplicaManager's view, not the newest image: a partition counts once its log is open.
     const followLeadership = () => {
       for (let p = 0; p < partitions; p++) {
-        groups.onOffsetsPartitionLeadership(p, replicaManager.getPartition(OFFSETS_TOPIC, p)?.isLeader === true);
+        const partition = replicaManager.getPartition(OFFSETS_TOPIC, p);
+        groups.onOffsetsPartitionLeadership(p, partition?.isLeader === true, partition?.leaderEpoch ?? -1);
       }
     };
     // Only a delta that touches __consumer_offsets can move its leadership: other deltas (a
@@ -324,11 +376,18 @@ export class Broker {
     this.metadata.onMetadataDelta((delta) => {
       const touches =
         delta.topicsDeleted.some((t) => t.name === OFFSETS_TOPIC) || delta.partitionsChanged.some((c) => c.topicName === OFFSETS_TOPIC);
+      // The wait starts a microtask later, once the delta reached every listener: the publisher
+      // has queued it then, whatever order the listeners were registered in. Started before,
+      // it could end before the delta is applied, and the coordinator would miss the leadership
+      // it brings (a partition never loaded, or one it lost still served) until the next delta.
       if (touches)
-        runGuarded(onError, 'following __consumer_offsets leadership', () => dataPath.publisher.whenIdle().then(followLeadership));
+        runGuarded(onError, 'following __consumer_offsets leadership', () =>
+          Promise.resolve()
+            .then(() => dataPath.publisher.whenIdle())
+            .then(followLeadership),
+        );
     });
-    followLeadership();
-    return groups;
+    return { groups, followLeadership };
   }
 
   /**

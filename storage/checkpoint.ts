@@ -2,11 +2,23 @@
 // per line with space-separated fields. Written to a temp file, fsynced, renamed over the
 // old file and the directory fsynced, so a crash leaves either the old or the new file.
 
-import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { StorageIOError, toStorageIOError } from './errors.ts';
+import type { FileSystem } from './file-system.ts';
 
 const VERSION = 0;
+
+/**
+ * Where atomic replacements go: the file system, and the replacement in flight per path.
+ * One per owner of the files (a LogManager's or a Raft log's FileHandlePool), so the queue
+ * ends with its owner: a node restarted over the same disk after a crash does not wait for
+ * writes the crash took.
+ */
+export interface FileContext {
+  readonly fileSystem: FileSystem;
+  /** The last replacement queued per path (an entry lives only while writes are queued or running). */
+  readonly replacing: Map<string, Promise<void>>;
+}
 
 /**
  * Writes a checkpoint file. With `dirMayVanish` (files inside a partition directory, which a
@@ -14,18 +26,24 @@ const VERSION = 0;
  * a no-op that resolves false instead of failing: there is nothing left to checkpoint.
  * `sync: false` (unsafe.bypass.fsync only) fsyncs neither the file nor its directory.
  */
-export async function writeCheckpointLines(path: string, entries: readonly string[], dirMayVanish = false, sync = true): Promise<boolean> {
+export async function writeCheckpointLines(
+  files: FileContext,
+  path: string,
+  entries: readonly string[],
+  dirMayVanish = false,
+  sync = true,
+): Promise<boolean> {
   try {
-    await writeFileAtomically(path, checkpointFileBytes(entries), sync);
+    await writeFileAtomically(files, path, checkpointFileBytes(entries), sync);
     return true;
   } catch (err) {
-    if (dirMayVanish && (err as { code?: string }).code === 'ENOENT' && !(await exists(dirname(path)))) return false;
+    if (dirMayVanish && (err as { code?: string }).code === 'ENOENT' && !(await exists(files.fileSystem, dirname(path)))) return false;
     throw err;
   }
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
+async function exists(fs: FileSystem, path: string): Promise<boolean> {
+  return fs.stat(path).then(
     () => true,
     (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return false;
@@ -35,10 +53,10 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Returns the entry lines, or null if the file does not exist. Malformed files throw. */
-export async function readCheckpointLines(path: string): Promise<string[][] | null> {
+export async function readCheckpointLines(fs: FileSystem, path: string): Promise<string[][] | null> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await fs.readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw toStorageIOError(err, `reading ${path}`);
@@ -65,8 +83,8 @@ export function checkpointFileBytes(entries: readonly string[]): Buffer {
 }
 
 /** recovery-point-offset-checkpoint, log-start-offset-checkpoint, replication-offset-checkpoint. */
-export async function writeOffsetCheckpoint(path: string, offsets: ReadonlyMap<string, number>): Promise<void> {
-  await writeCheckpointLines(path, offsetCheckpointLines(offsets));
+export async function writeOffsetCheckpoint(files: FileContext, path: string, offsets: ReadonlyMap<string, number>): Promise<void> {
+  await writeCheckpointLines(files, path, offsetCheckpointLines(offsets));
 }
 
 /** The entry lines of an offset checkpoint; keys are partition directory names (`topic-partition`). */
@@ -81,9 +99,9 @@ export function offsetCheckpointLines(offsets: ReadonlyMap<string, number>): str
 }
 
 /** Keys are partition directory names (`topic-partition`). */
-export async function readOffsetCheckpoint(path: string): Promise<Map<string, number>> {
+export async function readOffsetCheckpoint(fs: FileSystem, path: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  const lines = await readCheckpointLines(path);
+  const lines = await readCheckpointLines(fs, path);
   if (lines === null) return out;
   for (const fields of lines) {
     if (fields.length !== 3) throw new StorageIOError(`malformed entry in ${path}: ${fields.join(' ')}`, 'EINVAL');
@@ -106,8 +124,8 @@ export function parseTopicPartition(name: string): TopicPartitionKey | null {
  * file and its directory are fsynced; without it a crash may leave a torn file, which is
  * only acceptable for files whose readers verify a checksum and have a fallback.
  */
-export function writeFileAtomically(path: string, data: Buffer, sync = true): Promise<void> {
-  return queueReplace(path, data, sync, sync);
+export function writeFileAtomically(files: FileContext, path: string, data: Buffer, sync = true): Promise<void> {
+  return queueReplace(files, path, data, sync, sync);
 }
 
 /**
@@ -117,12 +135,17 @@ export function writeFileAtomically(path: string, data: Buffer, sync = true): Pr
  * write has settled when this settles; the first failure is thrown. `sync: false`
  * (unsafe.bypass.fsync only) fsyncs nothing.
  */
-export async function writeFilesAtomically(dir: string, files: readonly { path: string; data: Buffer }[], sync = true): Promise<void> {
-  const results = await Promise.allSettled(files.map((f) => queueReplace(f.path, f.data, sync, false)));
+export async function writeFilesAtomically(
+  context: FileContext,
+  dir: string,
+  files: readonly { path: string; data: Buffer }[],
+  sync = true,
+): Promise<void> {
+  const results = await Promise.allSettled(files.map((f) => queueReplace(context, f.path, f.data, sync, false)));
   // The renames that did happen are made durable even when another write failed.
   if (sync && results.some((r) => r.status === 'fulfilled')) {
     try {
-      await fsyncDir(dir);
+      await fsyncDir(context.fileSystem, dir);
     } catch (err) {
       throw toStorageIOError(err, `fsync ${dir}`);
     }
@@ -130,46 +153,63 @@ export async function writeFilesAtomically(dir: string, files: readonly { path: 
   for (const r of results) if (r.status === 'rejected') throw r.reason;
 }
 
-function queueReplace(path: string, data: Buffer, syncFile: boolean, syncDir: boolean): Promise<void> {
+function queueReplace(files: FileContext, path: string, data: Buffer, syncFile: boolean, syncDir: boolean): Promise<void> {
   // Writes of one file share its temp name, so they run one after another: two interleaved
   // writers would truncate each other's temp file and the second rename would find none.
-  const previous = writesInFlight.get(path) ?? Promise.resolve();
-  const write = previous.then(() => replaceFile(path, data, syncFile, syncDir));
+  const inFlight = files.replacing;
+  const previous = inFlight.get(path) ?? Promise.resolve();
+  const write = previous.then(() => replaceFile(files.fileSystem, path, data, syncFile, syncDir));
   const settled = write.catch(() => undefined);
-  writesInFlight.set(path, settled);
+  inFlight.set(path, settled);
   void settled.then(() => {
-    if (writesInFlight.get(path) === settled) writesInFlight.delete(path);
+    if (inFlight.get(path) === settled) inFlight.delete(path);
   });
   return write;
 }
 
-/** The last write queued per path (an entry lives only while writes are queued or running). */
-const writesInFlight = new Map<string, Promise<void>>();
-
-async function replaceFile(path: string, data: Buffer, syncFile: boolean, syncDir: boolean): Promise<void> {
+async function replaceFile(fs: FileSystem, path: string, data: Buffer, syncFile: boolean, syncDir: boolean): Promise<void> {
   const tmp = `${path}.tmp`;
   try {
-    const fh = await open(tmp, 'w');
+    const fh = await fs.open(tmp, 'w');
     try {
       await fh.writeFile(data);
       if (syncFile) await fh.sync();
     } finally {
       await fh.close();
     }
-    await rename(tmp, path);
-    if (syncDir) await fsyncDir(dirname(path));
+    await fs.rename(tmp, path);
+    if (syncDir) await fsyncDir(fs, dirname(path));
   } catch (err) {
     // Leave no temp file behind (start-up removes one anyway; the directory may be gone).
-    await unlink(tmp).catch(() => undefined);
+    await fs.unlink(tmp).catch(() => undefined);
     throw toStorageIOError(err, `writing ${path}`);
   }
 }
 
-export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
+export async function fsyncDir(fs: FileSystem, dir: string): Promise<void> {
+  const fh = await fs.open(dir, 'r');
   try {
     await fh.sync();
   } finally {
     await fh.close();
+  }
+}
+
+/**
+ * Creates `dir` and its missing parents; when it created any, fsyncs the directory holding
+ * each one created, so that the new names survive a crash (Kafka's LogManager flushes the
+ * parent of a log dir it creates; a log dir that vanished would take every partition's
+ * flushed records with it). `sync: false` (unsafe.bypass.fsync only) fsyncs nothing.
+ */
+export async function createDirectory(fs: FileSystem, dir: string, sync = true): Promise<void> {
+  const first = await fs.mkdir(dir, { recursive: true });
+  if (first === undefined || !sync) return;
+  const top = resolve(first);
+  // From the deepest level created up to the first: each one's name is in its parent.
+  for (let created = resolve(dir); ; ) {
+    const parent = dirname(created);
+    await fsyncDir(fs, parent);
+    if (created === top || parent === created) return;
+    created = parent;
   }
 }

@@ -15,12 +15,13 @@
 // - A segment is rewritten into `<base>.log.cleaned`, renamed to `.log.swap` (the commit
 //   point, completed on restart), then renamed over `<base>.log` under the log lock; its
 //   indexes are rebuilt from the new file.
-// - Work runs in slices: the cleaner yields to the event loop (setImmediate) whenever it has
-//   computed for `sliceMs`, so it never stalls the broker for longer than a few ms.
+// - Work runs in slices: the cleaner yields to the event loop (the clock's setImmediate)
+//   whenever it has computed for `sliceMs`, so it never stalls the broker for longer than a
+//   few ms.
 
-import { open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RECORD_BATCH_OVERHEAD, RecordBatch } from '../protocol/records/batch.ts';
+import { type Clock, systemClock } from './clock.ts';
 import { isCompacted } from './config.ts';
 import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
 import type { PartitionLog } from './log.ts';
@@ -32,7 +33,8 @@ export interface CleanerOptions {
   sliceMs: number;
   /** Bound on distinct keys mapped in one pass (log.cleaner.dedupe.buffer.size, as a key count). */
   maxMapKeys: number;
-  time: () => number;
+  /** The time of min.compaction.lag.ms and delete.retention.ms, the backoff and the slices. */
+  clock: Clock;
   /**
    * Where a failed cleaning pass (the log stays as it was and is retried) and a leftover
    * file that could not be removed are reported.
@@ -75,7 +77,7 @@ export class LogCleaner {
     this.options = {
       sliceMs: options.sliceMs ?? CLEANER_SLICE_MS,
       maxMapKeys: options.maxMapKeys ?? CLEANER_MAX_MAP_KEYS,
-      time: options.time ?? Date.now,
+      clock: options.clock ?? systemClock,
       onError: options.onError,
     };
   }
@@ -135,10 +137,9 @@ export class LogCleaner {
       }
       if (!cleaned && this.running) {
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, backoffMs);
-          t.unref();
+          const t = this.options.clock.setTimeout(resolve, backoffMs);
           this.wake = () => {
-            clearTimeout(t);
+            this.options.clock.clearTimeout(t);
             resolve();
           };
         });
@@ -152,7 +153,7 @@ export class LogCleaner {
     log: PartitionLog,
   ): Promise<{ firstDirty: number; firstUncleanable: number; dirtyRatio: number; dirtyBytes: number }> {
     const segments = log.allSegments;
-    const nowMs = this.options.time();
+    const nowMs = this.options.clock.now();
     const firstDirty = Math.max(this.firstDirty.get(log) ?? log.logStartOffset, log.logStartOffset);
     let firstUncleanable = Math.min(log.activeSegment.baseOffset, log.highWatermark);
     for (const seg of segments) {
@@ -192,7 +193,7 @@ export class LogCleaner {
     const range = await this.cleanableRange(log);
     if (range.dirtyBytes === 0) return null;
     if (!force && range.dirtyRatio < log.config.minCleanableDirtyRatio) return null;
-    const slicer = new Slicer(this.options.sliceMs);
+    const slicer = new Slicer(this.options.sliceMs, this.options.clock);
     const segments = log.allSegments.filter((s, i, all) => (all[i + 1]?.baseOffset ?? Infinity) <= range.firstUncleanable);
     const dirty = segments.filter((s) => s.baseOffset >= range.firstDirty);
     const map = new Map<string, number>();
@@ -217,7 +218,7 @@ export class LogCleaner {
     }
     if (mapEnd <= range.firstDirty) return null;
     const result: CleanResult = { segmentsCleaned: 0, sizeBeforeBytes: 0, sizeAfterBytes: 0, removedRecords: 0, cleanedUpTo: mapEnd };
-    const deleteHorizonMs = this.options.time() - log.config.deleteRetentionMs;
+    const deleteHorizonMs = this.options.clock.now() - log.config.deleteRetentionMs;
     for (const seg of segments) {
       if (seg.baseOffset >= mapEnd) break;
       const dropTombstones = (await seg.largestTimestampCheap()).timestampMs < deleteHorizonMs;
@@ -245,8 +246,9 @@ export class LogCleaner {
     let removedRecords = 0;
     let afterBytes = 0;
     let changed = false;
+    const fs = log.pool.fileSystem;
     try {
-      const out = await open(cleanedPath, 'w');
+      const out = await fs.open(cleanedPath, 'w');
       try {
         const pending: Buffer[] = [];
         let pendingBytes = 0;
@@ -286,21 +288,21 @@ export class LogCleaner {
         await out.close();
       }
       if (!changed) {
-        await unlink(cleanedPath);
+        await fs.unlink(cleanedPath);
         return { beforeBytes, afterBytes: beforeBytes, removedRecords: 0 };
       }
-      await rename(cleanedPath, swapPath);
+      await fs.rename(cleanedPath, swapPath);
     } catch (err) {
-      await removeFile(cleanedPath, this.options.onError);
+      await removeFile(fs, cleanedPath, this.options.onError);
       throw toStorageIOError(err, `cleaning ${seg.logPath}`);
     }
     const swapped = await log.runLocked(async () => {
       // Truncation or retention may have changed the log meanwhile: then discard the work.
       if (log.isClosed || !log.allSegments.includes(seg) || seg.sizeBytes !== beforeBytes || seg === log.activeSegment) return false;
       seg.closeHandles();
-      await removeFile(seg.indexPath, this.options.onError);
-      await removeFile(seg.timeIndexPath, this.options.onError);
-      await rename(swapPath, seg.logPath);
+      await removeFile(fs, seg.indexPath, this.options.onError);
+      await removeFile(fs, seg.timeIndexPath, this.options.onError);
+      await fs.rename(swapPath, seg.logPath);
       const replacement = new LogSegment(seg.dir, seg.baseOffset, afterBytes, log.pool, seg.createdMs);
       await replacement.rebuildIndexes(log.config.indexIntervalBytes);
       log.replaceSegmentsLocked([seg], replacement);
@@ -308,7 +310,7 @@ export class LogCleaner {
     });
     if (!swapped) {
       // A `.swap` left behind would be completed at the next start: its removal must be known.
-      await removeFile(swapPath, this.options.onError);
+      await removeFile(fs, swapPath, this.options.onError);
       return null;
     }
     return { beforeBytes, afterBytes, removedRecords };
@@ -317,12 +319,17 @@ export class LogCleaner {
 
 /** Yields to the event loop once `sliceMs` of synchronous work has passed. */
 class Slicer {
-  private sliceStartMs = performance.now();
-  constructor(private readonly sliceMs: number) {}
+  private sliceStartMs: number;
+  constructor(
+    private readonly sliceMs: number,
+    private readonly clock: Clock,
+  ) {
+    this.sliceStartMs = clock.monotonicMs();
+  }
   async maybeYield(): Promise<void> {
-    if (performance.now() - this.sliceStartMs < this.sliceMs) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    this.sliceStartMs = performance.now();
+    if (this.clock.monotonicMs() - this.sliceStartMs < this.sliceMs) return;
+    await new Promise<void>((resolve) => this.clock.setImmediate(resolve));
+    this.sliceStartMs = this.clock.monotonicMs();
   }
 }
 

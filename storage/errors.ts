@@ -3,7 +3,7 @@
 // OFFSET_OUT_OF_RANGE, StorageIOError -> KAFKA_STORAGE_ERROR, ProducerStateError -> its code).
 // And where the failures go that no caller awaits: the BackgroundErrorSink.
 
-import { unlink } from 'node:fs/promises';
+import type { FileSystem } from './file-system.ts';
 
 /**
  * Where storage reports a failure nobody awaits: background flushes, retention, checkpoints,
@@ -98,9 +98,9 @@ export function isMissingFile(err: unknown): boolean {
  * Deletes a file no caller waits for (leftovers, superseded snapshots): one already gone is
  * fine, any other failure is reported to `onError` and the file stays.
  */
-export async function removeFile(path: string, onError: BackgroundErrorSink): Promise<void> {
+export async function removeFile(fs: FileSystem, path: string, onError: BackgroundErrorSink): Promise<void> {
   try {
-    await unlink(path);
+    await fs.unlink(path);
   } catch (err) {
     if (!isMissingFile(err)) onError(err, `deleting ${path}`);
   }

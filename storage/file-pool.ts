@@ -13,13 +13,14 @@
 //
 // The pool also carries the one durability switch of the files it serves: every fsync of
 // the logs that share it goes through sync() / syncDir(), which unsafe.bypass.fsync turns
-// into no-ops.
+// into no-ops. And it is their file context: the FileSystem every file operation of those
+// logs goes through, the Clock their timestamps and timers come from, and the atomic file
+// replacements in flight (checkpoint.ts).
 
-import { writeSync } from 'node:fs';
-import { open } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
-import { fsyncDir } from './checkpoint.ts';
+import { type FileContext, fsyncDir } from './checkpoint.ts';
+import { type Clock, systemClock } from './clock.ts';
 import type { BackgroundErrorSink } from './errors.ts';
+import { type FileHandle, type FileSystem, nodeFileSystem } from './file-system.ts';
 
 interface Entry {
   path: string;
@@ -49,24 +50,46 @@ export interface FileHandlePoolOptions {
    * the process (startBroker()'s own temp dir), never for a log dir that is kept.
    */
   unsafeBypassFsync?: boolean;
+  /** Where the files are (nodeFileSystem: the real disk). */
+  fileSystem?: FileSystem;
+  /** The time and timers of the logs that share the pool (systemClock: the real ones). */
+  clock?: Clock;
 }
 
 export const DEFAULT_SYNC_WRITE_MAX_BYTES = 1024 * 1024;
 /** Sluice: the descriptors the handle cache holds by default (Kafka keeps every segment open). */
 export const DEFAULT_MAX_OPEN_FILES = 4096;
 
-export class FileHandlePool {
+export class FileHandlePool implements FileContext {
   private readonly entries = new Map<string, Entry>();
   readonly maxOpenFiles: number;
   readonly syncWriteMaxBytes: number;
   readonly unsafeBypassFsync: boolean;
+  readonly fileSystem: FileSystem;
+  readonly clock: Clock;
+  readonly replacing = new Map<string, Promise<void>>();
   private readonly onError: BackgroundErrorSink;
+  private uniqueIds = 0;
 
   constructor(options: FileHandlePoolOptions) {
     this.maxOpenFiles = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES;
     this.syncWriteMaxBytes = options.syncWriteMaxBytes ?? DEFAULT_SYNC_WRITE_MAX_BYTES;
     this.unsafeBypassFsync = options.unsafeBypassFsync ?? false;
+    this.fileSystem = options.fileSystem ?? nodeFileSystem;
+    this.clock = options.clock ?? systemClock;
     this.onError = options.onError;
+  }
+
+  /**
+   * 32 hex digits that no other call on this pool returns, for names that must not collide
+   * (Kafka puts a random UUID in a `-delete` directory's name): the clock's time, then a
+   * counter. Derived rather than random, so a simulated run names its files the same way
+   * every time. A later pool (the next start) may repeat a name only if its clock went back,
+   * and the names it is used for are gone by then: start-up removes `-delete` directories.
+   */
+  uniqueId(): string {
+    const time = Math.max(0, Math.floor(this.clock.now())).toString(16).padStart(16, '0');
+    return `${time}${(this.uniqueIds++).toString(16).padStart(16, '0')}`;
   }
 
   /** fsyncs a file through `handle` (leased, or the caller's own), unless fsync is bypassed. */
@@ -76,7 +99,7 @@ export class FileHandlePool {
 
   /** fsyncs a directory (its entries: creations, renames, removals), unless fsync is bypassed. */
   async syncDir(dir: string): Promise<void> {
-    if (!this.unsafeBypassFsync) await fsyncDir(dir);
+    if (!this.unsafeBypassFsync) await fsyncDir(this.fileSystem, dir);
   }
 
   /**
@@ -94,7 +117,7 @@ export class FileHandlePool {
   /** Writes all of `data` at `position`, in place (for writes up to syncWriteMaxBytes). */
   writeSync(handle: FileHandle, data: Buffer, position: number): void {
     let written = 0;
-    while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written, position + written);
+    while (written < data.length) written += this.fileSystem.writeSync(handle.fd, data, written, data.length - written, position + written);
   }
 
   /** Writes all of `data` at `position` on the thread pool; `handle` must be leased. */
@@ -110,7 +133,7 @@ export class FileHandlePool {
   async acquire(path: string): Promise<HandleLease> {
     let entry = this.entries.get(path);
     if (entry === undefined || entry.stale) {
-      const fresh: Entry = { path, opening: open(path, 'r+'), handle: null, leases: 0, stale: false };
+      const fresh: Entry = { path, opening: this.fileSystem.open(path, 'r+'), handle: null, leases: 0, stale: false };
       entry = fresh;
       this.entries.set(path, fresh);
       fresh.opening.then(
@@ -154,7 +177,7 @@ export class FileHandlePool {
    */
   async create(path: string): Promise<void> {
     this.invalidate(path);
-    const fresh: Entry = { path, opening: open(path, 'w+'), handle: null, leases: 0, stale: false };
+    const fresh: Entry = { path, opening: this.fileSystem.open(path, 'w+'), handle: null, leases: 0, stale: false };
     this.entries.set(path, fresh);
     try {
       fresh.handle = await fresh.opening;

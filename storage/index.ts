@@ -41,4 +41,10 @@ export { LogCleaner, CLEANER_MAX_MAP_KEYS, CLEANER_SLICE_MS } from './cleaner.ts
 export type { CleanerOptions, CleanResult } from './cleaner.ts';
 export { FileHandlePool, DEFAULT_MAX_OPEN_FILES } from './file-pool.ts';
 export type { FileHandlePoolOptions } from './file-pool.ts';
-export { readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';
+export { createDirectory, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';
+export { systemClock } from './clock.ts';
+export type { Clock, TimerHandle } from './clock.ts';
+export { nodeFileSystem } from './file-system.ts';
+export type { DirEntry, FileHandle, FileStats, FileSystem, FileSystemStats, OpenFlags } from './file-system.ts';
+export { MemoryFileSystem } from './memory-file-system.ts';
+export type { InjectedErrno, MemoryFileSystemOptions, NameDurability } from './memory-file-system.ts';

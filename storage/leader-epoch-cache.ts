@@ -2,7 +2,7 @@
 // partition directory in Kafka's text format. Mirrors Kafka's LeaderEpochFileCache.
 
 import { join } from 'node:path';
-import { readCheckpointLines, writeCheckpointLines } from './checkpoint.ts';
+import { type FileContext, readCheckpointLines, writeCheckpointLines } from './checkpoint.ts';
 
 export const LEADER_EPOCH_CHECKPOINT = 'leader-epoch-checkpoint';
 export const UNDEFINED_EPOCH = -1;
@@ -23,6 +23,7 @@ export class LeaderEpochCache {
   private persistedLines: string | null = null;
 
   private constructor(
+    private readonly files: FileContext,
     private readonly path: string,
     private readonly persistent: boolean,
     private readonly sync: boolean,
@@ -36,11 +37,11 @@ export class LeaderEpochCache {
    * log whose owner validates all of it at every open, which rebuilds them from the batches.
    * `sync: false` (unsafe.bypass.fsync only) writes the checkpoint without fsync.
    */
-  static async load(dir: string, exists = true, persistent = true, sync = true): Promise<LeaderEpochCache> {
-    const cache = new LeaderEpochCache(join(dir, LEADER_EPOCH_CHECKPOINT), persistent, sync);
+  static async load(files: FileContext, dir: string, exists = true, persistent = true, sync = true): Promise<LeaderEpochCache> {
+    const cache = new LeaderEpochCache(files, join(dir, LEADER_EPOCH_CHECKPOINT), persistent, sync);
     let lines: string[][] | null = null;
     try {
-      lines = exists ? await readCheckpointLines(cache.path) : null;
+      lines = exists ? await readCheckpointLines(files.fileSystem, cache.path) : null;
     } catch (err) {
       if ((err as { code?: string }).code !== 'EINVAL') throw err;
       cache.damaged = true;
@@ -146,7 +147,7 @@ export class LeaderEpochCache {
       .then(async () => {
         if (text === this.persistedLines) return;
         this.persistedLines = null;
-        if (await writeCheckpointLines(this.path, snapshot, true, this.sync)) this.persistedLines = text;
+        if (await writeCheckpointLines(this.files, this.path, snapshot, true, this.sync)) this.persistedLines = text;
       });
     return this.persisting;
   }

@@ -3,21 +3,24 @@
 // every log.retention.check.interval.ms and the cleaner, and keeps the checkpoint files
 // and the clean-shutdown marker.
 
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isCompacted } from './config.ts';
 import type { LogConfig } from './config.ts';
 import {
   checkpointFileBytes,
+  createDirectory,
   offsetCheckpointLines,
   parseTopicPartition,
   readOffsetCheckpoint,
   writeFilesAtomically,
 } from './checkpoint.ts';
 import { LogCleaner } from './cleaner.ts';
+import { type Clock, repeat } from './clock.ts';
 import type { CleanerOptions } from './cleaner.ts';
-import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
+import { type BackgroundErrorSink, StorageIOError, removeFile, toStorageIOError } from './errors.ts';
 import { FileHandlePool } from './file-pool.ts';
+import type { FileSystem } from './file-system.ts';
+import { LogDirFailureChannel, isLogDirFailure } from './log-dir-failure.ts';
 import { PartitionLog } from './log.ts';
 
 export const CLEAN_SHUTDOWN_FILE = '.kafka_cleanshutdown';
@@ -57,7 +60,7 @@ export interface LogManagerOptions {
   topicConfig?: (topic: string) => Partial<LogConfig> | undefined;
   /** The periodic tasks to run; without them nothing runs in the background (tests drive it by hand). */
   tasks?: LogManagerTasks;
-  cleaner?: Partial<Omit<CleanerOptions, 'onError' | 'time'>>;
+  cleaner?: Partial<Omit<CleanerOptions, 'onError' | 'clock'>>;
   /** Upper bound on open file descriptors held by the handle cache (DEFAULT_MAX_OPEN_FILES). */
   maxOpenFiles?: number;
   /**
@@ -65,6 +68,8 @@ export interface LogManagerOptions {
    * unsafeBypassFsync says what that gives up). Only for log dirs that do not outlive the process.
    */
   unsafeBypassFsync?: boolean;
+  /** Where the log dirs are (nodeFileSystem, the real disk, by default). */
+  fileSystem?: FileSystem;
   /** How many partition logs load at once at startup (DEFAULT_LOAD_CONCURRENCY). */
   loadConcurrency?: number;
   /**
@@ -73,13 +78,19 @@ export interface LogManagerOptions {
    * `__cluster_metadata`).
    */
   skipTopics?: readonly string[];
-  time?: () => number;
+  /** The time and timers of the logs and of the periodic tasks (systemClock, the real ones, by default). */
+  clock?: Clock;
   /**
    * Where a background task (retention, checkpoints, the cleaner, flushes, deferred
    * deletions) reports a failure; storage cannot reach the broker's logger, so the broker
    * passes its guard's sink. The task fails alone and runs again on its next tick.
    */
   onBackgroundError: BackgroundErrorSink;
+  /**
+   * Where a file-system failure in a log dir marks the dir offline (the broker's one channel,
+   * shared with the replication layer); a channel of its own when absent.
+   */
+  logDirFailureChannel?: LogDirFailureChannel;
 }
 
 /** What start-up found and repaired in the log dirs, for the one line the broker prints. */
@@ -110,11 +121,11 @@ export class LogManager {
   /** Logs per log dir, for placing new logs without scanning every log. */
   private readonly logCounts = new Map<string, number>();
   readonly recovery: RecoverySummary = { partitions: 0, recoveredUnclean: 0, truncatedBytes: 0, removedDirs: 0, removedTmpFiles: 0 };
-  private readonly timers: NodeJS.Timeout[] = [];
+  /** Stops each periodic task. */
+  private readonly timers: (() => void)[] = [];
   private readonly creating = new Map<string, Promise<PartitionLog>>();
   readonly pool: FileHandlePool;
   readonly cleaner: LogCleaner;
-  readonly time: () => number;
   private shuttingDown = false;
   /** Whether the last stop was clean, per log dir (for tests and metrics). */
   readonly hadCleanShutdown = new Map<string, boolean>();
@@ -126,16 +137,20 @@ export class LogManager {
   private readonly checkpointsOnDisk = new Map<string, ReadonlyMap<string, number>>();
   /** Checkpoint passes run one at a time, so `checkpointsOnDisk` is what each pass compares against. */
   private checkpointing: Promise<void> = Promise.resolve();
+  readonly logDirFailures: LogDirFailureChannel;
 
   private constructor(readonly options: LogManagerOptions) {
     this.pool = new FileHandlePool({
       maxOpenFiles: options.maxOpenFiles,
       onError: this.backgroundErrorSink,
       unsafeBypassFsync: options.unsafeBypassFsync,
+      fileSystem: options.fileSystem,
+      clock: options.clock,
     });
-    this.time = options.time ?? Date.now;
-    this.cleaner = new LogCleaner({ ...options.cleaner, time: this.time, onError: this.backgroundErrorSink });
+    this.cleaner = new LogCleaner({ ...options.cleaner, clock: this.pool.clock, onError: this.backgroundErrorSink });
     for (const dir of options.logDirs) this.logCounts.set(dir, 0);
+    this.logDirFailures = options.logDirFailureChannel ?? new LogDirFailureChannel();
+    this.logDirFailures.onOfflineLogDir((dir) => this.handleLogDirFailure(dir));
   }
 
   static async startup(options: LogManagerOptions): Promise<LogManager> {
@@ -150,7 +165,7 @@ export class LogManager {
 
   private async loadLogDir(logDir: string): Promise<void> {
     try {
-      await mkdir(logDir, { recursive: true });
+      await createDirectory(this.pool.fileSystem, logDir, !this.pool.unsafeBypassFsync);
     } catch (err) {
       throw toStorageIOError(err, `creating log dir ${logDir}`);
     }
@@ -158,7 +173,7 @@ export class LogManager {
     let damaged = false;
     const readOrEmpty = async (name: string): Promise<Map<string, number>> => {
       try {
-        const offsets = await readOffsetCheckpoint(join(logDir, name));
+        const offsets = await readOffsetCheckpoint(this.pool.fileSystem, join(logDir, name));
         this.checkpointsOnDisk.set(join(logDir, name), new Map(offsets));
         return offsets;
       } catch (err) {
@@ -171,7 +186,7 @@ export class LogManager {
     };
     // Independent reads: issued at once.
     const [clean, recoveryPoints, startOffsets, highWatermarks, cleanerOffsets, names] = await Promise.all([
-      stat(marker).then(
+      this.pool.fileSystem.stat(marker).then(
         () => true,
         () => false,
       ),
@@ -179,7 +194,7 @@ export class LogManager {
       readOrEmpty(LOG_START_OFFSET_CHECKPOINT),
       readOrEmpty(REPLICATION_OFFSET_CHECKPOINT),
       readOrEmpty(CLEANER_OFFSET_CHECKPOINT),
-      readdir(logDir, { withFileTypes: true }),
+      this.pool.fileSystem.readdir(logDir, { withFileTypes: true }),
     ]);
     this.hadCleanShutdown.set(logDir, clean);
     const loadClean = clean && !damaged;
@@ -187,13 +202,13 @@ export class LogManager {
     for (const entry of names) {
       if (entry.isFile() && entry.name.endsWith('.tmp')) {
         // A checkpoint write the crash interrupted; the previous file is intact.
-        await removeFile(join(logDir, entry.name), this.backgroundErrorSink);
+        await removeFile(this.pool.fileSystem, join(logDir, entry.name), this.backgroundErrorSink);
         this.recovery.removedTmpFiles++;
         continue;
       }
       if (!entry.isDirectory()) continue;
       if (entry.name.endsWith('-delete')) {
-        await rm(join(logDir, entry.name), { recursive: true, force: true });
+        await this.pool.fileSystem.rm(join(logDir, entry.name), { recursive: true, force: true });
         this.recovery.removedDirs++;
         continue;
       }
@@ -210,8 +225,7 @@ export class LogManager {
         logStartOffset: startOffsets.get(name),
         highWatermark: highWatermarks.get(name),
         cleanShutdown: loadClean,
-        time: this.time,
-        onBackgroundError: this.backgroundErrorSink,
+        onBackgroundError: this.logDirSink(logDir),
       });
       this.register(topic, partition, logDir, log);
       this.recovery.partitions++;
@@ -224,7 +238,7 @@ export class LogManager {
     // Its removal is made durable before any append can follow: a marker that came back
     // after an OS crash would have the next start trust checkpoints older than the logs.
     if (clean) {
-      await removeFile(marker, this.backgroundErrorSink);
+      await removeFile(this.pool.fileSystem, marker, this.backgroundErrorSink);
       try {
         await this.pool.syncDir(logDir);
       } catch (err) {
@@ -263,6 +277,11 @@ export class LogManager {
     return this.logs.get(`${topic}-${partition}`)?.log;
   }
 
+  /** The log dir (as configured) holding the partition's log; undefined when none is loaded. */
+  logDirOf(topic: string, partition: number): string | undefined {
+    return this.logs.get(`${topic}-${partition}`)?.logDir;
+  }
+
   /** All loaded logs with their topic and partition. */
   allLogs(): { topic: string; partition: number; log: PartitionLog }[] {
     return [...this.logs.values()].map(({ topic, partition, log }) => ({ topic, partition, log }));
@@ -276,14 +295,24 @@ export class LogManager {
     const pending = this.creating.get(key);
     if (pending !== undefined) return pending;
     const created = (async () => {
-      const logDir = this.leastLoadedDir();
-      const log = await PartitionLog.open({
-        dir: join(logDir, key),
-        config: this.configFor(topic, config),
-        pool: this.pool,
-        time: this.time,
-        onBackgroundError: this.backgroundErrorSink,
-      });
+      const logDir = this.leastLoadedDir(topic, partition);
+      let log: PartitionLog;
+      try {
+        log = await PartitionLog.open({
+          dir: join(logDir, key),
+          config: this.configFor(topic, config),
+          pool: this.pool,
+          onBackgroundError: this.logDirSink(logDir),
+        });
+      } catch (err) {
+        this.maybeFailLogDir(logDir, err, `creating the log of ${key}`);
+        throw err;
+      }
+      if (this.logDirFailures.isOffline(logDir)) {
+        // The dir failed while the log was being created.
+        log.markOffline();
+        throw new StorageIOError(`cannot create the log of ${key}: log dir ${logDir} is offline`, 'EIO');
+      }
       this.register(topic, partition, logDir, log);
       return log;
     })().finally(() => this.creating.delete(key));
@@ -320,17 +349,25 @@ export class LogManager {
     return true;
   }
 
-  private leastLoadedDir(): string {
+  private leastLoadedDir(topic: string, partition: number): string {
     let best: string | undefined;
     let bestCount = Infinity;
     for (const dir of this.options.logDirs) {
+      if (this.logDirFailures.isOffline(dir)) continue;
       const count = this.logCounts.get(dir) ?? 0;
       if (count < bestCount) {
         best = dir;
         bestCount = count;
       }
     }
-    if (best === undefined) throw new Error('no log dirs configured');
+    if (best === undefined) {
+      if (this.options.logDirs.length === 0) throw new Error('no log dirs configured');
+      // Kafka's message when every log dir has failed.
+      throw new StorageIOError(
+        `Can not create log for ${topic}-${partition} because log directories ${this.options.logDirs.join(',')} are offline`,
+        'EIO',
+      );
+    }
     return best;
   }
 
@@ -340,13 +377,14 @@ export class LogManager {
    */
   async runRetention(): Promise<number> {
     let deleted = 0;
-    for (const { topic, partition, log } of [...this.logs.values()]) {
+    for (const { topic, partition, logDir, log } of [...this.logs.values()]) {
       if (log.isClosed) continue;
       try {
         deleted += await log.deleteOldSegments();
       } catch (err) {
         if (log.isClosed) continue;
         this.reportBackgroundError(err, `retention of ${topic}-${partition}`);
+        this.maybeFailLogDir(logDir, err, `retention of ${topic}-${partition}`);
       }
     }
     return deleted;
@@ -359,6 +397,50 @@ export class LogManager {
       this.options.onBackgroundError(err, what);
     } catch {
       // A sink that throws has nowhere left to report to.
+    }
+  }
+
+  /** The background sink of the logs in `logDir`: a file-system failure also takes the dir offline. */
+  private logDirSink(logDir: string): BackgroundErrorSink {
+    return (err, what) => {
+      this.reportBackgroundError(err, what);
+      this.maybeFailLogDir(logDir, err, what);
+    };
+  }
+
+  /** Marks `logDir` offline when `err` is a file-system failure; returns whether it was one. */
+  private maybeFailLogDir(logDir: string, err: unknown, what: string): boolean {
+    if (!isLogDirFailure(err)) return false;
+    this.logDirFailures.maybeAddOfflineLogDir(logDir, err, what);
+    return true;
+  }
+
+  /**
+   * A failure met by an operation on a partition's log (an append, a read, a truncation):
+   * when it is the file system's, the log's dir goes offline (Kafka's maybeHandleIOException).
+   */
+  handleLogError(topic: string, partition: number, err: unknown, what: string): void {
+    const loaded = this.logs.get(`${topic}-${partition}`);
+    if (loaded !== undefined) this.maybeFailLogDir(loaded.logDir, err, what);
+  }
+
+  isLogDirOnline(logDir: string): boolean {
+    return !this.logDirFailures.isOffline(logDir);
+  }
+
+  /**
+   * Kafka's LogManager.handleLogDirFailure: the dir's logs stop being served, checkpointed,
+   * retained and cleaned; their file handles are closed without writing anything. Kafka halts
+   * the broker when no log dir is left; here the node stays up (serving what the failed dirs
+   * do not hold: groups on other nodes' partitions, metadata, the controller) and the
+   * controller moves leadership away from it.
+   */
+  private handleLogDirFailure(logDir: string): void {
+    for (const [key, loaded] of [...this.logs]) {
+      if (loaded.logDir !== logDir) continue;
+      this.unregister(key, loaded);
+      this.cleaner.unregister(loaded.log);
+      loaded.log.markOffline();
     }
   }
 
@@ -382,7 +464,17 @@ export class LogManager {
    */
   checkpointAll(): Promise<void> {
     const run = async (): Promise<void> => {
-      for (const dir of this.options.logDirs) await this.checkpointDir(dir);
+      let failure: unknown;
+      for (const dir of this.options.logDirs) {
+        if (this.logDirFailures.isOffline(dir)) continue;
+        try {
+          await this.checkpointDir(dir);
+        } catch (err) {
+          // A dir that failed takes itself offline; the other dirs still get their checkpoints.
+          if (!this.maybeFailLogDir(dir, err, `writing the checkpoints in ${dir}`)) failure ??= err;
+        }
+      }
+      if (failure !== undefined) throw failure;
     };
     const pass = this.checkpointing.then(run, run);
     this.checkpointing = pass.catch(() => undefined);
@@ -418,6 +510,7 @@ export class LogManager {
     if (changed.length === 0) return;
     for (const { path } of changed) this.checkpointsOnDisk.delete(path);
     await writeFilesAtomically(
+      this.pool,
       logDir,
       changed.map(({ path, offsets }) => ({ path, data: checkpointFileBytes(offsetCheckpointLines(offsets)) })),
       !this.pool.unsafeBypassFsync,
@@ -428,7 +521,7 @@ export class LogManager {
   private scheduleTasks(tasks: LogManagerTasks): void {
     const every = (ms: number, what: string, task: () => Promise<unknown>): void => {
       let running = false;
-      const t = setInterval(() => {
+      const stop = repeat(this.pool.clock, ms, () => {
         if (running || this.shuttingDown) return;
         running = true;
         let run: Promise<unknown>;
@@ -442,9 +535,8 @@ export class LogManager {
           .finally(() => {
             running = false;
           });
-      }, ms);
-      t.unref();
-      this.timers.push(t);
+      });
+      this.timers.push(stop);
     };
     every(tasks.retentionCheckIntervalMs, 'log retention', () => this.runRetention());
     const checkpointMs = Math.min(
@@ -459,14 +551,16 @@ export class LogManager {
   /** Stops tasks, closes every log (flush + producer snapshot), checkpoints, marks a clean shutdown. */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
-    for (const t of this.timers) clearInterval(t);
+    for (const stop of this.timers) stop();
     await this.cleaner.stop();
     await forEachConcurrently([...this.logs.values()], this.options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, (l) => l.log.close());
     // The checkpoints are durable before the marker that makes the next start trust them.
     await this.checkpointAll();
     for (const dir of this.options.logDirs) {
+      // An offline dir is recovered at the next start as after a crash: it gets no marker.
+      if (this.logDirFailures.isOffline(dir)) continue;
       try {
-        await writeFile(join(dir, CLEAN_SHUTDOWN_FILE), '');
+        await this.pool.fileSystem.writeFile(join(dir, CLEAN_SHUTDOWN_FILE), '');
         await this.pool.syncDir(dir);
       } catch (err) {
         throw toStorageIOError(err, `writing ${CLEAN_SHUTDOWN_FILE} in ${dir}`);

@@ -3,9 +3,7 @@
 // retention, segment swaps) run one at a time under a per-log lock; reads never take it
 // and work on the segment list current when they start.
 
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../protocol/records/batch.ts';
 import { NEVER, hasDeletePolicy } from './config.ts';
 import type { LogConfig } from './config.ts';
@@ -20,7 +18,9 @@ import {
   removeFile,
   toStorageIOError,
 } from './errors.ts';
+import type { TimerHandle } from './clock.ts';
 import { FileHandlePool } from './file-pool.ts';
+import type { FileSystem } from './file-system.ts';
 import { LEADER_EPOCH_CHECKPOINT, LeaderEpochCache } from './leader-epoch-cache.ts';
 import { ProducerStateManager } from './producer-state.ts';
 import type { AppendOrigin, ProducerCheck, ProducerDescription } from './producer-state.ts';
@@ -32,7 +32,11 @@ export interface PartitionLogOptions {
   dir: string;
   /** The topic's settings, whole: storage has no defaults of its own (the broker's are Kafka's). */
   config: LogConfig;
-  /** The handle cache, and with it whether this log fsyncs (FileHandlePool.unsafeBypassFsync). */
+  /**
+   * The handle cache, and with it whether this log fsyncs (FileHandlePool.unsafeBypassFsync),
+   * the file system it is on (FileHandlePool.fileSystem) and the clock of its timestamps
+   * (LogAppendTime, segment.ms, retention) and timers (flush.ms, file.delete.delay.ms).
+   */
   pool?: FileHandlePool;
   /**
    * Offset below which the log is known to be fsynced (recovery-point-offset-checkpoint).
@@ -49,8 +53,6 @@ export interface PartitionLogOptions {
    * from the batches each time, so they live in memory and no checkpoint file is written.
    */
   persistLeaderEpochs?: boolean;
-  /** Injectable clock (ms since epoch), for LogAppendTime, segment.ms, retention and flush.ms. */
-  time?: () => number;
   /**
    * Where failures nobody awaits are reported: a background flush (the next flush retries
    * it), a deferred file deletion, a producer snapshot skipped as unreadable.
@@ -157,50 +159,58 @@ export class PartitionLog {
   private truncations = 0;
   private unflushedMessages = 0;
   private lastFlushMs: number;
-  private flushTimer: NodeJS.Timeout | null = null;
+  private flushTimer: TimerHandle | null = null;
   private producerStateLoad: Promise<void> | null = null;
   /** Whether `producerStateLoad` has completed (appends then skip waiting on it). */
   private producerStateLoaded = false;
   private readonly listeners = new Set<AppendListener>();
   private closed = false;
+  /**
+   * open() created the partition directory and no flush has fsynced the directory holding
+   * it since: the directory's own name, and with it every file in it, may not be durable.
+   */
+  private dirNameUnsynced = false;
   /** Bytes cut off invalid tails when the log was opened after an unclean stop. */
   truncatedOnRecoveryBytes = 0;
   readonly epochCache: LeaderEpochCache;
   readonly producerState: ProducerStateManager;
-  readonly time: () => number;
 
   private constructor(
     dir: string,
     config: LogConfig,
     readonly pool: FileHandlePool,
     epochCache: LeaderEpochCache,
-    time: () => number,
     private readonly onBackgroundError: BackgroundErrorSink,
   ) {
     this.dir = dir;
     this.config = config;
     this.epochCache = epochCache;
-    this.producerState = new ProducerStateManager(dir, onBackgroundError);
-    this.time = time;
-    this.lastFlushMs = time();
+    this.producerState = new ProducerStateManager(pool, dir, onBackgroundError);
+    this.lastFlushMs = this.time();
+  }
+
+  /** The wall clock (ms since epoch) of the log's timestamps and deadlines. */
+  private time(): number {
+    return this.pool.clock.now();
   }
 
   /** Opens (creating if needed) the log in `opts.dir`, recovering it after an unclean stop. */
   static async open(opts: PartitionLogOptions): Promise<PartitionLog> {
     const config = { ...opts.config };
-    const time = opts.time ?? Date.now;
     const persistEpochs = opts.persistLeaderEpochs ?? true;
     if (!persistEpochs && (opts.cleanShutdown !== false || (opts.recoveryPoint ?? 0) !== 0)) {
       throw new Error(`log ${opts.dir}: leader epochs kept in memory only need a full recovery at every open`);
     }
+    const pool = opts.pool ?? new FileHandlePool({ onError: opts.onBackgroundError });
+    const fs = pool.fileSystem;
     let names: string[];
     let newDir = false;
     try {
-      names = await readdir(opts.dir);
+      names = await fs.readdir(opts.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw toStorageIOError(err, `listing ${opts.dir}`);
       try {
-        await mkdir(opts.dir, { recursive: true });
+        await fs.mkdir(opts.dir, { recursive: true });
       } catch (mkdirErr) {
         throw toStorageIOError(mkdirErr, `creating ${opts.dir}`);
       }
@@ -209,10 +219,15 @@ export class PartitionLog {
     }
     const hasEpochCheckpoint = names.includes(LEADER_EPOCH_CHECKPOINT);
     // A checkpoint a persisting version left behind would go stale: the batches are the truth.
-    if (!persistEpochs && hasEpochCheckpoint) await removeFile(join(opts.dir, LEADER_EPOCH_CHECKPOINT), opts.onBackgroundError);
-    const pool = opts.pool ?? new FileHandlePool({ onError: opts.onBackgroundError });
-    const epochCache = await LeaderEpochCache.load(opts.dir, persistEpochs && hasEpochCheckpoint, persistEpochs, !pool.unsafeBypassFsync);
-    const log = new PartitionLog(opts.dir, config, pool, epochCache, time, opts.onBackgroundError);
+    if (!persistEpochs && hasEpochCheckpoint) await removeFile(fs, join(opts.dir, LEADER_EPOCH_CHECKPOINT), opts.onBackgroundError);
+    const epochCache = await LeaderEpochCache.load(
+      pool,
+      opts.dir,
+      persistEpochs && hasEpochCheckpoint,
+      persistEpochs,
+      !pool.unsafeBypassFsync,
+    );
+    const log = new PartitionLog(opts.dir, config, pool, epochCache, opts.onBackgroundError);
     await log.load(opts, names, newDir);
     return log;
   }
@@ -271,12 +286,13 @@ export class PartitionLog {
   /** `newDir`: open() just created the directory, so nothing of the log exists on disk. */
   private async load(opts: PartitionLogOptions, listed: string[], newDir: boolean): Promise<void> {
     let names = listed;
-    if (names.some((n) => n.endsWith('.swap'))) names = await completeOrDiscardSwaps(this.dir, names, this.onBackgroundError);
+    if (names.some((n) => n.endsWith('.swap')))
+      names = await completeOrDiscardSwaps(this.pool.fileSystem, this.dir, names, this.onBackgroundError);
     const bases: number[] = [];
     for (const name of names) {
       if (name.endsWith('.deleted') || name.endsWith('.cleaned') || name.endsWith('.tmp')) {
         // Left by a crash: deleting it is tidying up; one that stays is reported, not fatal.
-        await removeFile(join(this.dir, name), this.onBackgroundError);
+        await removeFile(this.pool.fileSystem, join(this.dir, name), this.onBackgroundError);
       } else if (name.endsWith(LOG_SUFFIX)) {
         const base = Number(name.slice(0, -LOG_SUFFIX.length));
         if (Number.isSafeInteger(base)) bases.push(base);
@@ -284,7 +300,7 @@ export class PartitionLog {
     }
     bases.sort((a, b) => a - b);
     for (const base of bases) {
-      const st = await stat(join(this.dir, segmentFileName(base, LOG_SUFFIX)));
+      const st = await this.pool.fileSystem.stat(join(this.dir, segmentFileName(base, LOG_SUFFIX)));
       this.segments.push(new LogSegment(this.dir, base, st.size, this.pool, st.mtimeMs));
     }
     const requestedStart = opts.logStartOffset ?? 0;
@@ -312,6 +328,7 @@ export class PartitionLog {
     this.startOffset = Math.min(Math.max(requestedStart, firstOf(this.segments, this.dir).baseOffset), this.nextOffsetMetadata);
     this.hw = Math.min(Math.max(opts.highWatermark ?? 0, this.startOffset), this.nextOffsetMetadata);
     if (newDir) {
+      this.dirNameUnsynced = true;
       // No producer snapshot can exist in a directory created just now: the state is empty.
       this.producerState.reset(this.startOffset);
       this.producerState.mapEndOffset = this.nextOffsetMetadata;
@@ -579,12 +596,11 @@ export class PartitionLog {
 
   private scheduleFlush(): void {
     const delay = Math.max(0, this.config.flushMs - (this.time() - this.lastFlushMs));
-    this.flushTimer = setTimeout(() => {
+    this.flushTimer = this.pool.clock.setTimeout(() => {
       this.flushTimer = null;
       // A failed background flush leaves the recovery point behind; the next flush retries.
       this.flush().catch((err: unknown) => this.onBackgroundError(err, `flushing ${this.dir}`));
     }, delay);
-    this.flushTimer.unref();
   }
 
   // ---- roll and flush ----
@@ -622,11 +638,16 @@ export class PartitionLog {
       const upTo = Math.min(offset ?? this.nextOffsetMetadata, this.nextOffsetMetadata);
       if (upTo <= this.recoveryPointOffset) return;
       const truncationsBefore = this.truncations;
+      let segmentsCreated = false;
       const segments = await this.lock.run(async () => {
+        const recoveryPoint = this.recoveryPointOffset;
         const chosen = this.segments.filter((s, i) => {
           const end = this.segments[i + 1]?.baseOffset ?? Infinity;
-          return end > this.recoveryPointOffset && s.baseOffset < upTo;
+          return end > recoveryPoint && s.baseOffset < upTo;
         });
+        // Kafka's LocalLog.flush: a segment starting at or past the recovery point was
+        // created since the last flush.
+        segmentsCreated = chosen.some((s) => s.baseOffset >= recoveryPoint);
         for (const s of chosen) await s.flushIndexes();
         return chosen;
       });
@@ -639,6 +660,7 @@ export class PartitionLog {
           throw err;
         }
       }
+      if (segmentsCreated) await this.syncDirNames();
       if (this.truncations === truncationsBefore && upTo > this.recoveryPointOffset) this.recoveryPointOffset = upTo;
       if (upTo >= this.nextOffsetMetadata) this.unflushedMessages = Math.max(0, this.unflushedMessages - messagesBefore);
       this.lastFlushMs = this.time();
@@ -646,6 +668,31 @@ export class PartitionLog {
     const next = this.flushChain.then(run, run);
     this.flushChain = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * Makes the names of new segment files durable (Kafka's Utils.flushDirIfExists on the log's
+   * directory): on a file system that journals names only when their directory is fsynced,
+   * a fsynced segment whose name is not would vanish in a crash, records and all. The first
+   * time after open() created the directory, the directory holding it is fsynced too, so the
+   * partition's own name is as durable as the records flushed into it (Kafka leaves that to
+   * the log dir's next checkpoint write, and a log that writes none, the Raft log, never
+   * gets it). Only when a segment was created since the last flush: once per segment, not
+   * per append. A directory renamed away meanwhile is being deleted, so not being there is
+   * fine.
+   */
+  private async syncDirNames(): Promise<void> {
+    const syncIfExists = async (dir: string): Promise<void> => {
+      try {
+        await this.pool.syncDir(dir);
+      } catch (err) {
+        if (!isMissingFile(err)) throw toStorageIOError(err, `fsync ${dir}`);
+      }
+    };
+    await syncIfExists(this.dir);
+    if (!this.dirNameUnsynced) return;
+    await syncIfExists(dirname(this.dir));
+    this.dirNameUnsynced = false;
   }
 
   // ---- read ----
@@ -805,7 +852,6 @@ export class PartitionLog {
         await this.truncateFullyLocked(offset);
         return;
       }
-      this.truncations++;
       const doomed = this.segments.filter((s) => s.baseOffset > offset);
       this.segments = this.segments.filter((s) => s.baseOffset <= offset);
       for (const s of doomed) await s.markDeleted(0, this.onBackgroundError);
@@ -813,6 +859,10 @@ export class PartitionLog {
       // A cut inside a batch ends the log at that batch's base; a cut in a gap keeps `offset`.
       offset = Math.min(offset, cutBase ?? offset);
       this.nextOffsetMetadata = offset;
+      // Counted once the log end moved: a flush that read the old log end before this point
+      // (its run may start while the truncation awaits its files) sees a new count and keeps
+      // the recovery point where the truncation put it.
+      this.truncations++;
       this.startOffset = Math.min(this.startOffset, offset);
       this.hw = Math.min(this.hw, offset);
       this.recoveryPointOffset = Math.min(this.recoveryPointOffset, offset);
@@ -830,12 +880,12 @@ export class PartitionLog {
   }
 
   private async truncateFullyLocked(offset: number): Promise<void> {
-    this.truncations++;
     const doomed = this.segments;
     this.segments = [];
     for (const s of doomed) await s.markDeleted(0, this.onBackgroundError);
     this.segments = [await LogSegment.create(this.dir, offset, this.pool, this.time())];
     this.nextOffsetMetadata = offset;
+    this.truncations++;
     this.startOffset = offset;
     this.hw = offset;
     this.recoveryPointOffset = offset;
@@ -922,7 +972,7 @@ export class PartitionLog {
   async close(): Promise<void> {
     if (this.closed) return;
     await this.lock.run(async () => {
-      if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+      if (this.flushTimer !== null) this.pool.clock.clearTimeout(this.flushTimer);
       await this.activeSegment.flushIndexes();
     });
     await this.flush();
@@ -938,17 +988,28 @@ export class PartitionLog {
     });
   }
 
+  /**
+   * Kafka's closeHandlers: the log dir failed, so nothing is flushed or snapshotted (the disk
+   * is not trusted); handles are released and every later append or read is refused. The next
+   * start recovers the log from its files.
+   */
+  markOffline(): void {
+    this.closed = true;
+    if (this.flushTimer !== null) this.pool.clock.clearTimeout(this.flushTimer);
+    for (const s of this.segments) s.closeHandles();
+  }
+
   /** Closes and removes the partition directory. */
   async delete(): Promise<void> {
     await this.lock.run(async () => {
       this.closed = true;
-      if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+      if (this.flushTimer !== null) this.pool.clock.clearTimeout(this.flushTimer);
       for (const s of this.segments) s.closeHandles();
       this.pool.invalidatePrefix(this.dir);
-      const doomed = `${this.dir}.${randomBytes(8).toString('hex')}-delete`;
+      const doomed = `${this.dir}.${this.pool.uniqueId()}-delete`;
       try {
-        await rename(this.dir, doomed);
-        await rm(doomed, { recursive: true, force: true });
+        await this.pool.fileSystem.rename(this.dir, doomed);
+        await this.pool.fileSystem.rm(doomed, { recursive: true, force: true });
       } catch (err) {
         throw toStorageIOError(err, `deleting ${this.dir}`);
       }
@@ -1004,27 +1065,27 @@ function floorIndex(segments: readonly LogSegment[], offset: number): number {
  * point: if present its index swaps (if any) and itself are renamed into place; without it
  * every `.swap`/`.cleaned` file is discarded.
  */
-async function completeOrDiscardSwaps(dir: string, names: string[], onError: BackgroundErrorSink): Promise<string[]> {
+async function completeOrDiscardSwaps(fs: FileSystem, dir: string, names: string[], onError: BackgroundErrorSink): Promise<string[]> {
   const committed = new Set(names.filter((n) => n.endsWith(`${LOG_SUFFIX}.swap`)).map((n) => n.slice(0, -`${LOG_SUFFIX}.swap`.length)));
   for (const name of names.filter((n) => n.endsWith('.swap'))) {
     const finalName = name.slice(0, -'.swap'.length);
     const stem = finalName.slice(0, finalName.lastIndexOf('.'));
     if (committed.has(stem)) continue;
-    await removeFile(join(dir, name), onError);
+    await removeFile(fs, join(dir, name), onError);
   }
   for (const stem of committed) {
     for (const suffix of [INDEX_SUFFIX, TIME_INDEX_SUFFIX]) {
       const swap = join(dir, `${stem}${suffix}.swap`);
       const final = join(dir, `${stem}${suffix}`);
       try {
-        await rename(swap, final);
+        await fs.rename(swap, final);
       } catch (err) {
         if (!isMissingFile(err)) onError(err, `completing the compaction swap ${swap}`);
         // Without a swapped index the old one is stale: remove it so it is rebuilt.
-        await removeFile(final, onError);
+        await removeFile(fs, final, onError);
       }
     }
-    await rename(join(dir, `${stem}${LOG_SUFFIX}.swap`), join(dir, `${stem}${LOG_SUFFIX}`));
+    await fs.rename(join(dir, `${stem}${LOG_SUFFIX}.swap`), join(dir, `${stem}${LOG_SUFFIX}`));
   }
-  return readdir(dir);
+  return fs.readdir(dir);
 }

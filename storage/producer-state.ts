@@ -4,11 +4,10 @@
 // with their original offsets. Snapshotted to `%020d.snapshot` files at segment roll and
 // close; after a crash the state is the latest snapshot plus a replay of the log after it.
 
-import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordBatch } from '../protocol/records/batch.ts';
 import { crc32c } from '../protocol/crc.ts';
-import { writeFileAtomically } from './checkpoint.ts';
+import { type FileContext, writeFileAtomically } from './checkpoint.ts';
 import { type BackgroundErrorSink, ProducerStateError, isMissingFile, removeFile } from './errors.ts';
 
 export const NUM_BATCHES_TO_RETAIN = 5;
@@ -69,6 +68,7 @@ export class ProducerStateManager {
 
   /** `onError`: where unreadable snapshots (skipped) and failed snapshot deletions are reported. */
   constructor(
+    private readonly files: FileContext,
     readonly dir: string,
     private readonly onError: BackgroundErrorSink,
   ) {}
@@ -204,7 +204,7 @@ export class ProducerStateManager {
   async snapshotOffsets(): Promise<number[]> {
     let names: string[];
     try {
-      names = await readdir(this.dir);
+      names = await this.files.fileSystem.readdir(this.dir);
     } catch (err) {
       // A partition directory deleted meanwhile has no snapshots; anything else is reported.
       if (!isMissingFile(err)) this.onError(err, `listing the producer snapshots of ${this.dir}`);
@@ -226,7 +226,7 @@ export class ProducerStateManager {
    * the previous snapshot plus a replay of the log take its place.
    */
   async takeSnapshot(): Promise<void> {
-    await writeFileAtomically(this.snapshotPath(this.mapEndOffset), this.encode(), false);
+    await writeFileAtomically(this.files, this.snapshotPath(this.mapEndOffset), this.encode(), false);
   }
 
   /**
@@ -238,13 +238,13 @@ export class ProducerStateManager {
     for (const offset of offsets) {
       const path = this.snapshotPath(offset);
       try {
-        this.decode(await readFile(path));
+        this.decode(await this.files.fileSystem.readFile(path));
         this.mapEndOffset = offset;
         return offset;
       } catch (err) {
         // The previous snapshot and a longer replay of the log take its place.
         this.onError(err, `reading the producer snapshot ${path} (skipped and deleted)`);
-        await removeFile(path, this.onError);
+        await removeFile(this.files.fileSystem, path, this.onError);
       }
     }
     this.reset(floorOffset);
@@ -254,7 +254,7 @@ export class ProducerStateManager {
   /** Deletes snapshots above `offset` (log truncation) or below it (log start moved). */
   async deleteSnapshots(predicate: (offset: number) => boolean): Promise<void> {
     for (const o of await this.snapshotOffsets()) {
-      if (predicate(o)) await removeFile(this.snapshotPath(o), this.onError);
+      if (predicate(o)) await removeFile(this.files.fileSystem, this.snapshotPath(o), this.onError);
     }
   }
 

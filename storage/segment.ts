@@ -6,12 +6,11 @@
 // files are brought up to date on flush, roll and close, and rebuilt from the log whenever
 // they are missing or do not match it.
 
-import { open, readFile, rename, stat, truncate } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch, validateBatchAt, InvalidRecordBatchError } from '../protocol/records/batch.ts';
 import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
 import type { FileHandlePool } from './file-pool.ts';
+import type { FileHandle } from './file-system.ts';
 
 export const LOG_SUFFIX = '.log';
 export const INDEX_SUFFIX = '.index';
@@ -112,7 +111,7 @@ export class LogSegment {
     readonly baseOffset: number,
     sizeBytes: number,
     private readonly pool: FileHandlePool,
-    createdMs = Date.now(),
+    createdMs: number,
   ) {
     this.sizeBytes = sizeBytes;
     this.nextOffset = baseOffset;
@@ -179,7 +178,7 @@ export class LogSegment {
   async largestTimestampMs(): Promise<number> {
     if (this.loaded && this.maxTimestampSoFarMs >= 0) return this.maxTimestampSoFarMs;
     try {
-      return (await stat(this.logPath)).mtimeMs;
+      return (await this.pool.fileSystem.stat(this.logPath)).mtimeMs;
     } catch {
       return this.createdMs;
     }
@@ -206,8 +205,8 @@ export class LogSegment {
     // A segment no larger than one index interval cannot have offset index entries, and a
     // scan from its start yields all of its state: skip reading its index files.
     const small = this.sizeBytes <= indexIntervalBytes;
-    const offsets = small ? Buffer.alloc(0) : await readFile(this.indexPath).catch(() => null);
-    const times = small ? Buffer.alloc(0) : await readFile(this.timeIndexPath).catch(() => null);
+    const offsets = small ? Buffer.alloc(0) : await this.pool.fileSystem.readFile(this.indexPath).catch(() => null);
+    const times = small ? Buffer.alloc(0) : await this.pool.fileSystem.readFile(this.timeIndexPath).catch(() => null);
     this.offsetIndex = new IndexBuffer(OFFSET_ENTRY_BYTES, offsets ?? Buffer.alloc(0));
     this.timeIndex = new IndexBuffer(TIME_ENTRY_BYTES, times ?? Buffer.alloc(0));
     this.maxTimestampSoFarMs = -1;
@@ -290,7 +289,7 @@ export class LogSegment {
    */
   async recover(indexIntervalBytes: number, onBatch: (b: RecordBatch) => void): Promise<number> {
     this.resetIndexState();
-    const size = await stat(this.logPath).then(
+    const size = await this.pool.fileSystem.stat(this.logPath).then(
       (s) => s.size,
       () => 0,
     );
@@ -591,7 +590,7 @@ export class LogSegment {
    */
   private async cutFailedAppend(err: unknown, start: number): Promise<never> {
     try {
-      await truncate(this.logPath, start);
+      await this.pool.fileSystem.truncate(this.logPath, start);
     } catch (cutErr) {
       const reason = cutErr instanceof Error ? cutErr.message : String(cutErr);
       throw toStorageIOError(err, `appending to ${this.logPath} (and cutting the partial write failed: ${reason})`);
@@ -679,7 +678,7 @@ export class LogSegment {
       return await this.pool.acquire(path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      const fh = await open(path, 'a');
+      const fh = await this.pool.fileSystem.open(path, 'a');
       await fh.close();
       return this.pool.acquire(path);
     }
@@ -692,9 +691,10 @@ export class LogSegment {
     ] as const) {
       try {
         this.pool.invalidate(path);
-        await truncate(path, 0).catch(async (err: NodeJS.ErrnoException) => {
+        const fs = this.pool.fileSystem;
+        await fs.truncate(path, 0).catch(async (err: NodeJS.ErrnoException) => {
           if (err.code !== 'ENOENT') throw err;
-          const fh = await open(path, 'w');
+          const fh = await fs.open(path, 'w');
           await fh.close();
         });
         idx.persisted = 0;
@@ -775,19 +775,20 @@ export class LogSegment {
     const renamed: string[] = [];
     for (const p of paths) {
       try {
-        await rename(p, `${p}.deleted`);
+        await this.pool.fileSystem.rename(p, `${p}.deleted`);
         renamed.push(`${p}.deleted`);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw toStorageIOError(err, `deleting ${p}`);
       }
     }
     const remove = (): void => {
-      for (const p of renamed) void removeFile(p, onError);
+      for (const p of renamed) void removeFile(this.pool.fileSystem, p, onError);
     };
     if (delayMs <= 0) remove();
-    // unref: a deferred removal (file.delete.delay.ms, a minute by default) must not keep the
-    // process alive; a .deleted file still there at exit is removed when its log next loads.
-    else setTimeout(remove, delayMs).unref();
+    // A deferred removal (file.delete.delay.ms, a minute by default) does not keep the process
+    // alive (no Clock timer does): a .deleted file still there at exit is removed when its log
+    // next loads.
+    else this.pool.clock.setTimeout(remove, delayMs);
   }
 
   async readHeader(position: number): Promise<BatchExtent | null> {

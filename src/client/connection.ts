@@ -9,7 +9,8 @@
  *
  * Minimal by design (the CLI tools and benchmarks use it): no retries, no reconnects.
  */
-import { connect as netConnect, type Socket } from 'node:net';
+import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
+import { systemNetwork, type NetSocket, type Network } from '../runtime/network.ts';
 import { encodeRequestHeader, decodeResponseHeader } from '../../protocol/headers.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { makeApiVersionsRequest, type ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
@@ -25,6 +26,10 @@ export interface ConnectionOptions {
   requestTimeoutMs?: number;
   /** Largest response frame accepted; defaults to 100 MiB. */
   maxResponseBytes?: number;
+  /** Where the connection is opened; defaults to the system network (node:net). */
+  network?: Network;
+  /** Times connects and requests out; defaults to the system clock. */
+  clock?: Clock;
 }
 
 export interface VersionRange {
@@ -43,7 +48,7 @@ interface Pending {
   apiKey: number;
   version: number;
   raw: boolean;
-  timer: NodeJS.Timeout | undefined;
+  timer: TimerHandle | undefined;
   resolve(value: unknown): void;
   reject(err: Error): void;
 }
@@ -79,9 +84,10 @@ export class KafkaConnection {
   private closedError: Error | null = null;
   private readonly requestTimeoutMs: number;
   private readonly maxResponseBytes: number;
+  private readonly clock: Clock;
 
   private constructor(
-    private readonly socket: Socket,
+    private readonly socket: NetSocket,
     readonly host: string,
     readonly port: number,
     readonly clientId: string,
@@ -89,6 +95,7 @@ export class KafkaConnection {
   ) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.maxResponseBytes = options.maxResponseBytes ?? 100 * 1024 * 1024;
+    this.clock = options.clock ?? systemClock;
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err) => this.fail(new ConnectionError(`${host}:${port}: ${err.message}`)));
@@ -97,7 +104,13 @@ export class KafkaConnection {
 
   /** Opens a connection and negotiates versions (ApiVersions). */
   static async connect(host: string, port: number, options: ConnectionOptions = {}): Promise<KafkaConnection> {
-    const socket = await openSocket(host, port, options.connectTimeoutMs ?? 10_000);
+    const socket = await openSocket(
+      options.network ?? systemNetwork,
+      options.clock ?? systemClock,
+      host,
+      port,
+      options.connectTimeoutMs ?? 10_000,
+    );
     const conn = new KafkaConnection(socket, host, port, options.clientId ?? SOFTWARE_NAME, options);
     try {
       await conn.negotiate();
@@ -170,7 +183,7 @@ export class KafkaConnection {
     return new Promise((resolve, reject) => {
       const timer =
         this.requestTimeoutMs > 0
-          ? setTimeout(
+          ? this.clock.setTimeout(
               () =>
                 this.fail(
                   new ConnectionError(
@@ -264,7 +277,7 @@ export class KafkaConnection {
       return;
     }
     this.pending.delete(correlationId);
-    if (p.timer !== undefined) clearTimeout(p.timer);
+    if (p.timer !== undefined) this.clock.clearTimeout(p.timer);
     try {
       const r = new Reader(frame);
       decodeResponseHeader(r, p.apiKey, p.version);
@@ -282,7 +295,7 @@ export class KafkaConnection {
     if (this.closedError !== null) return;
     this.closedError = err;
     for (const p of this.pending.values()) {
-      if (p.timer !== undefined) clearTimeout(p.timer);
+      if (p.timer !== undefined) this.clock.clearTimeout(p.timer);
       p.reject(err);
     }
     this.pending.clear();
@@ -300,20 +313,20 @@ function responseBodyVersion(apiKey: number, version: number, frame: Buffer, bod
   return unsupported ? 0 : version;
 }
 
-function openSocket(host: string, port: number, timeoutMs: number): Promise<Socket> {
+function openSocket(network: Network, clock: Clock, host: string, port: number, timeoutMs: number): Promise<NetSocket> {
   return new Promise((resolve, reject) => {
-    const socket = netConnect({ host, port });
-    const timer = setTimeout(() => {
+    const socket = network.connect(host, port);
+    const timer = clock.setTimeout(() => {
       socket.destroy();
       reject(new ConnectionError(`${host}:${port}: connect timed out after ${timeoutMs} ms`));
     }, timeoutMs);
     socket.once('connect', () => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       socket.removeAllListeners('error');
       resolve(socket);
     });
     socket.once('error', (err) => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       reject(new ConnectionError(`${host}:${port}: ${err.message}`));
     });
   });

@@ -3,11 +3,11 @@
 // `__consumer_offsets` partitions this broker leads. It follows Kafka's GroupCoordinator
 // (core/src/main/scala/kafka/coordinator/group) rule for rule; error codes are Kafka's.
 
-import { randomUUID } from 'node:crypto';
 import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { Group, GroupState, Member, uniqueProtocols } from './group.ts';
 import type { JoinResult, Protocol, SyncResult } from './group.ts';
-import type { Scheduler, Timer } from './scheduler.ts';
+import type { Clock, TimerHandle } from '../runtime/clock.ts';
+import { systemRandom, type Random } from '../runtime/random.ts';
 import type { CoordinatorRecord, GroupSnapshot, OffsetAndMetadata } from './records.ts';
 import { coordinatorPartitionFor } from './partitioning.ts';
 import { NO_TIMESTAMP, retentionPassed } from './timestamps.ts';
@@ -118,12 +118,12 @@ export class GroupCoordinator {
   private readonly offsets = new Map<string, Map<string, OffsetAndMetadata>>();
   private readonly loadedPartitions = new Set<number>();
   private readonly loadingPartitions = new Set<number>();
-  private readonly heartbeatTimers = new Map<string, Timer>();
-  private readonly joinTimers = new Map<string, Timer>();
-  private readonly syncTimers = new Map<string, Timer>();
+  private readonly heartbeatTimers = new Map<string, TimerHandle>();
+  private readonly joinTimers = new Map<string, TimerHandle>();
+  private readonly syncTimers = new Map<string, TimerHandle>();
   /** Groups whose first rebalance waits out group.initial.rebalance.delay.ms. */
   private readonly initialJoins = new Set<string>();
-  private expirationTimer: Timer | null = null;
+  private expirationTimer: TimerHandle | null = null;
 
   /**
    * @param onError where a failure of a timer, a loader step or a request's state change is
@@ -132,9 +132,10 @@ export class GroupCoordinator {
    */
   constructor(
     private readonly config: GroupCoordinatorConfig,
-    private readonly scheduler: Scheduler,
+    private readonly clock: Clock,
     private readonly log: CoordinatorLog,
     private readonly onError: FailureSink = stderrSink,
+    private readonly random: Random = systemRandom,
   ) {}
 
   /**
@@ -142,10 +143,10 @@ export class GroupCoordinator {
    * fails that group alone (`failGroup`), as Kafka's CoordinatorRuntime fails only the
    * event of a timer that throws.
    */
-  private scheduleForGroup(group: Group, what: string, delayMs: number, task: () => void): Timer {
-    return this.scheduler.schedule(
-      delayMs,
+  private scheduleForGroup(group: Group, what: string, delayMs: number, task: () => void): TimerHandle {
+    return this.clock.setTimeout(
       guarded(this.onError, `${what} of group ${group.groupId}`, task, (err) => this.failGroup(group, err)),
+      Math.max(0, delayMs),
     );
   }
 
@@ -202,7 +203,7 @@ export class GroupCoordinator {
     group.leaderId = null;
     // Not a transition of the state machine: whatever state it was in, it is Empty now.
     group.state = GroupState.Empty;
-    group.stateTimestampMs = this.scheduler.now();
+    group.stateTimestampMs = this.clock.now();
     runGuarded(this.onError, `storing the reset group ${group.groupId}`, () => this.storeGroup(group));
   }
 
@@ -215,9 +216,9 @@ export class GroupCoordinator {
   }
 
   shutdown(): void {
-    this.expirationTimer?.cancel();
+    if (this.expirationTimer !== null) this.clock.clearTimeout(this.expirationTimer);
     for (const timers of [this.heartbeatTimers, this.joinTimers, this.syncTimers]) {
-      for (const t of timers.values()) t.cancel();
+      for (const t of timers.values()) this.clock.clearTimeout(t);
       timers.clear();
     }
   }
@@ -273,7 +274,7 @@ export class GroupCoordinator {
    */
   completeLoading(partition: number, records: Iterable<CoordinatorRecord>, onSkipped?: (index: number, err: unknown) => void): number {
     const skipped = this.replayLoading(partition, records, onSkipped);
-    const nowMs = this.scheduler.now();
+    const nowMs = this.clock.now();
     for (const group of this.groups.values()) {
       if (this.partitionFor(group.groupId) !== partition) continue;
       for (const member of group.members.values()) this.scheduleHeartbeatExpiration(group, member, nowMs);
@@ -330,7 +331,7 @@ export class GroupCoordinator {
       if (groupOffsets.size > 0) this.offsets.set(record.groupId, groupOffsets);
       else this.offsets.delete(record.groupId);
       if (record.value !== null && !this.groups.has(record.groupId)) {
-        this.groups.set(record.groupId, new Group(record.groupId, this.scheduler.now()));
+        this.groups.set(record.groupId, new Group(record.groupId, this.clock.now()));
       }
       return;
     }
@@ -342,7 +343,7 @@ export class GroupCoordinator {
   }
 
   private groupFromSnapshot(groupId: string, snapshot: GroupSnapshot): Group {
-    const group = new Group(groupId, snapshot.currentStateTimestampMs >= 0 ? snapshot.currentStateTimestampMs : this.scheduler.now());
+    const group = new Group(groupId, snapshot.currentStateTimestampMs >= 0 ? snapshot.currentStateTimestampMs : this.clock.now());
     group.generationId = snapshot.generationId;
     group.protocolType = snapshot.protocolType.length > 0 ? snapshot.protocolType : null;
     group.protocolName = snapshot.protocolName;
@@ -378,7 +379,7 @@ export class GroupCoordinator {
     let group = this.groups.get(p.groupId);
     if (!group) {
       if (!isUnknownMember) return this.joinError(p.memberId, Errors.UNKNOWN_MEMBER_ID.code);
-      group = new Group(p.groupId, this.scheduler.now());
+      group = new Group(p.groupId, this.clock.now());
       this.groups.set(p.groupId, group);
     }
     if (
@@ -415,7 +416,7 @@ export class GroupCoordinator {
       respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
       return;
     }
-    const newMemberId = `${p.groupInstanceId ?? p.clientId}-${randomUUID()}`;
+    const newMemberId = `${p.groupInstanceId ?? p.clientId}-${this.random.uuid()}`;
     if (p.groupInstanceId !== null) {
       const existing = group.staticMemberId(p.groupInstanceId);
       if (existing !== undefined) {
@@ -495,7 +496,7 @@ export class GroupCoordinator {
     group.add(member);
     member.awaitingJoin = respond;
     this.maybePrepareRebalance(group, `add member ${memberId}`);
-    this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+    this.scheduleHeartbeatExpiration(group, member, this.clock.now());
   }
 
   private updateMemberAndRebalance(group: Group, member: Member, p: JoinGroupParams, respond: (r: JoinResult) => void): void {
@@ -523,7 +524,7 @@ export class GroupCoordinator {
     this.cancelTimer(this.heartbeatTimers, this.memberKey(group, oldMemberId));
     const previousLeader = group.leaderId;
     const member = group.replaceStaticMember(groupInstanceId, oldMemberId, newMemberId);
-    this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+    this.scheduleHeartbeatExpiration(group, member, this.clock.now());
     const oldProtocols = member.protocols;
     member.protocols = p.protocols;
     member.rebalanceTimeoutMs = p.rebalanceTimeoutMs;
@@ -582,7 +583,7 @@ export class GroupCoordinator {
       group.pendingSyncMembers.clear();
     }
     const wasEmpty = group.is(GroupState.Empty);
-    group.transitionTo(GroupState.PreparingRebalance, this.scheduler.now());
+    group.transitionTo(GroupState.PreparingRebalance, this.clock.now());
     this.cancelTimer(this.joinTimers, group.groupId);
     if (wasEmpty) {
       group.newMemberAdded = false;
@@ -638,7 +639,7 @@ export class GroupCoordinator {
 
   private completeJoin(group: Group): void {
     if (!group.is(GroupState.PreparingRebalance)) return;
-    const nowMs = this.scheduler.now();
+    const nowMs = this.clock.now();
     for (const member of group.allMembers()) {
       if (!member.awaitingJoin && member.groupInstanceId === null) this.removeMember(group, member);
     }
@@ -747,7 +748,7 @@ export class GroupCoordinator {
         return this.syncError(Errors.REBALANCE_IN_PROGRESS.code);
       case GroupState.Stable:
         group.pendingSyncMembers.delete(member.memberId);
-        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+        this.scheduleHeartbeatExpiration(group, member, this.clock.now());
         return this.syncResponse(group, member.assignment);
       case GroupState.CompletingRebalance:
         break;
@@ -755,7 +756,7 @@ export class GroupCoordinator {
         return this.syncError(Errors.UNKNOWN_MEMBER_ID.code);
     }
     group.pendingSyncMembers.delete(member.memberId);
-    this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+    this.scheduleHeartbeatExpiration(group, member, this.clock.now());
     const result = new Promise<SyncResult>((resolve) => {
       member.awaitingSync?.(this.syncError(Errors.REBALANCE_IN_PROGRESS.code));
       member.awaitingSync = resolve;
@@ -781,7 +782,7 @@ export class GroupCoordinator {
             m.awaitingSync?.(this.syncResponse(group, m.assignment));
             m.awaitingSync = null;
           }
-          group.transitionTo(GroupState.Stable, this.scheduler.now());
+          group.transitionTo(GroupState.Stable, this.clock.now());
         }
       }
     }
@@ -813,10 +814,10 @@ export class GroupCoordinator {
         return Errors.UNKNOWN_MEMBER_ID.code;
       case GroupState.CompletingRebalance:
       case GroupState.Stable:
-        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+        this.scheduleHeartbeatExpiration(group, member, this.clock.now());
         return NO_ERROR;
       case GroupState.PreparingRebalance:
-        this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+        this.scheduleHeartbeatExpiration(group, member, this.clock.now());
         return Errors.REBALANCE_IN_PROGRESS.code;
       default:
         return Errors.UNKNOWN_MEMBER_ID.code;
@@ -894,7 +895,7 @@ export class GroupCoordinator {
         if (group.members.get(member.memberId) !== member) return;
         // A member waiting in a join or sync is alive: the rebalance timeout governs it.
         if (member.awaitingJoin || member.awaitingSync) {
-          this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+          this.scheduleHeartbeatExpiration(group, member, this.clock.now());
           return;
         }
         this.removeMember(group, member);
@@ -915,8 +916,9 @@ export class GroupCoordinator {
     );
   }
 
-  private cancelTimer(timers: Map<string, Timer>, key: string): void {
-    timers.get(key)?.cancel();
+  private cancelTimer(timers: Map<string, TimerHandle>, key: string): void {
+    const timer = timers.get(key);
+    if (timer !== undefined) this.clock.clearTimeout(timer);
     timers.delete(key);
     if (timers === this.joinTimers) this.initialJoins.delete(key);
   }
@@ -937,7 +939,7 @@ export class GroupCoordinator {
     if (!group) {
       if (generationId >= 0) return all(Errors.ILLEGAL_GENERATION.code);
       // A group that only stores offsets (no group management), e.g. a simple consumer.
-      group = new Group(groupId, this.scheduler.now());
+      group = new Group(groupId, this.clock.now());
       this.groups.set(groupId, group);
     }
     if (group.is(GroupState.Dead)) return all(Errors.COORDINATOR_NOT_AVAILABLE.code);
@@ -947,13 +949,13 @@ export class GroupCoordinator {
       const member = group.members.get(memberId);
       if (!member) return all(Errors.UNKNOWN_MEMBER_ID.code);
       if (generationId !== group.generationId) return all(Errors.ILLEGAL_GENERATION.code);
-      this.scheduleHeartbeatExpiration(group, member, this.scheduler.now());
+      this.scheduleHeartbeatExpiration(group, member, this.clock.now());
     }
     return this.storeOffsets(group, entries);
   }
 
   private async storeOffsets(group: Group, entries: OffsetCommitEntry[]): Promise<number[]> {
-    const nowMs = this.scheduler.now();
+    const nowMs = this.clock.now();
     const codes: number[] = [];
     const records: CoordinatorRecord[] = [];
     for (const e of entries) {
@@ -979,8 +981,19 @@ export class GroupCoordinator {
     if (records.length === 0) return codes;
     const error = await this.append(group.groupId, records);
     if (error !== NO_ERROR) return codes.map((c) => (c === NO_ERROR ? error : c));
-    for (const r of records) this.replay(r);
+    this.replayAppended(group, records);
     return codes;
+  }
+
+  /**
+   * Applies records whose append completed. If the partition was unloaded while the append
+   * waited (and maybe loaded again), the records are in the log for whoever loads it: replayed
+   * into a newer load they could overwrite a later commit it read, as Kafka's commit callback
+   * skips a group that is no longer the one it appended for.
+   */
+  private replayAppended(group: Group, records: readonly CoordinatorRecord[]): void {
+    if (this.groups.get(group.groupId) !== group || !this.loadedPartitions.has(this.partitionFor(group.groupId))) return;
+    for (const r of records) this.replay(r);
   }
 
   /** Committed offsets of a group: the given partitions, or all of them when null. */
@@ -1038,7 +1051,7 @@ export class GroupCoordinator {
     if (records.length > 0) {
       const appendError = await this.append(groupId, records);
       if (appendError !== NO_ERROR) return { errorCode: appendError, partitions: [] };
-      for (const r of records) this.replay(r);
+      this.replayAppended(group, records);
     }
     return { errorCode: NO_ERROR, partitions: results };
   }
@@ -1117,7 +1130,7 @@ export class GroupCoordinator {
     records.push({ type: 'group', groupId: group.groupId, value: null });
     const error = await this.append(group.groupId, records);
     if (error !== NO_ERROR) return error;
-    group.transitionTo(GroupState.Dead, this.scheduler.now());
+    group.transitionTo(GroupState.Dead, this.clock.now());
     this.groups.delete(group.groupId);
     this.offsets.delete(group.groupId);
     return NO_ERROR;
@@ -1126,9 +1139,9 @@ export class GroupCoordinator {
   // ---- offset expiration (offsets.retention.minutes, KIP-211) ----------------------------
 
   private scheduleOffsetExpiration(): void {
-    this.expirationTimer = this.scheduler.schedule(
-      this.config.offsetsRetentionCheckIntervalMs,
+    this.expirationTimer = this.clock.setTimeout(
       guarded(this.onError, 'offset expiration', () => this.expireOffsets().finally(() => this.scheduleOffsetExpiration())),
+      Math.max(0, this.config.offsetsRetentionCheckIntervalMs),
     );
   }
 
@@ -1137,7 +1150,7 @@ export class GroupCoordinator {
    * group that only stores offsets expires each offset by its commit time.
    */
   async expireOffsets(): Promise<void> {
-    const nowMs = this.scheduler.now();
+    const nowMs = this.clock.now();
     for (const group of [...this.groups.values()]) {
       if (!group.is(GroupState.Empty) || !this.loadedPartitions.has(this.partitionFor(group.groupId))) continue;
       // One group's failure is reported with its id and does not stop the others.

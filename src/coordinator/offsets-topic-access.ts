@@ -1,7 +1,7 @@
 /**
  * The coordinator's view of `__consumer_offsets` on this broker: metadata for leaders and
- * endpoints, the active controller to create the topic, and the ReplicaManager to append to and
- * read back its partitions — the same paths client data takes.
+ * endpoints, the active controller to create the topic, the ReplicaManager to append to (the
+ * path client data takes) and the partitions' logs to load them from.
  */
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { OFFSETS_TOPIC } from '../../protocol/internal-topics.ts';
@@ -10,7 +10,6 @@ import type { BrokerConfig } from '../config/broker-config.ts';
 import type { TopicCreator } from '../metadata/controller.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
 import type { ReplicaManager } from '../replication/replica-manager.ts';
-import { CONSUMER_REPLICA_ID, ISOLATION_READ_UNCOMMITTED } from '../replication/replica-manager.ts';
 import { offsetsTopicCreatable } from './internal-topics.ts';
 import type { OffsetsTopicAccess } from './service.ts';
 
@@ -58,30 +57,36 @@ export function offsetsTopicAccess(
       }
     },
 
+    async awaitCommitted(partition, offset) {
+      const errorCode = await replicaManager.awaitCommitted(OFFSETS_TOPIC, partition, offset, config.getInt('offsets.commit.timeout.ms'));
+      // Below min.insync.replicas the high watermark still says what is committed.
+      if (errorCode === Errors.NONE.code || errorCode === Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code) return true;
+      if (errorCode === Errors.REQUEST_TIMED_OUT.code) return false;
+      throw new KafkaError(errorByCode(errorCode), `waiting for ${OFFSETS_TOPIC}-${partition} to commit offset ${offset}`);
+    },
+
     async *readBatches(partition) {
+      // Up to the log end, not the high watermark (Kafka's loader reads to the log end too):
+      // a new leader's high watermark restarts from its checkpoint and catches up only as
+      // followers fetch, so a load bounded by it would miss commits a previous leader
+      // acknowledged. As the leader, this broker keeps everything its log holds; what it read
+      // is served once committed (awaitCommitted).
+      const log = replicaManager.getPartition(OFFSETS_TOPIC, partition)?.log;
+      if (log === undefined) throw new KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, `${OFFSETS_TOPIC}-${partition} is not hosted here`);
       const chunkBytes = config.getInt('offsets.load.buffer.size');
-      let fetchOffset = replicaManager.getPartition(OFFSETS_TOPIC, partition)?.log.logStartOffset ?? 0;
-      for (;;) {
-        const [result] = await replicaManager.fetchMessages({
-          replicaId: CONSUMER_REPLICA_ID,
-          maxWaitMs: 0,
-          minBytes: 0,
-          maxBytes: chunkBytes,
-          isolationLevel: ISOLATION_READ_UNCOMMITTED,
-          partitions: [{ topic: OFFSETS_TOPIC, partition, fetchOffset, partitionMaxBytes: chunkBytes, currentLeaderEpoch: -1 }],
-        });
-        const errorCode = result?.errorCode ?? Errors.UNKNOWN_SERVER_ERROR.code;
-        if (result === undefined || errorCode !== Errors.NONE.code) {
-          throw new KafkaError(errorByCode(errorCode), `reading ${OFFSETS_TOPIC}-${partition} failed with error ${errorCode}`);
-        }
-        if (result.records.length === 0) return;
+      const endOffset = log.logEndOffset;
+      let fetchOffset = log.logStartOffset;
+      while (fetchOffset < endOffset) {
+        const { chunks } = await log.read(fetchOffset, chunkBytes, endOffset, true);
         let next = fetchOffset;
-        for (const batch of batchesIn(result.records)) {
-          if (batch.nextOffset <= fetchOffset) continue;
-          next = batch.nextOffset;
-          yield batch;
+        for (const chunk of chunks) {
+          for (const batch of batchesIn(chunk)) {
+            if (batch.nextOffset <= fetchOffset) continue;
+            next = batch.nextOffset;
+            yield batch;
+          }
         }
-        if (next === fetchOffset || next >= result.highWatermark) return;
+        if (next === fetchOffset) return;
         fetchOffset = next;
       }
     },

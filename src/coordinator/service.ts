@@ -13,7 +13,8 @@ import { GroupCoordinator, type CoordinatorLog, type GroupCoordinatorConfig } fr
 import type { Group } from './group.ts';
 import { decodeCoordinatorRecord, encodeCoordinatorRecord } from './offsets-topic-codec.ts';
 import type { CoordinatorRecord } from './records.ts';
-import type { Scheduler, Timer } from './scheduler.ts';
+import type { Clock, TimerHandle } from '../runtime/clock.ts';
+import type { Random } from '../runtime/random.ts';
 import { guarded } from '../runtime/guard.ts';
 import { DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 
@@ -34,14 +35,22 @@ export interface OffsetsTopicAccess {
   partitionExists(topic: string, partition: number): boolean;
   /** Appends one batch as leader with acks=all; throws an error carrying `errorCode` on failure. */
   append(partition: number, batch: Buffer): Promise<void>;
-  /** The partition's batches from its log start to its high watermark, in order. */
+  /** The partition's batches from its log start to its log end (as its leader), in order. */
   readBatches(partition: number): AsyncIterable<RecordBatch>;
+  /**
+   * Waits (a bounded while) for everything before `offset` to be committed (below the high
+   * watermark): true once it is, false when not yet; throws once this broker no longer leads
+   * the partition.
+   */
+  awaitCommitted(partition: number, offset: number): Promise<boolean>;
 }
 
 export interface GroupCoordinatorServiceOptions {
   readonly nodeId: number;
   readonly config: GroupCoordinatorConfig & { offsetsTopicPartitions: number };
-  readonly scheduler: Scheduler;
+  readonly clock: Clock;
+  /** Member ids; defaults to the system's randomness. */
+  readonly random?: Random;
   readonly access: OffsetsTopicAccess;
   /**
    * Failures of background work (timers, loads) and records a load skipped, each with what
@@ -91,13 +100,21 @@ export class GroupCoordinatorService {
   private readonly loads: LoadSlots;
   /** Bumped each time this broker becomes a partition's leader: a stale retry sees it changed. */
   private readonly leadEpochs = new Map<number, number>();
+  /** The partition's leader epoch each led partition was loaded for. */
+  private readonly ledLeaderEpochs = new Map<number, number>();
+  private stopped = false;
   private readonly loadStatuses = new Map<number, PartitionLoadStatus>();
-  private readonly retryTimers = new Map<number, Timer>();
+  private readonly retryTimers = new Map<number, TimerHandle>();
 
   constructor(private readonly options: GroupCoordinatorServiceOptions) {
     const log: CoordinatorLog = { append: (partition, records) => this.appendRecords(partition, records) };
-    this.coordinator = new GroupCoordinator(options.config, options.scheduler, log, options.onError);
+    this.coordinator = new GroupCoordinator(options.config, options.clock, log, options.onError, options.random);
     this.loads = new LoadSlots(options.maxConcurrentLoads ?? DEFAULT_BROKER_CONFIG.getInt('offsets.load.max.partitions'));
+  }
+
+  /** The clock of the coordinator's timers: commit timestamps come from it too. */
+  get clock(): Clock {
+    return this.options.clock;
   }
 
   get offsetsRetentionMs(): number {
@@ -109,7 +126,8 @@ export class GroupCoordinatorService {
   }
 
   shutdown(): void {
-    for (const timer of this.retryTimers.values()) timer.cancel();
+    this.stopped = true;
+    for (const timer of this.retryTimers.values()) this.options.clock.clearTimeout(timer);
     this.retryTimers.clear();
     this.coordinator.shutdown();
   }
@@ -134,11 +152,18 @@ export class GroupCoordinatorService {
    * the ones it no longer leads. A partition's loads and unloads run in the order changes
    * arrive; at most maxConcurrentLoads partitions load at once, in that order too. A load
    * that fails is retried with a backoff while the partition's groups answer
-   * COORDINATOR_LOAD_IN_PROGRESS.
+   * COORDINATOR_LOAD_IN_PROGRESS. A newer `leaderEpoch` while leading means another broker may
+   * have led (and taken commits) in between: the partition is unloaded and loaded again, as
+   * Kafka's onElection loads again for a newer coordinator epoch.
    */
-  onOffsetsPartitionLeadership(partition: number, isLeader: boolean): void {
+  onOffsetsPartitionLeadership(partition: number, isLeader: boolean, leaderEpoch = -1): void {
+    const loadedFor = this.ledLeaderEpochs.get(partition);
+    if (isLeader && this.led.has(partition) && loadedFor !== undefined && leaderEpoch > loadedFor) {
+      this.onOffsetsPartitionLeadership(partition, false);
+    }
     if (isLeader && !this.led.has(partition)) {
       this.led.add(partition);
+      this.ledLeaderEpochs.set(partition, leaderEpoch);
       const epoch = (this.leadEpochs.get(partition) ?? 0) + 1;
       this.leadEpochs.set(partition, epoch);
       this.loadStatuses.set(partition, {
@@ -153,9 +178,9 @@ export class GroupCoordinatorService {
       this.enqueue(partition, `loading ${OFFSETS_TOPIC}-${partition}`, () => this.load(partition, epoch));
     } else if (!isLeader && this.led.has(partition)) {
       this.led.delete(partition);
+      this.ledLeaderEpochs.delete(partition);
       this.loadStatuses.delete(partition);
-      this.retryTimers.get(partition)?.cancel();
-      this.retryTimers.delete(partition);
+      this.cancelRetry(partition);
       this.enqueue(partition, `unloading ${OFFSETS_TOPIC}-${partition}`, () => this.coordinator.unload(partition));
     }
   }
@@ -178,7 +203,7 @@ export class GroupCoordinatorService {
   }
 
   private isCurrent(partition: number, epoch: number): boolean {
-    return this.led.has(partition) && this.leadEpochs.get(partition) === epoch;
+    return !this.stopped && this.led.has(partition) && this.leadEpochs.get(partition) === epoch;
   }
 
   /**
@@ -191,16 +216,22 @@ export class GroupCoordinatorService {
   private async load(partition: number, epoch: number): Promise<void> {
     if (!this.isCurrent(partition, epoch)) return;
     await this.loads.acquire();
+    let replayedTo: number | null;
     try {
-      await this.loadWithSlot(partition, epoch);
+      replayedTo = await this.replayPartition(partition, epoch);
     } finally {
       this.loads.release();
     }
+    if (replayedTo !== null) await this.completeOnceCommitted(partition, epoch, replayedTo);
   }
 
-  private async loadWithSlot(partition: number, epoch: number): Promise<void> {
+  /**
+   * Reads the partition to its log end and replays it; returns the offset it replayed up to,
+   * null when the attempt failed or was overtaken.
+   */
+  private async replayPartition(partition: number, epoch: number): Promise<number | null> {
     const status = this.loadStatuses.get(partition);
-    if (status === undefined || !this.isCurrent(partition, epoch)) return;
+    if (status === undefined || !this.isCurrent(partition, epoch)) return null;
     status.state = 'loading';
     status.nextAttemptAtMs = null;
     status.attempts++;
@@ -210,10 +241,12 @@ export class GroupCoordinatorService {
       skipped++;
       this.options.onError(err, `decoding the record at offset ${offset} of ${where} (skipped)`);
     };
+    let replayedTo = 0;
     try {
       for await (const batch of this.options.access.readBatches(partition)) {
         // No longer the leader: stop reading. The unload queued behind forgets what was replayed.
-        if (!this.isCurrent(partition, epoch)) return;
+        if (!this.isCurrent(partition, epoch)) return null;
+        replayedTo = batch.nextOffset;
         if (batch.isControl) continue;
         const { records, offsets, unreadable } = await decodeBatch(batch, skip);
         skipped += unreadable;
@@ -221,18 +254,38 @@ export class GroupCoordinatorService {
           this.options.onError(err, `replaying the record at offset ${offsets[index]} of ${where} (skipped)`);
         });
       }
-      if (!this.isCurrent(partition, epoch)) return;
-      this.coordinator.completeLoading(partition, []);
     } catch (err) {
       this.loadFailed(partition, epoch, err);
-      return;
+      return null;
     }
-    status.state = 'loaded';
-    status.reason = null;
     status.skippedRecords = skipped;
     if (skipped > 0) {
       this.options.onError(new Error(`${skipped} record(s) could not be loaded and were skipped`), `loading ${where} (completed)`);
     }
+    return replayedTo;
+  }
+
+  /**
+   * Serves the partition's groups once what the load replayed is committed. The log end a
+   * new leader loads to may hold a previous leader's uncommitted tail, which the next
+   * election can take away again: served before, a committed offset could be answered and
+   * then go back (Kafka's coordinator runtime reads only what is below the high watermark).
+   * Until then the groups answer COORDINATOR_LOAD_IN_PROGRESS, without holding a load slot.
+   */
+  private async completeOnceCommitted(partition: number, epoch: number, replayedTo: number): Promise<void> {
+    try {
+      while (!(await this.options.access.awaitCommitted(partition, replayedTo))) {
+        if (!this.isCurrent(partition, epoch)) return;
+      }
+    } catch (err) {
+      if (this.isCurrent(partition, epoch)) this.loadFailed(partition, epoch, err);
+      return;
+    }
+    const status = this.loadStatuses.get(partition);
+    if (status === undefined || !this.isCurrent(partition, epoch)) return;
+    this.coordinator.completeLoading(partition, []);
+    status.state = 'loaded';
+    status.reason = null;
   }
 
   private loadFailed(partition: number, epoch: number, err: unknown): void {
@@ -246,22 +299,28 @@ export class GroupCoordinatorService {
     const delayMs = Math.min(backoff.initialMs * 2 ** Math.min(status.attempts - 1, 30), backoff.maxMs);
     status.state = 'failed';
     status.reason = reasonOf(err);
-    status.nextAttemptAtMs = this.options.scheduler.now() + delayMs;
-    this.retryTimers.get(partition)?.cancel();
+    status.nextAttemptAtMs = this.options.clock.now() + delayMs;
+    this.cancelRetry(partition);
     this.retryTimers.set(
       partition,
-      this.options.scheduler.schedule(
-        delayMs,
+      this.options.clock.setTimeout(
         guarded(this.options.onError, `retrying the load of ${where}`, () => {
           this.retryTimers.delete(partition);
           if (this.isCurrent(partition, epoch)) this.enqueue(partition, `loading ${where}`, () => this.load(partition, epoch));
         }),
+        delayMs,
       ),
     );
   }
 
+  private cancelRetry(partition: number): void {
+    const timer = this.retryTimers.get(partition);
+    if (timer !== undefined) this.options.clock.clearTimeout(timer);
+    this.retryTimers.delete(partition);
+  }
+
   private async appendRecords(partition: number, records: CoordinatorRecord[]): Promise<void> {
-    const nowMs = Date.now();
+    const nowMs = this.options.clock.now();
     const batch = await buildRecordBatch(
       {},
       records.map((r) => ({ ...encodeCoordinatorRecord(r), timestamp: nowMs })),

@@ -65,7 +65,7 @@ export function handleDescribeCluster(
     ...base,
     errorCode: Errors.NONE.code,
     errorMessage: null,
-    controllerId: reportedControllerId(image),
+    controllerId: reportedControllerId(image, services.metadata.runtime.random),
     brokers: brokersOnListener(image, ctx.session.listenerName).map((b) =>
       makeDescribeClusterResponseDescribeClusterBroker({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack }),
     ),

@@ -45,7 +45,7 @@ import type { ApiResult, CreatableTopic } from '../metadata/controller.ts';
 import { AlterConfigOp } from '../metadata/controller.ts';
 import type { ControllerChannel, ForwardedApiKey } from '../metadata/controller-channel.ts';
 import type { MetadataImage } from '../metadata/image.ts';
-import { systemClock, type Clock, type TimerHandle } from '../metadata/raft/types.ts';
+import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
 import { ConfigResourceType } from '../metadata/records.ts';
 
 /** What the forwarding handlers need: the way to the controller and the local image. */

@@ -48,7 +48,7 @@ function groupByTopic<T extends { topic: string }>(items: T[]): Map<string, T[]>
 /** What the group APIs need: the group coordinator and the state of `__consumer_offsets`. */
 export type GroupHandlerServices = Pick<
   GroupCoordinatorService,
-  'coordinator' | 'findCoordinator' | 'partitionExists' | 'offsetsRetentionMs' | 'subscribedTopics'
+  'coordinator' | 'findCoordinator' | 'partitionExists' | 'offsetsRetentionMs' | 'subscribedTopics' | 'clock'
 >;
 
 export async function handleFindCoordinator(
@@ -148,7 +148,7 @@ export async function handleOffsetCommit(
   request: OffsetCommitRequest,
   version: number,
 ): Promise<OffsetCommitResponse> {
-  const nowMs = Date.now();
+  const nowMs = groups.clock.now();
   const entries: OffsetCommitEntry[] = [];
   const unknown = new Set<string>();
   for (const topic of request.topics) {

@@ -27,7 +27,7 @@ export async function handleListOffsets(
         name: topic.name,
         partitions: await Promise.all(
           topic.partitions.map(async (p) => {
-            const r = await listOffset(
+            const listed = await listOffset(
               rm,
               topic.name,
               p.partitionIndex,
@@ -36,6 +36,11 @@ export async function handleListOffsets(
               p.currentLeaderEpoch,
               request.replicaId,
             );
+            // KafkaApis: OFFSET_NOT_AVAILABLE is only for v5+; older clients retry LEADER_NOT_AVAILABLE.
+            const r =
+              listed.errorCode === Errors.OFFSET_NOT_AVAILABLE.code && version < 5
+                ? { ...listed, errorCode: Errors.LEADER_NOT_AVAILABLE.code }
+                : listed;
             if (version === 0) {
               // v0 answers a list (at most max_num_offsets) instead of one offset.
               return makeListOffsetsResponseListOffsetsPartitionResponse({

@@ -1,5 +1,4 @@
 /** DescribeLogDirs: each log directory with the partitions it holds and their sizes. */
-import { statfs } from 'node:fs/promises';
 import {
   makeDescribeLogDirsResponse,
   makeDescribeLogDirsResponseDescribeLogDirsPartition,
@@ -10,10 +9,13 @@ import {
 } from '../../protocol/messages/describe-log-dirs.ts';
 import { Errors } from '../../protocol/errors.ts';
 import type { ReplicaManager } from '../replication/replica-manager.ts';
+import { type FileSystem, nodeFileSystem } from '../../storage/file-system.ts';
 
 /** What DescribeLogDirs needs: the replicas this broker hosts and the directories they are in. */
 export interface DescribeLogDirsServices {
   readonly replicaManager: Pick<ReplicaManager, 'describeLogDirs'>;
+  /** Where the log dirs are, for their capacity (nodeFileSystem, the real disk, by default). */
+  readonly fileSystem?: Pick<FileSystem, 'statfs'>;
 }
 
 export async function handleDescribeLogDirs(
@@ -28,13 +30,17 @@ export async function handleDescribeLogDirs(
   const dirs = services.replicaManager.describeLogDirs(filter);
   const results = await Promise.all(
     dirs.map(async (dir) => {
+      if (dir.offline) {
+        // As Kafka answers a failed dir: the error alone, no sizes, no partitions.
+        return makeDescribeLogDirsResponseDescribeLogDirsResult({ errorCode: Errors.KAFKA_STORAGE_ERROR.code, logDir: dir.logDir });
+      }
       let totalBytes = -1n;
       let usableBytes = -1n;
       let errorCode = Errors.NONE.code;
       try {
-        const stats = await statfs(dir.logDir, { bigint: true });
-        totalBytes = stats.blocks * stats.bsize;
-        usableBytes = stats.bavail * stats.bsize;
+        const stats = await (services.fileSystem ?? nodeFileSystem).statfs(dir.logDir);
+        totalBytes = BigInt(stats.blocks) * BigInt(stats.bsize);
+        usableBytes = BigInt(stats.bavail) * BigInt(stats.bsize);
       } catch {
         errorCode = Errors.KAFKA_STORAGE_ERROR.code;
       }

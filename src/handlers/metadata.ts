@@ -156,7 +156,7 @@ export async function handleMetadata(
     throttleTimeMs: 0,
     brokers: brokersOnListener(image, ctx.session.listenerName).map((b) => makeMetadataResponseBroker(b)),
     clusterId: metadata.clusterId,
-    controllerId: reportedControllerId(image),
+    controllerId: reportedControllerId(image, services.metadata.runtime.random),
     topics,
     clusterAuthorizedOperations:
       version >= 8 && version <= 10 && request.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,

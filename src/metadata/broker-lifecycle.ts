@@ -16,6 +16,10 @@
  *   still be alive (another live process uses the node id). Fatal refusals reject whenUnfenced.
  * - Controlled shutdown heartbeats with wantShutDown until the controller answers
  *   shouldShutDown (it has moved leadership away), or until the caller's timeout.
+ * - KIP-858: the registration lists the directory.id of each log dir; every heartbeat lists
+ *   the ones that failed (OfflineLogDirs), and a dir failing sends one at once. Kafka also
+ *   shuts the broker down when the controller has not heard of a failed dir within
+ *   log.dir.failure.timeout.ms; here the heartbeats simply go on carrying it.
  */
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { makeBrokerHeartbeatRequest } from '../../protocol/messages/broker-heartbeat.ts';
@@ -31,7 +35,8 @@ import { runGuarded } from '../runtime/guard.ts';
 import type { ControllerChannel } from './controller-channel.ts';
 import { METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, randomUuid } from './controller.ts';
 import { SECURITY_PROTOCOL_ID } from './manager.ts';
-import { systemClock, type Clock, type TimerHandle } from './raft/types.ts';
+import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
+import type { Random } from '../runtime/random.ts';
 
 /** Kafka's BrokerState, as far as this manager drives it. */
 export type BrokerLifecycleState = 'NOT_RUNNING' | 'STARTING' | 'RUNNING' | 'PENDING_CONTROLLED_SHUTDOWN' | 'SHUTTING_DOWN';
@@ -59,7 +64,13 @@ export interface BrokerLifecycleOptions {
   readonly incarnationId?: string;
   /** The epoch of the previous incarnation when it shut down cleanly (KIP-966); -1 when unknown. */
   readonly previousBrokerEpoch?: bigint;
+  /** The directory.id of each online log dir at start-up (BrokerRegistration LogDirs). */
+  readonly logDirIds?: readonly string[];
+  /** The directory.id of each log dir that failed since start-up (BrokerHeartbeat OfflineLogDirs). */
+  readonly offlineLogDirIds?: () => readonly string[];
   readonly clock?: Clock;
+  /** Draws the incarnation id when none is given. */
+  readonly random?: Random;
   readonly logger: Logger;
 }
 
@@ -107,7 +118,7 @@ export class BrokerLifecycleManager {
   private duplicateSinceMs: number | null = null;
 
   constructor(private readonly options: BrokerLifecycleOptions) {
-    this.incarnationId = options.incarnationId ?? randomUuid();
+    this.incarnationId = options.incarnationId ?? randomUuid(options.random);
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger;
     // Nobody may be waiting yet when a fatal refusal or close rejects it.
@@ -163,6 +174,15 @@ export class BrokerLifecycleManager {
     }, timeoutMs);
     this.communicateSoon();
     return shutdown.promise;
+  }
+
+  /**
+   * Kafka's propagateDirectoryFailure: a log dir failed, so the controller hears of it in a
+   * heartbeat now rather than at the next interval (and moves leadership off the dir).
+   */
+  propagateDirectoryFailure(): void {
+    if (this.stopped || this.epoch < 0n) return;
+    this.communicateSoon();
   }
 
   /** Stops registering and heartbeating; a pending whenUnfenced rejects. */
@@ -241,7 +261,7 @@ export class BrokerLifecycleManager {
       ],
       rack: o.rack,
       isMigratingZkBroker: false,
-      logDirs: [],
+      logDirs: [...(o.logDirIds ?? [])],
       previousBrokerEpoch: o.previousBrokerEpoch ?? -1n,
     });
     const version = apis.get(ApiKey.BrokerRegistration)!.maxVersion;
@@ -256,7 +276,8 @@ export class BrokerLifecycleManager {
         // The first heartbeat at once: a caught-up broker is unfenced by it.
         return 0;
       case Errors.DUPLICATE_BROKER_REGISTRATION.code: {
-        const now = this.clock.now();
+        // How long it has been retried: monotonic time, unmoved by wall-clock steps.
+        const now = this.clock.monotonicMs();
         this.duplicateSinceMs ??= now;
         const retryMs = o.duplicateRegistrationRetryMs ?? 2 * o.sessionTimeoutMs;
         if (now - this.duplicateSinceMs >= retryMs) {
@@ -300,7 +321,7 @@ export class BrokerLifecycleManager {
       currentMetadataOffset: BigInt(o.currentMetadataOffset()),
       wantFence: false,
       wantShutDown,
-      offlineLogDirs: [],
+      offlineLogDirs: [...(o.offlineLogDirIds?.() ?? [])],
     });
     const version = apis.get(ApiKey.BrokerHeartbeat)!.maxVersion;
     const response = await o.channel.send(ApiKey.BrokerHeartbeat, request, version, this.requestTimeoutMs());
@@ -351,10 +372,15 @@ export class BrokerLifecycleManager {
     } else if (!fenced && was) {
       this.logger.info({ brokerEpoch: this.epoch }, 'the controller unfenced this broker again');
     } else if (fenced && !was && this.currentState !== 'PENDING_CONTROLLED_SHUTDOWN') {
-      this.logger.warn(
-        { brokerEpoch: this.epoch, sessionTimeoutMs: this.options.sessionTimeoutMs },
-        'the controller fenced this broker (its session expired); heartbeating on',
-      );
+      const offlineLogDirIds = this.options.offlineLogDirIds?.() ?? [];
+      if (offlineLogDirIds.length > 0) {
+        this.logger.warn({ brokerEpoch: this.epoch, offlineLogDirIds }, 'the controller fenced this broker (its log dirs are offline)');
+      } else {
+        this.logger.warn(
+          { brokerEpoch: this.epoch, sessionTimeoutMs: this.options.sessionTimeoutMs },
+          'the controller fenced this broker (its session expired); heartbeating on',
+        );
+      }
     }
   }
 

@@ -19,7 +19,8 @@ import { ApiKey, type ApiRequest, type ApiResponse } from '../../protocol/messag
 import { ConnectionError, KafkaConnection } from '../client/connection.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ProducerIdBlock } from '../replication/producer-id-manager.ts';
-import { systemClock, type Clock, type TimerHandle } from './raft/types.ts';
+import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
+import type { Network } from '../runtime/network.ts';
 
 /** The requests a broker sends to the active controller. */
 export type ForwardedApiKey =
@@ -86,6 +87,8 @@ export interface ControllerChannelOptions {
   readonly requestTimeoutMs?: number;
   /** Defaults to KafkaConnection.connect. */
   readonly connect?: (address: ControllerAddress) => Promise<ControllerConnection>;
+  /** Where the default `connect` opens connections; defaults to the system network. */
+  readonly network?: Network;
   readonly clock?: Clock;
   readonly logger?: Logger;
 }
@@ -116,7 +119,13 @@ export class ControllerChannelManager implements ControllerChannel {
     this.connect =
       options.connect ??
       ((a) =>
-        KafkaConnection.connect(a.host, a.port, { clientId, requestTimeoutMs, connectTimeoutMs: Math.min(requestTimeoutMs, 10_000) }));
+        KafkaConnection.connect(a.host, a.port, {
+          clientId,
+          requestTimeoutMs,
+          connectTimeoutMs: Math.min(requestTimeoutMs, 10_000),
+          network: options.network,
+          clock: this.clock,
+        }));
   }
 
   async send<K extends ForwardedApiKey>(apiKey: K, request: ApiRequest<K>, version: number, timeoutMs: number): Promise<ApiResponse<K>> {

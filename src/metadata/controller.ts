@@ -9,7 +9,6 @@
 // Operations run one at a time: each validates against the image that includes every
 // earlier operation, so two CreateTopics of one name cannot both pass.
 
-import { randomBytes } from 'node:crypto';
 import { Errors, KafkaError, type KafkaErrorCode } from '../../protocol/errors.ts';
 import {
   makeAlterPartitionResponse,
@@ -28,7 +27,7 @@ import { validateTopicConfig } from '../config/topic-config.ts';
 import { ConfigException, checkValue, parseList } from '../config/types.ts';
 import { type FailureSink, runGuarded } from '../runtime/guard.ts';
 import { BrokerHeartbeatManager, isFencedState } from './broker-heartbeats.ts';
-import type { MetadataImage, PartitionImage, TopicImage } from './image.ts';
+import type { BrokerRegistration, MetadataImage, PartitionImage, TopicImage } from './image.ts';
 import {
   type Election,
   LeaderRecoveryState,
@@ -37,8 +36,8 @@ import {
   buildPartitionChange,
   isReassignmentInProgress,
 } from './partition-change.ts';
-import type { Clock, TimerHandle } from './raft/types.ts';
-import { systemClock } from './raft/types.ts';
+import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
+import { systemRandom, type Random } from '../runtime/random.ts';
 import type { ConfigRecord, MetadataRecord, RegisterBrokerRecord } from './records.ts';
 import { ConfigResourceType, partitionRecord } from './records.ts';
 import { placeReplicas } from './replica-placer.ts';
@@ -102,9 +101,10 @@ export interface ControllerConfig {
   leaderImbalanceCheckIntervalMs?: () => number;
 }
 
-/** The controller's own timers: session expiry and leader rebalancing. */
+/** The controller's own timers (session expiry, leader rebalancing) and its randomness (topic ids, placement). */
 export interface ControllerRuntime {
   clock?: Clock;
+  random?: Random;
   /** Where a failure of one of those timers goes. */
   onFailure?: FailureSink;
 }
@@ -211,9 +211,9 @@ export interface OngoingReassignment {
   partitions: { partitionIndex: number; replicas: number[]; addingReplicas: number[]; removingReplicas: number[] }[];
 }
 
-export function randomUuid(): string {
+export function randomUuid(random: Random = systemRandom): string {
   for (;;) {
-    const id = uuidToString(randomBytes(16));
+    const id = uuidToString(random.bytes(16));
     // Kafka never hands out the zero uuid nor ids that start with '-' (Uuid.randomUuid).
     if (id !== ZERO_UUID && !id.startsWith('-')) return id;
   }
@@ -267,6 +267,9 @@ function check(condition: boolean, error: KafkaErrorCode, message: string): asse
 export class QuorumController {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly clock: Clock;
+  private readonly ids: Random;
+  /** Replica placement's draws: a test fixes them to get a known assignment. */
+  private readonly random: () => number;
   private readonly onFailure: FailureSink;
   /** Bumped by every activation and resignation: work of an older one stops. */
   private generation = 0;
@@ -278,10 +281,13 @@ export class QuorumController {
   constructor(
     private readonly sink: RecordSink,
     private readonly config: ControllerConfig,
-    private readonly random: () => number = Math.random,
+    placementRandom?: () => number,
     runtime: ControllerRuntime = {},
   ) {
     this.clock = runtime.clock ?? systemClock;
+    const random = runtime.random ?? systemRandom;
+    this.ids = random;
+    this.random = placementRandom ?? (() => random.next());
     this.onFailure = runtime.onFailure ?? (() => {});
   }
 
@@ -310,8 +316,9 @@ export class QuorumController {
         return;
       }
       if (!current()) return;
+      // Sessions are durations: monotonic time, which a wall-clock step cannot stretch or cut.
       const heartbeats = new BrokerHeartbeatManager(
-        () => this.clock.now(),
+        () => this.clock.monotonicMs(),
         this.config.brokerSessionTimeoutMs?.() ?? DEFAULT_BROKER_SESSION_TIMEOUT_MS,
       );
       for (const b of this.sink.image().brokers.values()) heartbeats.assume(b.id, b.fenced);
@@ -451,7 +458,7 @@ export class QuorumController {
       assignments = placeReplicas(this.usableBrokers(image), numPartitions, replicationFactor, this.random);
     }
     const configRecords = this.topicConfigRecords(topic.name, topic.configs);
-    const topicId = randomUuid();
+    const topicId = randomUuid(this.ids);
     const records: MetadataRecord[] = [{ type: 'TopicRecord', data: { name: topic.name, topicId } }];
     for (const [partitionId, replicas] of assignments.entries()) records.push(this.newPartition(image, topicId, partitionId, replicas));
     records.push(...configRecords);
@@ -891,9 +898,23 @@ export class QuorumController {
         rack: request.rack,
         fenced,
         inControlledShutdown: amend ? existing.inControlledShutdown : false,
+        logDirs: [...request.logDirs],
       });
+      // A new incarnation replaces one that was never fenced (the controller restarted and has
+      // not heard from it since): the old one is gone, so it leaves every ISR and its
+      // leadership moves, as at a fencing. The new process may have lost what its page cache
+      // held (an OS crash): leading with its log, it would have followers truncate to it.
+      const replaced =
+        existing !== undefined && !amend && !existing.fenced
+          ? this.leaderAndIsrUpdates(
+              image,
+              brokerId,
+              NO_LEADER,
+              this.partitionsWhere(image, (p) => p.isr.includes(brokerId)),
+            )
+          : [];
       try {
-        await this.sink.write([record]);
+        await this.sink.write([...replaced, record]);
       } catch {
         return refused(this.notController());
       }
@@ -931,9 +952,10 @@ export class QuorumController {
       // The broker epoch is the offset of the broker's RegisterBrokerRecord.
       const registrationOffset = Number(registration.epoch);
       const metadataOffset = Number(request.currentMetadataOffset);
+      const wantFence = request.wantFence || everyLogDirOffline(registration, request.offlineLogDirs);
       const { current, next } = heartbeats.nextBrokerState(
         brokerId,
-        { wantFence: request.wantFence, wantShutDown: request.wantShutDown, currentMetadataOffset: metadataOffset },
+        { wantFence, wantShutDown: request.wantShutDown, currentMetadataOffset: metadataOffset },
         registrationOffset,
         () => this.hasLeaderships(image, brokerId),
       );
@@ -974,7 +996,7 @@ export class QuorumController {
     if (dueMs === Number.POSITIVE_INFINITY) return;
     const generation = this.generation;
     // A session holds up to and including its deadline: look just past it.
-    const delayMs = Math.max(0, dueMs - this.clock.now()) + 1;
+    const delayMs = Math.max(0, dueMs - this.clock.monotonicMs()) + 1;
     this.fenceTimer = this.clock.setTimeout(() => {
       this.fenceTimer = null;
       runGuarded(this.onFailure, 'broker session expiry', () => this.serialize(() => this.maybeFenceOneStaleBroker(generation)));
@@ -1386,8 +1408,22 @@ function bootstrapRecord(): MetadataRecord {
   return { type: 'FeatureLevelRecord', data: { name: METADATA_VERSION_FEATURE, featureLevel: METADATA_VERSION_LEVEL } };
 }
 
-function registerBrokerRecord(fields: Omit<RegisterBrokerRecord, 'isMigratingZkBroker' | 'logDirs'>): MetadataRecord {
-  return { type: 'RegisterBrokerRecord', data: { ...fields, isMigratingZkBroker: false, logDirs: [] } };
+function registerBrokerRecord(fields: Omit<RegisterBrokerRecord, 'isMigratingZkBroker'>): MetadataRecord {
+  return { type: 'RegisterBrokerRecord', data: { ...fields, isMigratingZkBroker: false } };
+}
+
+/**
+ * Whether a heartbeat's OfflineLogDirs cover every log dir the broker registered. Kafka moves
+ * leadership off the partitions assigned to a failed dir (handleDirectoriesOffline, from
+ * PartitionRecord.Directories), and halts a broker whose every dir failed, so that its session
+ * expires and it is fenced. Sluice assigns no replicas to dirs (no AssignReplicasToDirs) and
+ * keeps such a broker running: the controller fences it itself, which takes it out of every
+ * ISR and moves its leaderships, and keeps it fenced while its heartbeats report the dirs
+ * offline (until it restarts and registers again). A broker that registered no dirs is
+ * assumed online, as Kafka's DirectoryId.isOnline does for an empty list.
+ */
+function everyLogDirOffline(registration: BrokerRegistration, offlineLogDirs: readonly string[]): boolean {
+  return registration.logDirs.length > 0 && registration.logDirs.every((dir) => offlineLogDirs.includes(dir));
 }
 
 /** fenced: 1 fence, -1 unfence; inControlledShutdown: 1 enters it; 0 leaves either unchanged. */

@@ -2,6 +2,7 @@
 // DescribeTopicPartitions handlers.
 
 import type { BrokerRegistration, MetadataImage, PartitionImage } from './image.ts';
+import { systemRandom, type Random } from '../runtime/random.ts';
 
 /** Authorized-operations value when the client did not ask (Integer.MIN_VALUE). */
 export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
@@ -88,8 +89,8 @@ export function liveLeader(image: MetadataImage, partition: PartitionImage): num
  * active controller even when it is a broker too would load one node with every client's
  * admin traffic.
  */
-export function reportedControllerId(image: MetadataImage, random: () => number = Math.random): number {
+export function reportedControllerId(image: MetadataImage, random: Pick<Random, 'next'> = systemRandom): number {
   const live = image.liveBrokers();
   if (live.length === 0) return -1;
-  return live[Math.min(live.length - 1, Math.floor(random() * live.length))]!.id;
+  return live[Math.min(live.length - 1, Math.floor(random.next() * live.length))]!.id;
 }

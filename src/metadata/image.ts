@@ -13,6 +13,8 @@ export interface BrokerRegistration {
   readonly rack: string | null;
   readonly fenced: boolean;
   readonly inControlledShutdown: boolean;
+  /** The directory.id of each log dir it registered (KIP-858); empty when it sent none. */
+  readonly logDirs: readonly string[];
 }
 
 export interface PartitionImage {
@@ -213,6 +215,7 @@ class DeltaBuilder {
           rack: r.rack,
           fenced: r.fenced,
           inControlledShutdown: r.inControlledShutdown,
+          logDirs: r.logDirs,
         });
         this.brokersChanged.add(r.brokerId);
         break;
@@ -379,7 +382,7 @@ export function imageToRecords(image: MetadataImage): MetadataRecord[] {
         rack: b.rack,
         fenced: b.fenced,
         inControlledShutdown: b.inControlledShutdown,
-        logDirs: [],
+        logDirs: [...b.logDirs],
       },
     });
   }

@@ -13,6 +13,7 @@ import { ControlRecordType } from '../../protocol/records/index.ts';
 import { decodeRaftBatches, encodeRaftBatch } from './raft/log.ts';
 import type { RaftBatch, RaftListener, SnapshotId } from './raft/types.ts';
 import { lastOffsetOf } from './raft/types.ts';
+import { systemClock, type Clock } from '../runtime/clock.ts';
 
 /**
  * Told about every committed change after the image is updated. A listener that returns a
@@ -29,6 +30,8 @@ export interface LoaderOptions {
   /** Called (outside the commit path) when that many record bytes were applied since the last snapshot. */
   onSnapshotDue: (image: MetadataImage) => void;
   onLeaderChange?: (leaderId: number, epoch: number) => void;
+  /** Runs the snapshot outside the commit path; defaults to the system clock. */
+  clock?: Clock;
 }
 
 export class MetadataLoader implements RaftListener {
@@ -88,7 +91,7 @@ export class MetadataLoader implements RaftListener {
     this.sinceSnapshotBytes += recordBytes;
     if (this.sinceSnapshotBytes >= this.options.maxUnsnapshottedBytes && !this.snapshotScheduled) {
       this.snapshotScheduled = true;
-      setImmediate(() => {
+      (this.options.clock ?? systemClock).setImmediate(() => {
         this.snapshotScheduled = false;
         this.options.onSnapshotDue(this.current);
       });

@@ -8,8 +8,8 @@
 // it finds through the voters, or through controller.quorum.bootstrap.servers when it lists
 // none. It never votes, never stands for election and so never hosts the active controller.
 
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createDirectory } from '../../storage/checkpoint.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import type { Logger } from '../observability/logger.ts';
 import { guarded, type FailureSink } from '../runtime/guard.ts';
@@ -26,8 +26,9 @@ import type { RaftLog } from './raft/log.ts';
 import { KafkaRaftTransport, bootstrapServerId } from './raft/kafka-transport.ts';
 import { FileQuorumStateStore } from './raft/quorum-state.ts';
 import { raftMembershipOf } from './raft/voter-set.ts';
-import type { Clock, RaftTransport } from './raft/types.ts';
-import { systemClock } from './raft/types.ts';
+import type { RaftTransport } from './raft/types.ts';
+import { repeat, type Clock } from '../runtime/clock.ts';
+import { systemRuntime, type Runtime } from '../runtime/index.ts';
 
 /** SecurityProtocol ids as RegisterBrokerRecord stores them. */
 export const SECURITY_PROTOCOL_ID: Readonly<Record<string, number>> = {
@@ -45,7 +46,8 @@ export interface MetadataManagerOptions {
    * to controller.quorum.bootstrap.servers as bootstrapServerId(i)).
    */
   transport?: RaftTransport;
-  clock?: Clock;
+  /** Time, timers, randomness and the network of the quorum; defaults to the system's. */
+  runtime?: Runtime;
 }
 
 export class MetadataManager {
@@ -56,13 +58,15 @@ export class MetadataManager {
   private readonly bootstrapIds: number[];
   private readonly config: BrokerConfig;
   private readonly logger: Logger;
+  readonly runtime: Runtime;
   private readonly clock: Clock;
   private readonly transport: RaftTransport;
   private readonly loader: MetadataLoader;
   private raftClient: RaftClient | null = null;
   private raftLog: RaftLog | null = null;
   private cluster = '';
-  private snapshotTimer: NodeJS.Timeout | null = null;
+  private dirIds: ReadonlyMap<string, string> = new Map();
+  private stopSnapshots: (() => void) | null = null;
   private readonly ownTransport: KafkaRaftTransport | null;
   private readonly appliedBrokerConfigs = new Map<'cluster' | 'broker', Set<string>>();
   /** The controller's activation for the Raft epoch this node leads, if it leads one. */
@@ -79,7 +83,8 @@ export class MetadataManager {
     this.voters = voters.length === 0 && options.config.processRoles.length === 0 ? [this.nodeId] : voters;
     const bootstrapServers = options.config.quorumBootstrapServers;
     this.bootstrapIds = this.voters.length > 0 ? this.voters : bootstrapServers.map((_, i) => bootstrapServerId(i));
-    this.clock = options.clock ?? systemClock;
+    this.runtime = options.runtime ?? systemRuntime;
+    this.clock = this.runtime.clock;
     if (options.transport === undefined) {
       const own = new KafkaRaftTransport(
         options.config.quorumVoters,
@@ -87,6 +92,8 @@ export class MetadataManager {
         {
           clientId: `raft-client-${this.nodeId}`,
           requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms'),
+          network: this.runtime.network,
+          clock: this.clock,
         },
         bootstrapServers,
       );
@@ -103,6 +110,7 @@ export class MetadataManager {
         this.logger.info({ leaderId, epoch }, 'metadata quorum leader changed');
         this.onLeaderChange(leaderId);
       },
+      clock: this.clock,
     });
     this.loader.onMetadataDelta((delta, image) => {
       for (const name of delta.brokerConfigsChanged) this.applyBrokerConfigs(image, name);
@@ -124,8 +132,8 @@ export class MetadataManager {
         autoLeaderRebalanceEnable: () => this.config.getBoolean('auto.leader.rebalance.enable'),
         leaderImbalanceCheckIntervalMs: () => this.config.getLong('leader.imbalance.check.interval.seconds') * 1000,
       },
-      Math.random,
-      { clock: guardedTimers(this.clock, onFailure), onFailure },
+      undefined,
+      { clock: guardedTimers(this.clock, onFailure), random: this.runtime.random, onFailure },
     );
   }
 
@@ -147,6 +155,21 @@ export class MetadataManager {
   get raft(): RaftClient {
     if (this.raftClient === null) throw new Error('metadata manager not started');
     return this.raftClient;
+  }
+
+  /** The Raft client, null before start(): for read-only inspection (the simulation's checks). */
+  get raftClientIfStarted(): RaftClient | null {
+    return this.raftClient;
+  }
+
+  /** The metadata log, null until start() opened it: for read-only inspection. */
+  get raftLogIfOpen(): RaftLog | null {
+    return this.raftLog;
+  }
+
+  /** The directory.id (KIP-858) of each log dir and of the metadata log dir, by the path as configured; known once started. */
+  get directoryIds(): ReadonlyMap<string, string> {
+    return this.dirIds;
   }
 
   get clusterId(): string {
@@ -175,23 +198,27 @@ export class MetadataManager {
   /** Opens the log, replays snapshot + log and joins the quorum. */
   async start(): Promise<void> {
     const baseDir = this.config.metadataLogDir;
-    await mkdir(baseDir, { recursive: true });
+    const fileSystem = this.runtime.fileSystem;
+    await createDirectory(fileSystem, baseDir, !this.config.getBoolean('unsafe.bypass.fsync'));
     const dir = join(baseDir, METADATA_PARTITION_DIR);
     // Independent files: read (or created) at once. The log is kept (close() closes it) even
     // when the cluster id fails.
     const [cluster, raftLog] = await Promise.allSettled([
-      loadOrFormatMetaProperties(this.config, this.logger),
+      loadOrFormatMetaProperties(this.config, this.logger, { random: this.runtime.random, fileSystem }),
       FileRaftLog.open({
         dir,
         segmentBytes: this.config.getInt('metadata.log.segment.bytes'),
         onBackgroundError: (err, what) => this.logger.error({ err }, `metadata log: ${what} failed`),
         unsafeBypassFsync: this.config.getBoolean('unsafe.bypass.fsync'),
+        fileSystem,
+        clock: this.runtime.clock,
       }),
     ]);
     if (raftLog.status === 'rejected') throw raftLog.reason;
     this.raftLog = raftLog.value;
     if (cluster.status === 'rejected') throw cluster.reason;
     this.cluster = cluster.value.clusterId;
+    this.dirIds = cluster.value.directoryIds;
     // KIP-853: the voter set goes into the log, keyed by the metadata log directory's id.
     const membership = raftMembershipOf(this.config, cluster.value.directoryIds.get(this.config.metadataLogDir));
     this.raftClient = new RaftClient(
@@ -204,15 +231,18 @@ export class MetadataManager {
         clusterId: this.cluster,
       },
       raftLog.value,
-      new FileQuorumStateStore(dir, this.config.getBoolean('unsafe.bypass.fsync')),
+      new FileQuorumStateStore(dir, this.config.getBoolean('unsafe.bypass.fsync'), fileSystem),
       this.transport,
       this.loader,
       guardedTimers(this.clock, (err, what) => this.logger.error({ err }, `${what} failed`)),
+      () => this.runtime.random.next(),
     );
     this.raftClient.start();
     const intervalMs = this.config.getLong('metadata.log.max.snapshot.interval.ms');
     if (intervalMs > 0) {
-      this.snapshotTimer = setInterval(
+      this.stopSnapshots = repeat(
+        this.clock,
+        intervalMs,
         guarded(
           (err, what) => this.logger.error({ err }, `${what} failed`),
           'periodic metadata snapshot',
@@ -220,9 +250,7 @@ export class MetadataManager {
             if (this.loader.unsnapshottedBytes > 0) this.snapshot(this.loader.image);
           },
         ),
-        intervalMs,
       );
-      this.snapshotTimer.unref();
     }
     // A node that leads from the start (a single voter) answers nothing before its controller
     // has replayed the log and bootstrapped an empty one.
@@ -266,7 +294,7 @@ export class MetadataManager {
 
   /** Hands leadership over (EndQuorumEpoch) and closes the log. */
   async close(): Promise<void> {
-    if (this.snapshotTimer !== null) clearInterval(this.snapshotTimer);
+    this.stopSnapshots?.();
     this.controller.deactivate();
     await this.raftClient?.close();
     await this.ownTransport?.close();
@@ -278,7 +306,9 @@ export class MetadataManager {
 function guardedTimers(clock: Clock, onFailure: FailureSink): Clock {
   return {
     now: () => clock.now(),
+    monotonicMs: () => clock.monotonicMs(),
     setTimeout: (fn, delayMs) => clock.setTimeout(guarded(onFailure, 'metadata quorum timer', fn), delayMs),
     clearTimeout: (handle) => clock.clearTimeout(handle),
+    setImmediate: (fn) => clock.setImmediate(guarded(onFailure, 'metadata quorum task', fn)),
   };
 }

@@ -17,13 +17,14 @@
  * property (Kafka has none): meta.properties stays the one place the id lives, and a
  * property could only disagree with it on a later start.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { uuidToString } from '../../protocol/primitives.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import { parseProperties } from '../config/sources.ts';
 import type { Logger } from '../observability/logger.ts';
+import { systemRandom, type Random } from '../runtime/random.ts';
+import { type FileSystem, nodeFileSystem } from '../../storage/file-system.ts';
 import { METADATA_PARTITION_DIR } from './raft/file-log.ts';
 
 export const META_PROPERTIES_FILE = 'meta.properties';
@@ -78,11 +79,11 @@ export function formatMetaProperties(meta: MetaProperties, now = new Date()): st
 }
 
 /** A directory's meta.properties, or null when it has none (the directory is unformatted). */
-export async function readMetaProperties(dir: string): Promise<MetaProperties | null> {
+export async function readMetaProperties(dir: string, fs: FileSystem = nodeFileSystem): Promise<MetaProperties | null> {
   const path = join(dir, META_PROPERTIES_FILE);
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await fs.readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -91,20 +92,20 @@ export async function readMetaProperties(dir: string): Promise<MetaProperties | 
 }
 
 /** Writes meta.properties atomically (temp file, fsync, rename, fsync of the directory), creating the directory. */
-export async function writeMetaProperties(dir: string, meta: MetaProperties, fsync = true): Promise<void> {
-  await mkdir(dir, { recursive: true });
+export async function writeMetaProperties(dir: string, meta: MetaProperties, fsync = true, fs: FileSystem = nodeFileSystem): Promise<void> {
+  await fs.mkdir(dir, { recursive: true });
   const path = join(dir, META_PROPERTIES_FILE);
   const tmp = `${path}.tmp`;
-  const file = await open(tmp, 'w');
+  const file = await fs.open(tmp, 'w');
   try {
-    await file.writeFile(formatMetaProperties(meta), 'utf8');
+    await file.writeFile(Buffer.from(formatMetaProperties(meta), 'utf8'));
     if (fsync) await file.sync();
   } finally {
     await file.close();
   }
-  await rename(tmp, path);
+  await fs.rename(tmp, path);
   if (fsync) {
-    const parent = await open(dirname(path), 'r');
+    const parent = await fs.open(dirname(path), 'r');
     try {
       await parent.sync();
     } finally {
@@ -149,15 +150,21 @@ export function deriveClusterId(config: BrokerConfig): string {
  * Call it before anything opens a log directory; the returned cluster id is the one the
  * Raft client and the broker registration use.
  */
-export async function loadOrFormatMetaProperties(config: BrokerConfig, logger?: Logger): Promise<LogDirsIdentity> {
+export async function loadOrFormatMetaProperties(
+  config: BrokerConfig,
+  logger?: Logger,
+  options: { random?: Random; fileSystem?: FileSystem } = {},
+): Promise<LogDirsIdentity> {
+  const random = options.random ?? systemRandom;
+  const fs = options.fileSystem ?? nodeFileSystem;
   const { dirs, metadataLogDir } = metaPropertiesDirs(config);
   const nodeId = config.nodeId;
   const fsync = !config.getBoolean('unsafe.bypass.fsync');
-  const ensemble = await loadEnsemble(dirs);
+  const ensemble = await loadEnsemble(dirs, fs);
   const found = verifyEnsemble(ensemble, null, nodeId);
   for (const [dir] of ensemble) {
     if (resolve(dir) === resolve(metadataLogDir)) continue;
-    if (await exists(join(dir, METADATA_PARTITION_DIR))) {
+    if (await exists(fs, join(dir, METADATA_PARTITION_DIR))) {
       throw new Error(
         `Found unexpected metadata location in data directory \`${join(dir, METADATA_PARTITION_DIR)}\` ` +
           `(the configured metadata directory is ${metadataLogDir}).`,
@@ -169,8 +176,8 @@ export async function loadOrFormatMetaProperties(config: BrokerConfig, logger?: 
   const formattedDirs: string[] = [];
   for (const [dir, meta] of ensemble) {
     if (meta === null) {
-      const directoryId = newDirectoryId(ensemble, directoryIds);
-      await writeMetaProperties(dir, { version: 1, clusterId, nodeId, directoryId }, fsync);
+      const directoryId = newDirectoryId(ensemble, directoryIds, random);
+      await writeMetaProperties(dir, { version: 1, clusterId, nodeId, directoryId }, fsync, fs);
       logger?.info({ dir, clusterId, nodeId, directoryId }, 'formatted log directory (wrote a new meta.properties)');
       directoryIds.set(dir, directoryId);
       formattedDirs.push(dir);
@@ -182,8 +189,8 @@ export async function loadOrFormatMetaProperties(config: BrokerConfig, logger?: 
       directoryIds.set(dir, meta.directoryId);
       continue;
     }
-    const directoryId = newDirectoryId(ensemble, directoryIds);
-    await writeMetaProperties(dir, { ...meta, directoryId }, fsync);
+    const directoryId = newDirectoryId(ensemble, directoryIds, random);
+    await writeMetaProperties(dir, { ...meta, directoryId }, fsync, fs);
     logger?.info({ dir, directoryId }, 'rewrote meta.properties with a directory.id');
     directoryIds.set(dir, directoryId);
   }
@@ -235,9 +242,9 @@ export async function formatLogDirs(config: BrokerConfig, clusterId: string, opt
 }
 
 /** `kafka-storage random-uuid`: a fresh Kafka Uuid, never one starting with '-'. */
-export function randomKafkaUuid(): string {
+export function randomKafkaUuid(random: Random = systemRandom): string {
   for (;;) {
-    const id = uuidToString(randomBytes(16));
+    const id = uuidToString(random.bytes(16));
     if (isUsableUuid(id)) return id;
   }
 }
@@ -249,8 +256,8 @@ export function checkClusterId(clusterId: string): void {
 
 type Ensemble = ReadonlyMap<string, MetaProperties | null>;
 
-async function loadEnsemble(dirs: readonly string[]): Promise<Ensemble> {
-  const metas = await Promise.all(dirs.map((dir) => readMetaProperties(dir)));
+async function loadEnsemble(dirs: readonly string[], fs: FileSystem = nodeFileSystem): Promise<Ensemble> {
+  const metas = await Promise.all(dirs.map((dir) => readMetaProperties(dir, fs)));
   return new Map(dirs.map((dir, i) => [dir, metas[i] ?? null]));
 }
 
@@ -291,11 +298,11 @@ function verifyEnsemble(ensemble: Ensemble, expectedClusterId: string | null, ex
 }
 
 /** A random directory id no other directory of this node has and that Kafka does not reserve. */
-function newDirectoryId(ensemble: Ensemble, assigned: ReadonlyMap<string, string>): string {
+function newDirectoryId(ensemble: Ensemble, assigned: ReadonlyMap<string, string>, random: Random = systemRandom): string {
   const taken = new Set<string>(assigned.values());
   for (const meta of ensemble.values()) if (meta?.directoryId) taken.add(meta.directoryId);
   for (;;) {
-    const id = randomKafkaUuid();
+    const id = randomKafkaUuid(random);
     if (!taken.has(id) && !isReservedDirectoryId(id)) return id;
   }
 }
@@ -314,9 +321,9 @@ function isReservedDirectoryId(id: string): boolean {
   return bytes.readBigInt64BE(0) === 0n && bytes.readBigInt64BE(8) < 100n;
 }
 
-async function exists(path: string): Promise<boolean> {
+async function exists(fs: FileSystem, path: string): Promise<boolean> {
   try {
-    await stat(path);
+    await fs.stat(path);
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;

@@ -9,9 +9,13 @@ import { MetadataRecordType } from './records.ts';
 
 const FRAME_VERSION = 1;
 
-/** The version written for each record type (what metadata.version 3.9 writes, minus log dirs). */
+/**
+ * The version written for each record type: what metadata.version 3.9 writes, except that
+ * partitions carry no directory assignment (PartitionRecord.Directories) and broker
+ * registration changes no log dirs.
+ */
 const WRITE_VERSION: Record<MetadataRecordName, number> = {
-  RegisterBrokerRecord: 2,
+  RegisterBrokerRecord: 3,
   UnregisterBrokerRecord: 0,
   TopicRecord: 0,
   PartitionRecord: 0,

@@ -4,6 +4,7 @@
  * the producer-id manager fed by the controller, and the publisher that applies metadata to
  * the ReplicaManager.
  */
+import type { LogDirFailureChannel } from '../../storage/log-dir-failure.ts';
 import type { LogManager } from '../../storage/log-manager.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import { effectiveTopicConfig, topicConfigLookup } from '../config/topic-config.ts';
@@ -14,13 +15,17 @@ import type { DataPathServices, NodeEndpoint } from './index.ts';
 import type { AlterPartitionRequest, AlterPartitionResponse } from './isr-manager.ts';
 import { ReplicaMetadataPublisher } from './metadata-publisher.ts';
 import { ProducerIdManager, type ProducerIdBlock } from './producer-id-manager.ts';
-import type { Clock } from './purgatory.ts';
+import type { Clock } from '../runtime/clock.ts';
+import type { Network } from '../runtime/network.ts';
+import type { Random } from '../runtime/random.ts';
 import { ReplicaManager, appendQueueLimitsOf } from './replica-manager.ts';
 import { LogManagerProvider } from './storage-adapter.ts';
 
 export interface DataPathOptions {
   readonly config: BrokerConfig;
   readonly logManager: LogManager;
+  /** Where the logs report a failed log dir (the LogManager's channel). */
+  readonly logDirFailures: LogDirFailureChannel;
   /** The metadata the broker follows (MetadataManager). */
   readonly metadata: {
     image(): MetadataImage;
@@ -29,6 +34,10 @@ export interface DataPathOptions {
   };
   readonly onError: (err: unknown, what: string) => void;
   readonly clock?: Clock;
+  /** Fetch session ids; defaults to the system's randomness. */
+  readonly random?: Random;
+  /** Where followers connect to leaders; defaults to the system network. */
+  readonly network?: Network;
   /**
    * Sends an ISR change to the active controller (the controller channel). The requests are
    * AlterPartition v3 (topic ids, newIsrWithEpochs): send them at ALTER_PARTITION_VERSION.
@@ -67,10 +76,16 @@ export function createDataPath(options: DataPathOptions): DataPath {
     },
     alterPartition: (request) => options.alterPartition(request),
     replicaFetcher: {
-      connect: kafkaReplicaConnector({ brokerId: config.nodeId, replicaEndpoint: (id) => options.replicaEndpoint(id) }),
+      connect: kafkaReplicaConnector({
+        brokerId: config.nodeId,
+        replicaEndpoint: (id) => options.replicaEndpoint(id),
+        network: options.network,
+        clock: options.clock,
+      }),
       settings: replicaFetchSettingsOf(config),
     },
     onReplicationError: (err, what) => options.onError(err, what),
+    logDirFailures: options.logDirFailures,
   });
   const publisher = new ReplicaMetadataPublisher(replicaManager, {
     topicConfig: (image, topic) => topicConfigLookup(effectiveTopicConfig(image.topicConfigs(topic), config)),
@@ -79,18 +94,27 @@ export function createDataPath(options: DataPathOptions): DataPath {
   });
   const services: DataPathServices = {
     replicaManager,
-    fetchSessions: new FetchSessionCache({ maxSlots: config.getInt('max.incremental.fetch.session.cache.slots'), clock: options.clock }),
+    fetchSessions: new FetchSessionCache({
+      maxSlots: config.getInt('max.incremental.fetch.session.cache.slots'),
+      clock: options.clock,
+      random: options.random,
+    }),
     producerIds: new ProducerIdManager(() => metadata.allocateProducerIdBlock()),
     topicNameOf: (topicId) => metadata.image().topicById(topicId)?.name,
     topicIdOf: (topic) => metadata.image().topic(topic)?.id,
     fetchMaxBytes: () => config.getInt('fetch.max.bytes'),
+    fileSystem: options.logManager.pool.fileSystem,
     nodeEndpoint: (brokerId, listenerName) => liveNodeEndpoint(metadata.image(), brokerId, listenerName),
   };
+  // Subscribed now, ahead of the listeners that wait for the publisher to apply a delta; a
+  // delta before start() is in the image start() applies.
+  let started = false;
+  metadata.onMetadataDelta((delta, image) => (started ? publisher.onMetadataDelta(delta, image) : undefined));
   return {
     services,
     publisher,
     async start() {
-      metadata.onMetadataDelta(publisher.onMetadataDelta);
+      started = true;
       await publisher.applyImage(metadata.image());
       replicaManager.startup();
     },

@@ -34,7 +34,10 @@ export class DelayedProduce extends DelayedOperation {
   /** Settles `status` if its outcome is known; with `final`, waiting turns into REQUEST_TIMED_OUT. */
   private decide(status: ProducePartitionStatus, final: boolean): void {
     const { partition } = status;
-    if (!this.isCurrent(partition) || !partition.isLeader) {
+    if (partition.offline) {
+      // Whatever the high watermark says: the leader's own copy may not be on its disk.
+      status.errorCode = Errors.KAFKA_STORAGE_ERROR.code;
+    } else if (!this.isCurrent(partition) || !partition.isLeader) {
       status.errorCode = Errors.NOT_LEADER_OR_FOLLOWER.code;
     } else if (partition.highWatermark >= status.requiredOffset) {
       // Partition.checkEnoughReplicasReachOffset: replicated, but the (maximal) ISR may have shrunk meanwhile.

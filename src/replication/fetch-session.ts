@@ -6,8 +6,8 @@
  */
 import { Errors } from '../../protocol/errors.ts';
 import { DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
-import type { Clock } from './purgatory.ts';
-import { systemClock } from './purgatory.ts';
+import { systemClock, type Clock } from '../runtime/clock.ts';
+import { systemRandom, type Random } from '../runtime/random.ts';
 
 export const INVALID_SESSION_ID = 0;
 export const INITIAL_EPOCH = 0;
@@ -78,6 +78,8 @@ export interface FetchSessionCacheOptions {
   /** Sessions idle longer than this may be evicted for a new one (MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS). */
   readonly evictionMs?: number;
   readonly clock?: Clock;
+  /** Draws session ids; defaults to the system's randomness. */
+  readonly random?: Random;
 }
 
 export function sessionPartitionKey(usesTopicIds: boolean, topic: string, topicId: string, partition: number): string {
@@ -89,11 +91,13 @@ export class FetchSessionCache {
   private readonly maxSlots: number;
   private readonly evictionMs: number;
   private readonly clock: Clock;
+  private readonly random: Random;
 
   constructor(options: FetchSessionCacheOptions = {}) {
     this.maxSlots = options.maxSlots ?? DEFAULT_BROKER_CONFIG.getInt('max.incremental.fetch.session.cache.slots');
     this.evictionMs = options.evictionMs ?? MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS;
     this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? systemRandom;
   }
 
   get size(): number {
@@ -157,7 +161,7 @@ export class FetchSessionCache {
     if (this.sessions.size >= this.maxSlots && !this.evictOneFor(privileged, responses.length, nowMs)) return INVALID_SESSION_ID;
     let id = 0;
     do {
-      id = 1 + Math.floor(Math.random() * 0x7ffffffe);
+      id = 1 + Math.floor(this.random.next() * 0x7ffffffe);
     } while (this.sessions.has(id));
     const session = new FetchSession(id, privileged, usesTopicIds, nowMs);
     for (const { request, data } of responses) {

@@ -35,7 +35,8 @@ import { KafkaConnection } from '../client/connection.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import { FINAL_EPOCH, INVALID_SESSION_ID } from './fetch-session.ts';
 import type { Partition } from './partition.ts';
-import type { Clock } from './purgatory.ts';
+import { schedule, type Clock } from '../runtime/clock.ts';
+import type { Network } from '../runtime/network.ts';
 
 export type ReplicaApiKey = ApiKey.Fetch | ApiKey.ListOffsets;
 
@@ -86,6 +87,8 @@ export function kafkaReplicaConnector(options: {
   readonly brokerId: number;
   readonly replicaEndpoint: (brokerId: number) => { host: string; port: number } | undefined;
   readonly requestTimeoutMs?: number;
+  readonly network?: Network;
+  readonly clock?: Clock;
 }): ReplicaConnector {
   const timeoutMs = options.requestTimeoutMs ?? REPLICA_SOCKET_TIMEOUT_MS;
   return async (leaderId) => {
@@ -95,6 +98,8 @@ export function kafkaReplicaConnector(options: {
       clientId: `broker-${options.brokerId}-fetcher-${leaderId}`,
       connectTimeoutMs: timeoutMs,
       requestTimeoutMs: timeoutMs,
+      network: options.network,
+      clock: options.clock,
     });
     return {
       version: (apiKey) => conn.version(apiKey),
@@ -495,7 +500,7 @@ class ReplicaFetcher {
         resolve();
       };
       this.wakeUp = done;
-      if (untilMs !== undefined) cancel = this.options.clock.schedule(Math.max(0, untilMs - this.options.clock.now()), done);
+      if (untilMs !== undefined) cancel = schedule(this.options.clock, Math.max(0, untilMs - this.options.clock.now()), done);
     });
   }
 }

@@ -5,6 +5,7 @@
 import type { FetchSessionCache } from './fetch-session.ts';
 import type { ProducerIdManager } from './producer-id-manager.ts';
 import type { ReplicaManager } from './replica-manager.ts';
+import type { FileSystem } from '../../storage/file-system.ts';
 
 export interface NodeEndpoint {
   readonly nodeId: number;
@@ -23,6 +24,8 @@ export interface DataPathServices {
   topicIdOf(topic: string): string | undefined;
   /** fetch.max.bytes: the most a Fetch response carries, whatever the request asks for. */
   fetchMaxBytes(): number;
+  /** Where the log dirs are (DescribeLogDirs reads their capacity); the real disk when absent. */
+  readonly fileSystem?: FileSystem;
   /**
    * A live broker's endpoint on a listener (KIP-951 node_endpoints: where the current leader
    * is), undefined when it is unknown or fenced; '' is the first listener.

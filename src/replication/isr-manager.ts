@@ -17,7 +17,7 @@ import {
 import type { ApiKey, ApiRequest, ApiResponse } from '../../protocol/messages/index.ts';
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import type { AlterPartitionResult, Partition, PendingIsrChange } from './partition.ts';
-import type { Clock } from './purgatory.ts';
+import { schedule, type Clock } from '../runtime/clock.ts';
 
 export type AlterPartitionRequest = ApiRequest<ApiKey.AlterPartition>;
 export type AlterPartitionResponse = ApiResponse<ApiKey.AlterPartition>;
@@ -81,7 +81,7 @@ export class IsrManager {
     if (this.closed || this.cancelExpiration !== null) return;
     const periodMs = Math.max(1, Math.floor(this.options.replicaLagTimeMaxMs / 2));
     const tick = (): void => {
-      this.cancelExpiration = this.options.clock.schedule(periodMs, () => {
+      this.cancelExpiration = schedule(this.options.clock, periodMs, () => {
         try {
           this.maybeShrinkIsr();
         } catch (err) {
@@ -153,7 +153,7 @@ export class IsrManager {
   }
 
   private retryLater(): void {
-    this.cancelRetry = this.options.clock.schedule(this.retryBackoffMs, () => {
+    this.cancelRetry = schedule(this.options.clock, this.retryBackoffMs, () => {
       this.cancelRetry = null;
       this.maybePropagateIsrChanges();
     });

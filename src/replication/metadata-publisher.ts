@@ -15,7 +15,7 @@ export interface ReplicaMetadataPublisherOptions {
   readonly onError: (err: unknown) => void;
   /**
    * Deletes the logs on disk `keep` rejects and returns how many (stray logs: topics deleted
-   * while the node was down); called once, after the start-up image is hosted.
+   * while the node was down); called once, by removeStrayLogs().
    */
   readonly removeStrayLogs?: (keep: (topic: string, partition: number) => boolean) => Promise<number>;
   /** How many partitions open or create their logs at once (file system latency bound). */
@@ -27,8 +27,10 @@ const DEFAULT_CONCURRENCY = 8;
 
 export class ReplicaMetadataPublisher {
   private chain: Promise<void> = Promise.resolve();
-  /** Stray logs deleted when the start-up image was applied. */
+  /** Stray logs deleted by removeStrayLogs(). */
   strayLogsRemoved = 0;
+  /** The image the partitions were last brought in line with. */
+  private applied: MetadataImage | null = null;
 
   constructor(
     private readonly replicaManager: ReplicaManager,
@@ -47,8 +49,21 @@ export class ReplicaMetadataPublisher {
       for (const hosted of [...this.replicaManager.allPartitions()]) {
         if (image.topic(hosted.topic) === undefined) await this.replicaManager.removePartition(hosted.topic, hosted.partition, true);
       }
-      // Logs on disk that the image does not give this broker (their topic was deleted while
-      // it was down, or before the deletion reached the disk): Kafka's stray logs.
+      this.applied = image;
+    });
+  }
+
+  /**
+   * Deletes the logs on disk that the metadata applied so far does not give this broker
+   * (their topic was deleted while it was down, or before the deletion reached the disk):
+   * Kafka's stray logs. Only once the broker has caught up with the metadata log (the
+   * controller unfenced it): the image a restarted broker starts from is its latest snapshot,
+   * which may predate topics it hosts — their logs would look stray.
+   */
+  removeStrayLogs(): Promise<void> {
+    return this.enqueue(async () => {
+      const image = this.applied;
+      if (image === null) return;
       const brokerId = this.replicaManager.brokerId;
       const strays =
         (await this.options.removeStrayLogs?.(
@@ -103,6 +118,7 @@ export class ReplicaMetadataPublisher {
     for (const topic of delta.topicConfigsChanged) {
       if (image.topic(topic) !== undefined) this.replicaManager.updateTopicConfig(topic, this.options.topicConfig(image, topic));
     }
+    this.applied = image;
   }
 
   /**

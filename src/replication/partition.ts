@@ -138,6 +138,8 @@ export class Partition {
   visibleBytes = 0;
   /** Bytes appended locally since this broker took the partition (what followers wait for). */
   appendedBytes = 0;
+  /** Its log dir failed: the ReplicaManager no longer hosts it, and what still holds it answers KAFKA_STORAGE_ERROR. */
+  private isOffline = false;
 
   constructor(
     readonly topic: string,
@@ -155,6 +157,18 @@ export class Partition {
 
   get isLeader(): boolean {
     return this.leaderId === this.localBrokerId;
+  }
+
+  get offline(): boolean {
+    return this.isOffline;
+  }
+
+  /** Kafka's Partition.markOffline: it neither leads nor follows any more (until a restart). */
+  markOffline(): void {
+    this.isOffline = true;
+    this.leaderId = -1;
+    this.leaderEpochStartOffset = -1;
+    this.followers.clear();
   }
 
   get highWatermark(): number {

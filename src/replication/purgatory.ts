@@ -5,20 +5,7 @@
  * timer. Nothing polls: waiters are woken only by the events they watch.
  */
 
-/** The time source, injectable so tests run on a fake clock. */
-export interface Clock {
-  now(): number;
-  /** Runs `fn` once after `delayMs`; returns a function that cancels it. */
-  schedule(delayMs: number, fn: () => void): () => void;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  schedule(delayMs, fn) {
-    const timer = setTimeout(fn, delayMs);
-    return () => clearTimeout(timer);
-  },
-};
+import { schedule, systemClock, type Clock } from '../runtime/clock.ts';
 
 /**
  * One parked operation. `tryComplete` checks its condition and calls `forceComplete` when
@@ -54,7 +41,7 @@ export abstract class DelayedOperation {
 
   /** @internal */
   startTimer(clock: Clock, onExpired: () => void): void {
-    this.cancelTimer = clock.schedule(this.delayMs, () => {
+    this.cancelTimer = schedule(clock, this.delayMs, () => {
       this.cancelTimer = null;
       if (this.completed) return;
       this.onExpiration();

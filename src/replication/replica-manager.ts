@@ -18,14 +18,17 @@ import {
   ProducerStateError,
   RecordTooLargeError,
   StorageError,
+  StorageIOError,
 } from '../../storage/errors.ts';
+import type { LogDirFailureChannel } from '../../storage/log-dir-failure.ts';
 import { DelayedFetch, DelayedProduce, type FetchPartitionWatch, type ProducePartitionStatus } from './delayed.ts';
 import type { TopicConfigLookup } from '../config/topic-config.ts';
 import { type ReplicaConnector, ReplicaFetcherManager, type ReplicaFetchSettings } from './fetcher.ts';
 import { type AlterPartitionRequest, type AlterPartitionResponse, IsrManager } from './isr-manager.ts';
-import type { LeaderAppendInfo, LogProvider, ProducerDescription } from './log.ts';
+import type { LeaderAppendInfo, LogProvider, ProducerDescription, ReplicaLog } from './log.ts';
 import { type BrokerRegistrationView, Partition, partitionKey, type PartitionState, type ReplicationSettings } from './partition.ts';
-import { DelayedOperationPurgatory, systemClock, type Clock } from './purgatory.ts';
+import { DelayedOperationPurgatory } from './purgatory.ts';
+import { schedule, systemClock, yieldToEventLoop, type Clock } from '../runtime/clock.ts';
 import { RecordValidationError, validateProducedRecords, type ValidatedRecords } from './validation.ts';
 
 export const ISOLATION_READ_UNCOMMITTED = 0;
@@ -68,6 +71,11 @@ export interface ReplicaManagerOptions {
   readonly replicaFetcher?: { readonly connect: ReplicaConnector; readonly settings: ReplicaFetchSettings };
   /** Where failures of the fetchers and the ISR manager go (they retry on their own). */
   readonly onReplicationError?: (err: unknown, what: string) => void;
+  /**
+   * The log-dir failure channel the logs report to: a dir it marks offline takes this
+   * broker's partitions in it offline. Absent, log dirs never go offline.
+   */
+  readonly logDirFailures?: Pick<LogDirFailureChannel, 'onOfflineLogDir' | 'isOffline'>;
 }
 
 /**
@@ -179,6 +187,8 @@ export interface DeleteRecordsResult {
 
 export interface LogDirDescription {
   readonly logDir: string;
+  /** The dir failed (KAFKA_STORAGE_ERROR): it lists no partitions. */
+  readonly offline: boolean;
   readonly topics: {
     name: string;
     partitions: { partitionIndex: number; partitionSizeBytes: number; offsetLag: number; isFutureKey: boolean }[];
@@ -212,6 +222,13 @@ export class ReplicaManager {
   private readonly topicIds = new Map<string, string>();
   /** Hosted partitions per topic name: config changes and deletions touch one topic's only. */
   private readonly partitionsByTopic = new Map<string, Set<Partition>>();
+  /** The log dir of each hosted partition's log, as the log provider names it. */
+  private readonly partitionLogDirs = new Map<string, string>();
+  /**
+   * Kafka's HostedPartition.Offline: partitions whose log dir failed (or whose log could not
+   * be created). Answered KAFKA_STORAGE_ERROR and left alone by metadata until a restart.
+   */
+  private readonly offlinePartitions = new Map<string, { readonly topic: string; readonly partition: number }>();
   private readonly appendQueues = new Map<string, AppendQueue>();
   private readonly appendQueueLimits: AppendQueueLimits;
   private readonly clock: Clock;
@@ -262,6 +279,7 @@ export class ReplicaManager {
             clock: this.clock,
             onError: options.onReplicationError,
           });
+    options.logDirFailures?.onOfflineLogDir((logDir) => this.handleLogDirFailure(logDir));
   }
 
   /** Starts the ISR expiration task (Kafka's ReplicaManager.startup). */
@@ -294,18 +312,34 @@ export class ReplicaManager {
    * publisher's become-leader / become-follower), opening or creating its log. Metadata older
    * than what the partition has (a lower partition epoch) is ignored. Waiting operations of
    * the partition are re-checked: a broker that no longer leads answers them
-   * NOT_LEADER_OR_FOLLOWER.
+   * NOT_LEADER_OR_FOLLOWER. An offline partition (its log dir failed) stays offline: undefined.
    */
-  async applyPartitionState(state: PartitionState, config: TopicConfigLookup): Promise<Partition> {
+  async applyPartitionState(state: PartitionState, config: TopicConfigLookup): Promise<Partition | undefined> {
     const key = partitionKey(state.topic, state.partition);
+    if (this.offlinePartitions.has(key)) return undefined;
     let partition = this.partitions.get(key);
     if (partition === undefined) {
-      const log = await this.options.logs.getOrCreateLog(state.topic, state.partition, state.topicId, config);
+      let log: ReplicaLog;
+      try {
+        log = await this.options.logs.getOrCreateLog(state.topic, state.partition, state.topicId, config);
+      } catch (err) {
+        // Kafka's makeLeaders/makeFollowers on a KafkaStorageException: the partition is offline here.
+        if (err instanceof StorageIOError) this.offlinePartitions.set(key, { topic: state.topic, partition: state.partition });
+        throw err;
+      }
+      if (this.offlinePartitions.has(key)) return undefined;
       // A concurrent delta may have created it while the log opened.
       partition = this.partitions.get(key);
       if (partition === undefined) {
+        const logDir = this.options.logs.logDirOf(state.topic, state.partition);
+        if (this.options.logDirFailures?.isOffline(logDir) === true) {
+          // The dir failed while the log opened.
+          this.offlinePartitions.set(key, { topic: state.topic, partition: state.partition });
+          return undefined;
+        }
         partition = new Partition(state.topic, state.partition, state.topicId, this.brokerId, log, config, this.replication);
         this.partitions.set(key, partition);
+        this.partitionLogDirs.set(key, logDir);
         let ofTopic = this.partitionsByTopic.get(state.topic);
         if (ofTopic === undefined) {
           ofTopic = new Set();
@@ -358,9 +392,12 @@ export class ReplicaManager {
   /** Stops hosting a partition; deletes its log when the topic was deleted. */
   async removePartition(topic: string, partition: number, deleteLog: boolean): Promise<void> {
     const key = partitionKey(topic, partition);
+    // An offline partition's log stays on its failed dir: a restart removes it as a stray log.
+    this.offlinePartitions.delete(key);
     const existing = this.partitions.get(key);
     if (existing === undefined) return;
     this.partitions.delete(key);
+    this.partitionLogDirs.delete(key);
     await this.replicaFetcherManager?.removeFetcherForPartitions([key]);
     const ofTopic = this.partitionsByTopic.get(topic);
     ofTopic?.delete(existing);
@@ -382,6 +419,40 @@ export class ReplicaManager {
 
   private isCurrent = (partition: Partition): boolean => this.partitions.get(partition.key) === partition;
 
+  /**
+   * Kafka's ReplicaManager.handleLogDirFailure: every partition whose log is in the failed dir
+   * goes offline on this broker. Its follower fetcher stops, requests waiting on it are
+   * answered KAFKA_STORAGE_ERROR (an acks=all produce parked before the failure is never
+   * acknowledged), and later requests get KAFKA_STORAGE_ERROR until a restart. Leadership
+   * moves once the controller hears of the dir in this broker's heartbeat.
+   */
+  private handleLogDirFailure(logDir: string): void {
+    const failed = [...this.partitions.values()].filter((p) => this.partitionLogDirs.get(p.key) === logDir);
+    if (failed.length === 0) return;
+    for (const partition of failed) this.markPartitionOffline(partition);
+    this.replicaFetcherManager?.removeFetcherForPartitions(failed.map((p) => p.key)).catch((err: unknown) => {
+      this.options.onReplicationError?.(err, `stopping the fetchers of the partitions in the failed log dir ${logDir}`);
+    });
+  }
+
+  private markPartitionOffline(partition: Partition): void {
+    const key = partition.key;
+    this.partitions.delete(key);
+    this.partitionLogDirs.delete(key);
+    const ofTopic = this.partitionsByTopic.get(partition.topic);
+    ofTopic?.delete(partition);
+    if (ofTopic?.size === 0) this.partitionsByTopic.delete(partition.topic);
+    this.offlinePartitions.set(key, { topic: partition.topic, partition: partition.partition });
+    partition.markOffline();
+    // Appends already admitted find the partition offline when their write comes up.
+    for (const { append, cancelTimeout } of this.appendQueues.get(key)?.waiting.splice(0) ?? []) {
+      cancelTimeout();
+      append.resolve(offlineOutcome(key));
+    }
+    this.producePurgatory.completeAll(key);
+    this.fetchPurgatory.completeAll(key);
+  }
+
   private wake(key: string): void {
     this.producePurgatory.checkAndComplete(key);
     this.fetchPurgatory.checkAndComplete(key);
@@ -394,7 +465,10 @@ export class ReplicaManager {
    * behind), whatever this broker's role.
    */
   private leaderError(topic: string, partitionIndex: number, currentLeaderEpoch = -1): { partition: Partition | null; errorCode: number } {
-    const partition = this.partitions.get(partitionKey(topic, partitionIndex));
+    const key = partitionKey(topic, partitionIndex);
+    // Kafka's getPartitionOrError: an offline partition answers so before any epoch check.
+    if (this.offlinePartitions.has(key)) return { partition: null, errorCode: Errors.KAFKA_STORAGE_ERROR.code };
+    const partition = this.partitions.get(key);
     if (partition === undefined) {
       const known = this.options.partitionExists?.(topic, partitionIndex) ?? false;
       return { partition: null, errorCode: known ? Errors.NOT_LEADER_OR_FOLLOWER.code : Errors.UNKNOWN_TOPIC_OR_PARTITION.code };
@@ -470,6 +544,24 @@ export class ReplicaManager {
       }
     }
     return this.withCurrentLeaders(results);
+  }
+
+  /**
+   * Waits, as an acks=all produce does, for everything before `offset` of a partition this
+   * broker leads to be committed: NONE once the high watermark reaches it with the ISR at
+   * min.insync.replicas or more, NOT_LEADER_OR_FOLLOWER (or KAFKA_STORAGE_ERROR) once it no
+   * longer leads, REQUEST_TIMED_OUT after `timeoutMs`. What a new leader holds past its high
+   * watermark may be a previous leader's uncommitted tail, which another election can still
+   * take away.
+   */
+  async awaitCommitted(topic: string, partitionIndex: number, offset: number, timeoutMs: number): Promise<number> {
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    if (partition === null || errorCode !== Errors.NONE.code) return errorCode;
+    const status: ProducePartitionStatus = { partition, requiredOffset: offset, errorCode: Errors.NONE.code, pending: true };
+    await new Promise<void>((resolve) => {
+      this.producePurgatory.tryCompleteElseWatch(new DelayedProduce(timeoutMs, [status], this.isCurrent, resolve), [partition.key]);
+    });
+    return status.errorCode;
   }
 
   /** KIP-951: a NOT_LEADER_OR_FOLLOWER answer names who leads now, however the append found out. */
@@ -573,7 +665,7 @@ export class ReplicaManager {
   private waitForRoom(partition: Partition, q: AppendQueue, append: PendingAppend, timeoutMs: number): void {
     const entry = {
       append,
-      cancelTimeout: this.clock.schedule(Math.max(0, timeoutMs), () => {
+      cancelTimeout: schedule(this.clock, Math.max(0, timeoutMs), () => {
         const at = q.waiting.indexOf(entry);
         if (at < 0) return;
         q.waiting.splice(at, 1);
@@ -608,6 +700,10 @@ export class ReplicaManager {
     queue.pendingBytes = 0;
     this.admitWaiting(partition, queue);
     if (pending.length === 0) return;
+    if (partition.offline) {
+      for (const p of pending) p.resolve(offlineOutcome(partition.key));
+      return;
+    }
     if (!this.isCurrent(partition) || !partition.isLeader) {
       for (const p of pending)
         p.resolve({ ok: false, errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code, message: `Not the leader of ${partition.key}` });
@@ -659,7 +755,8 @@ export class ReplicaManager {
         for (const p of group) await this.appendGroup(partition, [p], nowMs);
         return;
       }
-      const { errorCode, message } = storageErrorToKafka(err);
+      // A write the dir's failure closed the log under is a storage error too, not a lost leadership.
+      const { errorCode, message } = partition.offline ? offlineError(partition.key) : storageErrorToKafka(err);
       if (errorCode === Errors.KAFKA_STORAGE_ERROR.code || errorCode === Errors.UNKNOWN_SERVER_ERROR.code) {
         this.options.onAppendError?.(partition.key, err);
       }
@@ -867,9 +964,18 @@ export class ReplicaManager {
       : isolationLevel === ISOLATION_READ_COMMITTED
         ? partition.lastStableOffset
         : partition.highWatermark;
+    // Kafka's Partition.fetchOffsetForTimestamp: a new leader's high watermark starts from its
+    // checkpoint and can be below the one the previous leader answered. Everything a previous
+    // leader exposed is below the start of this leader epoch, so until the high watermark
+    // reaches that start a client asking for the latest offset, or by a timestamp nothing below
+    // the last fetchable offset matches, gets OFFSET_NOT_AVAILABLE (retriable) instead of an
+    // answer lower than one it may already have had.
+    const notYet =
+      fromConsumer && partition.leaderEpochStartOffset > partition.highWatermark ? Errors.OFFSET_NOT_AVAILABLE.code : Errors.NONE.code;
     try {
       switch (timestampMs) {
         case LATEST_TIMESTAMP:
+          if (notYet !== Errors.NONE.code) return none(notYet);
           return { errorCode: Errors.NONE.code, timestampMs: -1, offset: lastFetchableOffset, leaderEpoch: partition.leaderEpoch };
         case EARLIEST_TIMESTAMP:
         case EARLIEST_LOCAL_TIMESTAMP: {
@@ -881,13 +987,13 @@ export class ReplicaManager {
           return { errorCode: Errors.NONE.code, timestampMs: -1, offset: -1, leaderEpoch: -1 };
         case MAX_TIMESTAMP: {
           const found = await log.maxTimestampOffset();
-          if (found === null || (fromConsumer && found.offset >= lastFetchableOffset)) return none(Errors.NONE.code);
+          if (found === null || (fromConsumer && found.offset >= lastFetchableOffset)) return none(notYet);
           return { errorCode: Errors.NONE.code, timestampMs: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
         }
         default: {
           if (timestampMs < 0) return none(Errors.INVALID_REQUEST.code);
           const found = await log.offsetForTimestamp(timestampMs);
-          if (found === null || found.offset >= lastFetchableOffset) return none(Errors.NONE.code);
+          if (found === null || found.offset >= lastFetchableOffset) return none(notYet);
           return { errorCode: Errors.NONE.code, timestampMs: found.timestampMs, offset: found.offset, leaderEpoch: found.leaderEpoch };
         }
       }
@@ -971,6 +1077,7 @@ export class ReplicaManager {
     }
     return [...byDir].map(([logDir, topics]) => ({
       logDir,
+      offline: this.options.logDirFailures?.isOffline(logDir) === true,
       topics: [...topics].map(([name, partitions]) => ({
         name,
         partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex),
@@ -988,13 +1095,21 @@ export class ReplicaManager {
 
   /** Resolves once every queued append, waiting ones included, has reached the log. */
   async flushPendingAppends(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await yieldToEventLoop(this.clock);
     for (;;) {
       const busy = [...this.appendQueues.values()].filter((q) => q.scheduled || q.pending.length > 0 || q.waiting.length > 0);
       if (busy.length === 0) return;
       await Promise.all(busy.map((q) => q.chain));
     }
   }
+}
+
+function offlineError(key: string): { errorCode: number; message: string } {
+  return { errorCode: Errors.KAFKA_STORAGE_ERROR.code, message: `The log dir of ${key} is offline` };
+}
+
+function offlineOutcome(key: string): AppendOutcome {
+  return { ok: false, ...offlineError(key) };
 }
 
 /** Maps a storage failure to the partition error Kafka would answer. */

@@ -2,7 +2,6 @@
  * Adapts the storage engine (LogManager, PartitionLog) to what the ReplicaManager uses, and
  * maps a topic's effective config (Kafka names) to the log's settings.
  */
-import { dirname } from 'node:path';
 import { RecordBatch } from '../../protocol/records/batch.ts';
 import type { LogConfig } from '../../storage/config.ts';
 import type { LogManager } from '../../storage/log-manager.ts';
@@ -36,12 +35,25 @@ export function toLogConfig(config: TopicConfigLookup): LogConfig {
 
 const logConfigs = new WeakMap<TopicConfigLookup, LogConfig>();
 
+/**
+ * A partition's PartitionLog as a ReplicaLog. Every failure of an operation goes to
+ * `onError` before it reaches the caller: the LogManager takes the log's dir offline when
+ * the file system failed (Kafka's maybeHandleIOException around each UnifiedLog operation).
+ */
 export class PartitionLogReplica implements ReplicaLog {
   /** `applyConfig` defaults to the log alone; the LogManager also (un)registers compaction. */
   constructor(
     readonly log: PartitionLog,
     private readonly applyConfig: (config: LogConfig) => void = (c) => log.updateConfig(c),
+    private readonly onError: (err: unknown, what: string) => void = () => {},
   ) {}
+
+  private guard<T>(what: string, operation: Promise<T>): Promise<T> {
+    return operation.catch((err: unknown) => {
+      this.onError(err, what);
+      throw err;
+    });
+  }
 
   get logStartOffset(): number {
     return this.log.logStartOffset;
@@ -57,48 +69,48 @@ export class PartitionLogReplica implements ReplicaLog {
   }
 
   async appendAsLeader(batches: Buffer, leaderEpoch: number): Promise<LeaderAppendInfo> {
-    const info = await this.log.append(batches, { leaderEpoch, assignOffsets: true, origin: 'client' });
+    const info = await this.guard('append', this.log.append(batches, { leaderEpoch, assignOffsets: true, origin: 'client' }));
     return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, duplicate: info.duplicate };
   }
 
   async appendAsFollower(batches: Buffer): Promise<FollowerAppendInfo> {
-    const info = await this.log.appendAsFollower(batches);
+    const info = await this.guard('follower append', this.log.appendAsFollower(batches));
     return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, validBytes: info.validBytes };
   }
 
   truncateTo(offset: number): Promise<void> {
-    return this.log.truncateTo(offset);
+    return this.guard('truncation', this.log.truncateTo(offset));
   }
 
   truncateFullyAndStartAt(offset: number): Promise<void> {
-    return this.log.truncateFullyAndStartAt(offset);
+    return this.guard('truncation', this.log.truncateFullyAndStartAt(offset));
   }
 
   assignEpochStartOffset(leaderEpoch: number, startOffset: number): Promise<void> {
-    return this.log.assignEpochStartOffset(leaderEpoch, startOffset);
+    return this.guard('assigning a leader epoch', this.log.assignEpochStartOffset(leaderEpoch, startOffset));
   }
 
   async read(fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): Promise<LogReadResult> {
-    const r = await this.log.read(fetchOffset, maxBytes, maxOffset, minOneBatch);
+    const r = await this.guard('read', this.log.read(fetchOffset, maxBytes, maxOffset, minOneBatch));
     return { chunks: r.records.length === 0 ? [] : [r.records], sizeInBytes: r.records.length };
   }
 
   offsetForTimestamp(timestampMs: number): Promise<TimestampAndOffset | null> {
-    return this.log.offsetForTimestamp(timestampMs);
+    return this.guard('offset lookup by time', this.log.offsetForTimestamp(timestampMs));
   }
 
   maxTimestampOffset(): Promise<TimestampAndOffset | null> {
-    return this.log.maxTimestampOffset();
+    return this.guard('max timestamp lookup', this.log.maxTimestampOffset());
   }
 
   async epochForOffset(offset: number): Promise<number> {
     if (offset >= this.log.logEndOffset) return this.log.latestEpoch;
-    const r = await this.log.read(offset, 1, this.log.logEndOffset, true);
+    const r = await this.guard('read', this.log.read(offset, 1, this.log.logEndOffset, true));
     return r.records.length === 0 ? -1 : new RecordBatch(r.records, 0).partitionLeaderEpoch;
   }
 
   async deleteRecordsBefore(offset: number): Promise<void> {
-    await this.log.deleteRecordsBefore(offset);
+    await this.guard('deleting records', this.log.deleteRecordsBefore(offset));
   }
 
   endOffsetForEpoch(leaderEpoch: number): EpochEndOffset {
@@ -111,7 +123,7 @@ export class PartitionLogReplica implements ReplicaLog {
   }
 
   activeProducers(): Promise<ProducerDescription[]> {
-    return this.log.activeProducers();
+    return this.guard('reading producer state', this.log.activeProducers());
   }
 
   updateHighWatermark(offset: number): void {
@@ -136,7 +148,11 @@ export class LogManagerProvider implements LogProvider {
     if (replica === undefined || replica.log !== log) {
       // This log only (and its cleaner registration): the ReplicaManager updates each
       // partition of the topic, so a topic-wide update here would cost partitions^2.
-      replica = new PartitionLogReplica(log, (c) => this.manager.updateLogConfig(topic, partition, c));
+      replica = new PartitionLogReplica(
+        log,
+        (c) => this.manager.updateLogConfig(topic, partition, c),
+        (err, what) => this.manager.handleLogError(topic, partition, err, `${what} of ${key}`),
+      );
       this.replicas.set(key, replica);
     }
     return replica;
@@ -148,8 +164,7 @@ export class LogManagerProvider implements LogProvider {
   }
 
   logDirOf(topic: string, partition: number): string {
-    const log = this.manager.getLog(topic, partition);
-    return log === undefined ? '' : dirname(log.dir);
+    return this.manager.logDirOf(topic, partition) ?? '';
   }
 
   logDirs(): readonly string[] {

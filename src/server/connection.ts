@@ -3,12 +3,13 @@
  * requests, corked response writes, back-pressure (per connection, and broker-wide through the
  * request memory pool) and idle expiry.
  */
-import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
 import { ChunkQueue } from './chunk-queue.ts';
 import type { RequestMemoryPool } from './memory-pool.ts';
 import type { Session } from './session.ts';
 import { guarded, runGuarded } from '../runtime/guard.ts';
+import { systemClock, type Clock } from '../runtime/clock.ts';
+import type { NetSocket } from '../runtime/network.ts';
 
 /** Thrown by a FrameProcessor for a protocol violation: log one line, then close. */
 export class ConnectionClosingError extends Error {
@@ -81,12 +82,13 @@ export class Connection {
 
   constructor(
     readonly session: Session,
-    private readonly socket: Socket,
+    private readonly socket: NetSocket,
     private readonly processor: FrameProcessor,
     private readonly limits: ConnectionLimits,
     private readonly memory: RequestMemoryPool,
     private readonly logger: Logger,
     private readonly onClose: (conn: Connection) => void,
+    private readonly clock: Clock = systemClock,
   ) {
     socket.setNoDelay(true);
     if (limits.idleMs > 0) socket.setTimeout(limits.idleMs);
@@ -231,7 +233,7 @@ export class Connection {
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();
-      setImmediate(() => {
+      this.clock.setImmediate(() => {
         this.corked = false;
         this.socket.uncork();
       });
@@ -289,8 +291,8 @@ export class Connection {
     // that neither reads nor closes is cut off shortly after.
     this.socket.end();
     this.socket.resume();
-    const cutOff = setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS);
-    this.socket.once('close', () => clearTimeout(cutOff));
+    const cutOff = this.clock.setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS);
+    this.socket.once('close', () => this.clock.clearTimeout(cutOff));
   }
 
   /**

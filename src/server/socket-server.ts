@@ -2,8 +2,9 @@
  * The listeners: one TCP server per configured listener, each accepted socket wrapped in a
  * Connection that feeds frames to the FrameProcessor.
  */
-import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
+import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
+import { systemNetwork, type NetServer, type NetSocket, type Network } from '../runtime/network.ts';
 import { Connection, type ConnectionLimits, type FrameProcessor } from './connection.ts';
 import { RequestMemoryPool } from './memory-pool.ts';
 import type { ListenerRole, Session } from './session.ts';
@@ -29,11 +30,17 @@ export interface ServerLimits {
   readonly maxQueuedRequestBytes?: number;
 }
 
+/** Where the server listens and what times its connections; the system's by default. */
+export interface ServerRuntime {
+  readonly network: Network;
+  readonly clock: Clock;
+}
+
 /** An empty host binds the loopback address: some clients resolve localhost to ::1 otherwise. */
 export const DEFAULT_BIND_HOST = '127.0.0.1';
 
 export class SocketServer {
-  private readonly servers: Server[] = [];
+  private readonly servers: NetServer[] = [];
   private readonly connections = new Set<Connection>();
   private nextConnectionId = 1;
   private bound: BoundListener[] = [];
@@ -45,6 +52,7 @@ export class SocketServer {
     private readonly limits: ConnectionLimits,
     private readonly logger: Logger,
     serverLimits: ServerLimits = {},
+    private readonly runtime: ServerRuntime = { network: systemNetwork, clock: systemClock },
   ) {
     this.maxConnections = serverLimits.maxConnections ?? Number.MAX_SAFE_INTEGER;
     this.memory = new RequestMemoryPool(serverLimits.maxQueuedRequestBytes ?? -1);
@@ -66,24 +74,16 @@ export class SocketServer {
 
   async start(listeners: readonly ListenerSpec[]): Promise<void> {
     for (const spec of listeners) {
-      const server = createServer({ noDelay: true }, (socket) => this.accept(socket, spec));
+      const server = this.runtime.network.createServer((socket) => this.accept(socket, spec));
       this.servers.push(server);
       const host = spec.host === '' ? DEFAULT_BIND_HOST : spec.host;
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen({ host, port: spec.port, backlog: 512 }, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
-      const address = server.address();
-      const boundPort = typeof address === 'object' && address !== null ? address.port : spec.port;
+      const { port: boundPort } = await server.listen(host, spec.port);
       this.bound.push({ ...spec, host, boundPort });
       this.logger.info({ listener: spec.name, host, port: boundPort }, 'listening');
     }
   }
 
-  private accept(socket: Socket, spec: ListenerSpec): void {
+  private accept(socket: NetSocket, spec: ListenerSpec): void {
     if (this.connections.size >= this.maxConnections) {
       this.logger.warn({ client: `${socket.remoteAddress}:${socket.remotePort}` }, 'max.connections reached, closing new connection');
       socket.destroy();
@@ -100,13 +100,22 @@ export class SocketServer {
       clientSoftwareVersion: null,
     };
     this.logger.debug({ client: session.clientAddress, listener: spec.name, connectionId: session.connectionId }, 'connection accepted');
-    const conn = new Connection(session, socket, this.processor, this.limits, this.memory, this.logger, (c) => this.connections.delete(c));
+    const conn = new Connection(
+      session,
+      socket,
+      this.processor,
+      this.limits,
+      this.memory,
+      this.logger,
+      (c) => this.connections.delete(c),
+      this.runtime.clock,
+    );
     this.connections.add(conn);
   }
 
   /** Stops accepting connections. */
   async stopAccepting(): Promise<void> {
-    await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    await Promise.all(this.servers.map((s) => s.close()));
     this.servers.length = 0;
   }
 
@@ -117,15 +126,15 @@ export class SocketServer {
   async close(graceMs = 5000): Promise<void> {
     const stopped = this.stopAccepting();
     const closes = Promise.all([...this.connections].map((c) => c.close()));
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
+      timer = this.runtime.clock.setTimeout(() => {
         for (const c of this.connections) c.destroy();
         resolve();
       }, graceMs);
     });
     await Promise.race([closes, timeout]);
-    clearTimeout(timer);
+    if (timer !== undefined) this.runtime.clock.clearTimeout(timer);
     await stopped;
   }
 }

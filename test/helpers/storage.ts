@@ -7,6 +7,10 @@ import { type RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
 import { iterateRecords, decompressedRecords } from '../../protocol/records/index.ts';
 import type { LogConfig } from '../../storage/config.ts';
 import type { BackgroundErrorSink } from '../../storage/errors.ts';
+import { type Clock, type TimerHandle, systemClock } from '../../storage/clock.ts';
+import type { FileContext } from '../../storage/checkpoint.ts';
+import { nodeFileSystem } from '../../storage/file-system.ts';
+import { FileHandlePool } from '../../storage/file-pool.ts';
 import { DEFAULT_LOG_CONFIG } from '../../src/config/topic-config.ts';
 
 export interface TestRecord {
@@ -58,10 +62,28 @@ export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T
   }
 }
 
-/** A settable clock. */
-export class ManualClock {
+/**
+ * A clock whose wall time is set by hand (timestamps, retention, segment.ms) while its timers
+ * and durations are the real ones: the storage tests that wait for a flush.ms timer or a
+ * deferred deletion wait for it in real time.
+ */
+export class ManualClock implements Clock {
   constructor(public nowMs = 1_000_000) {}
-  readonly time = (): number => this.nowMs;
+  now(): number {
+    return this.nowMs;
+  }
+  monotonicMs(): number {
+    return systemClock.monotonicMs();
+  }
+  setTimeout(fn: () => void, delayMs: number): TimerHandle {
+    return systemClock.setTimeout(fn, delayMs);
+  }
+  clearTimeout(handle: TimerHandle): void {
+    systemClock.clearTimeout(handle);
+  }
+  setImmediate(fn: () => void): void {
+    systemClock.setImmediate(fn);
+  }
   advance(ms: number): void {
     this.nowMs += ms;
   }
@@ -81,4 +103,14 @@ export class BackgroundErrors {
   get whats(): string[] {
     return this.reported.map((r) => r.what);
   }
+}
+
+/** The real disk as a file context of its own (its own queue of atomic replacements). */
+export function realDisk(): FileContext {
+  return { fileSystem: nodeFileSystem, replacing: new Map() };
+}
+
+/** A file context on the real disk whose logs take their time and timers from `clock`. */
+export function poolWith(clock: Clock, onError: BackgroundErrorSink): FileHandlePool {
+  return new FileHandlePool({ onError, clock });
 }

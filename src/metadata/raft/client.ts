@@ -36,7 +36,6 @@ import {
 } from './voter-set.ts';
 import type {
   BeginQuorumEpochRequest,
-  Clock,
   EndQuorumEpochRequest,
   FetchSnapshotRequest,
   FetchSnapshotResponse,
@@ -48,7 +47,6 @@ import type {
   RaftListener,
   RaftTransport,
   SnapshotId,
-  TimerHandle,
   UpdateVoterRequest,
   UpdateVoterResponse,
   VoteRequest,
@@ -56,6 +54,8 @@ import type {
   VoterChangeResult,
 } from './types.ts';
 import { lastOffsetOf } from './types.ts';
+import type { Clock, TimerHandle } from '../../runtime/clock.ts';
+import { systemRandom } from '../../runtime/random.ts';
 
 export interface RaftConfig {
   nodeId: number;
@@ -239,7 +239,7 @@ export class RaftClient {
     private readonly transport: RaftTransport,
     private readonly listener: RaftListener,
     private readonly clock: Clock,
-    private readonly random: () => number = Math.random,
+    private readonly random: () => number = systemRandom.next,
   ) {
     this.voterHistory = new LogHistory(this.staticVoters());
   }
@@ -694,7 +694,7 @@ export class RaftClient {
       }
       this.resetFetchTimer();
       if (response.divergingEpoch !== null) {
-        const truncateOffset = Math.min(response.divergingEpoch.endOffset, this.log.endOffset);
+        const truncateOffset = this.divergenceTruncationOffset(response.divergingEpoch);
         if (truncateOffset < this.highWatermark) throw new Error(`divergence below the high watermark at ${truncateOffset}`);
         this.log.truncateTo(truncateOffset);
         this.truncateControlRecords(truncateOffset);
@@ -713,6 +713,20 @@ export class RaftClient {
       this.advanceHighWatermark(Math.min(response.highWatermark, this.log.endOffset));
       this.maybeUpdateOwnVoterEntry();
     }
+  }
+
+  /**
+   * Kafka's RaftLog.truncateToEndOffset. The leader's epoch may end after this log's own
+   * records of that epoch do, where a later epoch of ours begins (a leader of ours that
+   * no majority followed): cutting only at the leader's offset would keep those records, and
+   * the next fetch would be told the same divergence, forever.
+   */
+  private divergenceTruncationOffset(diverging: { epoch: number; endOffset: number }): number {
+    if (diverging.epoch === 0) return Math.min(diverging.endOffset, this.log.endOffset);
+    const local = this.log.endOffsetForEpoch(diverging.epoch);
+    if (local.epoch === diverging.epoch) return Math.min(local.offset, diverging.endOffset);
+    // Past the end of our last epoch below it, our records are of later epochs than the leader's there (-1: none is below it).
+    return Math.max(local.offset, this.log.startOffset);
   }
 
   private async fetchSnapshot(id: SnapshotId, generation: number): Promise<boolean> {

@@ -6,15 +6,16 @@
 // mirrored in memory (snapshots every metadata.log.max.record.bytes.between.snapshots
 // bound that mirror); file writes are queued in order and `flush()` waits for them.
 
-import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { METADATA_TOPIC } from '../../../protocol/internal-topics.ts';
 import { type BackgroundErrorSink, removeFile } from '../../../storage/errors.ts';
 import { FileHandlePool } from '../../../storage/file-pool.ts';
+import type { FileSystem } from '../../../storage/file-system.ts';
 import { PartitionLog } from '../../../storage/log.ts';
 import { writeFileAtomically } from '../../../storage/checkpoint.ts';
 import type { ControlRecordType } from '../../../protocol/records/index.ts';
 import { logConfigOf } from '../../config/topic-config.ts';
+import type { Clock } from '../../runtime/clock.ts';
 import { MemoryRaftLog, decodeRaftBatches, encodeRaftBatch, type RaftLog } from './log.ts';
 import type { OffsetAndEpoch, RaftBatch, SnapshotId } from './types.ts';
 import { lastOffsetOf } from './types.ts';
@@ -41,6 +42,10 @@ export interface FileRaftLogOptions {
   onBackgroundError: BackgroundErrorSink;
   /** unsafe.bypass.fsync: the log, its snapshots and its directory are never fsynced (see FileHandlePool). */
   unsafeBypassFsync?: boolean;
+  /** Where the directory is (nodeFileSystem, the real disk, by default). */
+  fileSystem?: FileSystem;
+  /** The time of the log's segment timestamps and deferred deletions (the system clock by default). */
+  clock?: Clock;
 }
 
 export class FileRaftLog implements RaftLog {
@@ -59,7 +64,12 @@ export class FileRaftLog implements RaftLog {
     const { segmentBytes } = options;
     const log = await PartitionLog.open({
       dir: options.dir,
-      pool: new FileHandlePool({ onError: options.onBackgroundError, unsafeBypassFsync: options.unsafeBypassFsync }),
+      pool: new FileHandlePool({
+        onError: options.onBackgroundError,
+        unsafeBypassFsync: options.unsafeBypassFsync,
+        fileSystem: options.fileSystem,
+        clock: options.clock,
+      }),
       // A topic's defaults, but for the segment size metadata.log.segment.bytes sets.
       config: logConfigOf((name) => (name === 'segment.bytes' && segmentBytes !== undefined ? String(segmentBytes) : undefined)),
       // The metadata log is small: validate all of it at every start rather than trust a
@@ -76,17 +86,18 @@ export class FileRaftLog implements RaftLog {
   }
 
   private async load(): Promise<void> {
-    const names = await readdir(this.dir);
+    const fs = this.log.pool.fileSystem;
+    const names = await fs.readdir(this.dir);
     for (const name of names) {
       const id = parseSnapshotFileName(name);
       if (id !== null) this.snapshotFiles.push(id);
-      if (name.endsWith(`${SNAPSHOT_SUFFIX}.tmp`)) await removeFile(join(this.dir, name), this.onBackgroundError);
+      if (name.endsWith(`${SNAPSHOT_SUFFIX}.tmp`)) await removeFile(fs, join(this.dir, name), this.onBackgroundError);
     }
     this.snapshotFiles.sort((a, b) => a.endOffset - b.endOffset);
     const latest = this.snapshotFiles[this.snapshotFiles.length - 1];
     let from = this.log.logStartOffset;
     if (latest !== undefined) {
-      this.mem.installSnapshot(latest, await readFile(join(this.dir, snapshotFileName(latest))));
+      this.mem.installSnapshot(latest, await fs.readFile(join(this.dir, snapshotFileName(latest))));
       if (this.log.logEndOffset < latest.endOffset || this.log.logStartOffset > latest.endOffset) {
         await this.log.truncateFullyAndStartAt(latest.endOffset);
       }
@@ -177,7 +188,7 @@ export class FileRaftLog implements RaftLog {
   writeSnapshot(id: SnapshotId, content: Buffer): void {
     this.mem.writeSnapshot(id, content);
     this.enqueue(async () => {
-      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content, !this.log.pool.unsafeBypassFsync);
+      await writeFileAtomically(this.log.pool, join(this.dir, snapshotFileName(id)), content, !this.log.pool.unsafeBypassFsync);
       await this.dropOlderSnapshots(id);
       // Segments wholly below the snapshot are no longer needed for replay.
       this.log.highWatermark = Math.max(this.log.highWatermark, Math.min(id.endOffset, this.log.logEndOffset));
@@ -188,7 +199,7 @@ export class FileRaftLog implements RaftLog {
   installSnapshot(id: SnapshotId, content: Buffer): void {
     this.mem.installSnapshot(id, content);
     this.enqueue(async () => {
-      await writeFileAtomically(join(this.dir, snapshotFileName(id)), content, !this.log.pool.unsafeBypassFsync);
+      await writeFileAtomically(this.log.pool, join(this.dir, snapshotFileName(id)), content, !this.log.pool.unsafeBypassFsync);
       await this.dropOlderSnapshots(id);
       await this.log.truncateFullyAndStartAt(id.endOffset);
     });
@@ -197,7 +208,7 @@ export class FileRaftLog implements RaftLog {
   private async dropOlderSnapshots(keep: SnapshotId): Promise<void> {
     for (const old of this.snapshotFiles) {
       if (old.endOffset !== keep.endOffset || old.epoch !== keep.epoch) {
-        await removeFile(join(this.dir, snapshotFileName(old)), this.onBackgroundError);
+        await removeFile(this.log.pool.fileSystem, join(this.dir, snapshotFileName(old)), this.onBackgroundError);
       }
     }
     this.snapshotFiles = [keep];
@@ -206,6 +217,11 @@ export class FileRaftLog implements RaftLog {
   async flush(): Promise<void> {
     await this.writes;
     if (this.failure !== null) throw this.failure;
+    // A flushed record is one Raft may count toward a majority (the leader's own copy, a
+    // follower's next fetch offset): it must survive an OS crash, so it is fsynced, as
+    // Kafka's KafkaRaftClient does after every append. Page cache alone would let a crashed
+    // voter forget a committed record and a shorter log win the next election.
+    if (!this.log.pool.unsafeBypassFsync) await this.log.flush();
   }
 
   async close(): Promise<void> {

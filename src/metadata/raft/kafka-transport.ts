@@ -46,7 +46,7 @@ import {
 } from '../../../protocol/messages/update-raft-voter.ts';
 import { ZERO_UUID } from '../../../protocol/primitives.ts';
 import { toSafeNumber } from '../../../protocol/primitives.ts';
-import { KafkaConnection } from '../../client/connection.ts';
+import { KafkaConnection, type ConnectionOptions } from '../../client/connection.ts';
 import { decodeRaftBatches } from './log.ts';
 import type {
   FetchSnapshotResponse,
@@ -94,7 +94,7 @@ export class KafkaRaftTransport implements RaftTransport {
   constructor(
     voters: readonly VoterAddress[],
     private readonly clusterId: () => string | null,
-    private readonly options: { clientId: string; requestTimeoutMs: number },
+    private readonly options: { clientId: string; requestTimeoutMs: number } & Pick<ConnectionOptions, 'network' | 'clock'>,
     bootstrapServers: readonly { host: string; port: number }[] = [],
   ) {
     this.addresses = new Map(voters.map((v) => [v.nodeId, v]));
@@ -160,6 +160,8 @@ export class KafkaRaftTransport implements RaftTransport {
         clientId: this.options.clientId,
         connectTimeoutMs: this.options.requestTimeoutMs,
         requestTimeoutMs: this.options.requestTimeoutMs,
+        network: this.options.network,
+        clock: this.options.clock,
       });
       this.connections.set(nodeId, conn);
       conn.catch(() => this.connections.delete(nodeId));

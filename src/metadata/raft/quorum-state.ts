@@ -4,8 +4,8 @@
 // change takes effect: a vote must survive an OS crash, or the node could vote twice in
 // one epoch.
 
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { type FileSystem, nodeFileSystem } from '../../../storage/file-system.ts';
 import type { QuorumStateData, QuorumStateStore } from './types.ts';
 
 export const QUORUM_STATE_FILE = 'quorum-state';
@@ -18,6 +18,7 @@ export class FileQuorumStateStore implements QuorumStateStore {
   constructor(
     private readonly dir: string,
     private readonly unsafeBypassFsync = false,
+    private readonly fs: FileSystem = nodeFileSystem,
   ) {
     this.path = join(dir, QUORUM_STATE_FILE);
   }
@@ -25,7 +26,7 @@ export class FileQuorumStateStore implements QuorumStateStore {
   read(): QuorumStateData | null {
     let text: string;
     try {
-      text = readFileSync(this.path, 'utf8');
+      text = this.fs.readFileSync(this.path).toString('utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
@@ -41,22 +42,24 @@ export class FileQuorumStateStore implements QuorumStateStore {
   }
 
   write(state: QuorumStateData): void {
-    const text = JSON.stringify({ ...state, data_version: DATA_VERSION });
+    const fs = this.fs;
+    const data = Buffer.from(JSON.stringify({ ...state, data_version: DATA_VERSION }));
     const tmp = `${this.path}.tmp`;
-    const fd = openSync(tmp, 'w');
+    const fd = fs.openSync(tmp, 'w');
     try {
-      writeSync(fd, text);
-      if (!this.unsafeBypassFsync) fsyncSync(fd);
+      let written = 0;
+      while (written < data.length) written += fs.writeSync(fd, data, written, data.length - written, written);
+      if (!this.unsafeBypassFsync) fs.fsyncSync(fd);
     } finally {
-      closeSync(fd);
+      fs.closeSync(fd);
     }
-    renameSync(tmp, this.path);
+    fs.renameSync(tmp, this.path);
     if (this.unsafeBypassFsync) return;
-    const dirFd = openSync(this.dir, 'r');
+    const dirFd = fs.openSync(this.dir, 'r');
     try {
-      fsyncSync(dirFd);
+      fs.fsyncSync(dirFd);
     } finally {
-      closeSync(dirFd);
+      fs.closeSync(dirFd);
     }
   }
 }

@@ -9,29 +9,6 @@
 import type { ControlRecordType } from '../../../protocol/records/index.ts';
 import type { KRaftVersionRange, RaftEndpoint } from './voter-set.ts';
 
-/** Opaque timer reference handed back by a Clock. */
-export type TimerHandle = object;
-
-/** Time and timers, injected so tests drive elections with a fake clock. */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, delayMs: number): TimerHandle;
-  clearTimeout(handle: TimerHandle): void;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout(fn, delayMs) {
-    const timer = setTimeout(fn, delayMs);
-    // Raft timers never keep a process alive on their own.
-    timer.unref();
-    return timer;
-  },
-  clearTimeout(handle) {
-    clearTimeout(handle as NodeJS.Timeout);
-  },
-};
-
 /** One batch of the Raft log: every record of a batch carries the same leader epoch. */
 export interface RaftBatch {
   baseOffset: number;

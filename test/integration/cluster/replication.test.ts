@@ -184,6 +184,38 @@ describe('cluster: three nodes with kafkajs', function () {
     );
   });
 
+  it('keeps the logs of a leader SIGKILLed and restarted at once: nothing acknowledged is taken for a stray log', async function () {
+    // A restarted node starts from a metadata image that predates its topics; deleting the
+    // logs that image does not list emptied the returning leader, and the followers then
+    // truncated to it.
+    await createTopics(admin, cluster, [
+      { topic: 'quick-return', numPartitions: 1, replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] },
+    ]);
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: RETRY });
+    await producer.connect();
+    const acknowledged = new Map<string, string>();
+    const send = async (i: number) => {
+      const [meta] = await producer.send({ topic: 'quick-return', acks: -1, messages: [{ value: `q${i}`, partition: 0 }] });
+      acknowledged.set(meta!.baseOffset!, `q${i}`);
+    };
+    for (let i = 0; i < 100; i++) await send(i);
+    const [before] = await partitions(admin, 'quick-return');
+    const victim = nodeById(cluster, before!.leader);
+    await victim.kill('SIGKILL');
+    await victim.start();
+    await eventually(
+      'the returning broker is back in the ISR',
+      async () => (await partitions(admin, 'quick-return'))[0]!.isr.length === 3,
+      60_000,
+    );
+    for (let i = 100; i < 110; i++) await send(i);
+    await producer.disconnect();
+    assert.match(victim.stderr(), /removed 0 stray directories/, 'the restart removed no partition log');
+    const read = byOffset(await readRecords(kafka, 'quick-return', 110, 0));
+    assert.equal(read.size, 110, 'every acknowledged record is in the log');
+    for (const [offset, value] of acknowledged) assert.equal(read.get(offset), value, `record at acknowledged offset ${offset}`);
+  });
+
   it('refuses acks=all below min.insync.replicas with NOT_ENOUGH_REPLICAS while acks=1 succeeds', async function () {
     await createTopics(admin, cluster, [
       { topic: 'strict', numPartitions: 1, replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '3' }] },

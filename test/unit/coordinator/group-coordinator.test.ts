@@ -6,7 +6,7 @@ import type { CoordinatorLog, JoinGroupParams } from '../../../src/coordinator/g
 import { GroupState } from '../../../src/coordinator/group.ts';
 import type { JoinResult } from '../../../src/coordinator/group.ts';
 import type { CoordinatorRecord } from '../../../src/coordinator/records.ts';
-import { ManualScheduler } from '../../../src/coordinator/scheduler.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 import { coordinatorPartitionFor, javaStringHashCode } from '../../../src/coordinator/partitioning.ts';
 
 class MemoryLog implements CoordinatorLog {
@@ -26,15 +26,15 @@ const SESSION_MS = 10_000;
 const REBALANCE_MS = 30_000;
 
 function setup(overrides: Partial<typeof DEFAULT_GROUP_COORDINATOR_CONFIG> = {}) {
-  const scheduler = new ManualScheduler();
+  const clock = new ManualClock();
   const log = new MemoryLog();
   const config = { ...DEFAULT_GROUP_COORDINATOR_CONFIG, offsetsTopicPartitions: 4, ...overrides };
-  const coordinator = new GroupCoordinator(config, scheduler, log);
+  const coordinator = new GroupCoordinator(config, clock, log);
   for (let p = 0; p < config.offsetsTopicPartitions; p++) {
     coordinator.beginLoading(p);
     coordinator.completeLoading(p, []);
   }
-  return { scheduler, log, coordinator, config };
+  return { clock, log, coordinator, config };
 }
 
 function joinParams(memberId: string, extra: Partial<JoinGroupParams> = {}): JoinGroupParams {
@@ -58,8 +58,8 @@ function joinParams(memberId: string, extra: Partial<JoinGroupParams> = {}): Joi
  * Members arriving during group.initial.rebalance.delay.ms extend it by another delay (as
  * Kafka's InitialDelayedJoin does), so a burst of joins settles after two delays.
  */
-function settleInitialDelay(ctx: { scheduler: ManualScheduler; config: { initialRebalanceDelayMs: number } }): void {
-  ctx.scheduler.advance(2 * ctx.config.initialRebalanceDelayMs);
+function settleInitialDelay(ctx: { clock: ManualClock; config: { initialRebalanceDelayMs: number } }): void {
+  ctx.clock.advance(2 * ctx.config.initialRebalanceDelayMs);
 }
 
 /** Settles promise callbacks queued by the coordinator. */
@@ -117,21 +117,21 @@ describe('group coordinator (classic protocol)', () => {
   });
 
   it('holds the first rebalance while members keep arriving within the initial delay, then forms one generation', async () => {
-    const { coordinator, scheduler, config } = setup();
+    const { coordinator, clock, config } = setup();
     const joins = [(await joinWithMemberId(coordinator)).join, (await joinWithMemberId(coordinator)).join];
     let settled = false;
     void Promise.all(joins).then(() => {
       settled = true;
     });
-    scheduler.advance(config.initialRebalanceDelayMs - 1);
+    clock.advance(config.initialRebalanceDelayMs - 1);
     joins.push((await joinWithMemberId(coordinator)).join);
-    scheduler.advance(1);
+    clock.advance(1);
     await flush();
     assert.equal(settled, false, 'an arrival during the delay extends it');
-    scheduler.advance(config.initialRebalanceDelayMs - 1);
+    clock.advance(config.initialRebalanceDelayMs - 1);
     await flush();
     assert.equal(settled, false);
-    scheduler.advance(1);
+    clock.advance(1);
     const results = await Promise.all(joins);
     assert.ok(results.every((r) => r.errorCode === 0 && r.generationId === 1 && r.protocolName === 'range'));
     const leaders = results.filter((r) => r.leaderId === r.memberId);
@@ -189,10 +189,10 @@ describe('group coordinator (classic protocol)', () => {
   });
 
   it('removes a member whose session expires and rebalances the rest', async () => {
-    const { coordinator, scheduler, results } = await stableGroup(2);
+    const { coordinator, clock, results } = await stableGroup(2);
     const [alive, dead] = results as [JoinResult, JoinResult];
     for (let t = 0; t < SESSION_MS; t += 3000) {
-      scheduler.advance(3000);
+      clock.advance(3000);
       coordinator.heartbeat(GROUP, alive.memberId, null, alive.generationId);
     }
     assert.equal(coordinator.group(GROUP)!.has(dead.memberId), false);
@@ -269,7 +269,7 @@ describe('group coordinator (classic protocol)', () => {
   it('lets a restarted static member take its place without a rebalance and fences the old id', async () => {
     const ctx = setup();
     const join = ctx.coordinator.joinGroup(joinParams('', { groupInstanceId: 'instance-1' }));
-    ctx.scheduler.advance(ctx.config.initialRebalanceDelayMs);
+    ctx.clock.advance(ctx.config.initialRebalanceDelayMs);
     const first = await join;
     assert.equal(first.errorCode, 0);
     await ctx.coordinator.syncGroup({
@@ -305,7 +305,7 @@ describe('group coordinator (classic protocol)', () => {
   it('keeps a static member through a restart shorter than its session timeout', async () => {
     const ctx = setup();
     const join = ctx.coordinator.joinGroup(joinParams('', { groupInstanceId: 'i-1' }));
-    ctx.scheduler.advance(ctx.config.initialRebalanceDelayMs);
+    ctx.clock.advance(ctx.config.initialRebalanceDelayMs);
     const first = await join;
     await ctx.coordinator.syncGroup({
       groupId: GROUP,
@@ -316,15 +316,15 @@ describe('group coordinator (classic protocol)', () => {
       protocolName: null,
       assignments: [],
     });
-    ctx.scheduler.advance(SESSION_MS - 1000);
+    ctx.clock.advance(SESSION_MS - 1000);
     const back = await ctx.coordinator.joinGroup(joinParams('', { groupInstanceId: 'i-1' }));
-    ctx.scheduler.advance(SESSION_MS - 1000);
+    ctx.clock.advance(SESSION_MS - 1000);
     assert.equal(ctx.coordinator.heartbeat(GROUP, back.memberId, 'i-1', 1), 0);
     assert.equal(ctx.coordinator.group(GROUP)!.generationId, 1);
   });
 
   it('selects the protocol every member supports by vote, and refuses an inconsistent one', async () => {
-    const { coordinator, scheduler, config } = setup();
+    const { coordinator, clock, config } = setup();
     const { join: a } = await joinWithMemberId(coordinator, {
       protocols: [
         { name: 'cooperative-sticky', metadata: Buffer.alloc(1) },
@@ -345,7 +345,7 @@ describe('group coordinator (classic protocol)', () => {
     });
     const bad = await coordinator.joinGroup(joinParams('', { protocols: [{ name: 'roundrobin', metadata: Buffer.alloc(1) }] }));
     assert.equal(bad.errorCode, Errors.INCONSISTENT_GROUP_PROTOCOL.code);
-    settleInitialDelay({ scheduler, config });
+    settleInitialDelay({ clock, config });
     const results = await Promise.all([a, b, c]);
     assert.ok(results.every((r) => r.protocolName === 'cooperative-sticky'));
   });
@@ -373,7 +373,7 @@ describe('group coordinator (classic protocol)', () => {
       assignments: [],
     });
     for (let t = 0; t < REBALANCE_MS; t += 5000) {
-      ctx.scheduler.advance(5000);
+      ctx.clock.advance(5000);
       ctx.coordinator.heartbeat(GROUP, leader.memberId, null, 1);
       ctx.coordinator.heartbeat(GROUP, other.memberId, null, 1);
     }
@@ -381,12 +381,8 @@ describe('group coordinator (classic protocol)', () => {
   });
 
   it('answers NOT_COORDINATOR for unowned partitions and COORDINATOR_LOAD_IN_PROGRESS while loading', async () => {
-    const scheduler = new ManualScheduler();
-    const coordinator = new GroupCoordinator(
-      { ...DEFAULT_GROUP_COORDINATOR_CONFIG, offsetsTopicPartitions: 4 },
-      scheduler,
-      new MemoryLog(),
-    );
+    const clock = new ManualClock();
+    const coordinator = new GroupCoordinator({ ...DEFAULT_GROUP_COORDINATOR_CONFIG, offsetsTopicPartitions: 4 }, clock, new MemoryLog());
     assert.equal((await coordinator.joinGroup(joinParams(''))).errorCode, Errors.NOT_COORDINATOR.code);
     coordinator.beginLoading(coordinator.partitionFor(GROUP));
     assert.equal(coordinator.heartbeat(GROUP, 'm', null, 1), Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
@@ -400,7 +396,7 @@ describe('group coordinator (classic protocol)', () => {
       { topic: 't', partition: 3, offset: 77n, leaderEpoch: 0, metadata: 'x', expireTimestampMs: -1 },
     ]);
     const partition = ctx.coordinator.partitionFor(GROUP);
-    const restarted = new GroupCoordinator(ctx.config, ctx.scheduler, new MemoryLog());
+    const restarted = new GroupCoordinator(ctx.config, ctx.clock, new MemoryLog());
     restarted.beginLoading(partition);
     restarted.completeLoading(partition, ctx.log.forPartition(partition));
     const group = restarted.group(GROUP)!;
@@ -451,10 +447,10 @@ describe('group coordinator (classic protocol)', () => {
       { topic: 't', partition: 0, offset: 9n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 },
     ]);
     ctx.coordinator.leaveGroup(GROUP, [{ memberId: ctx.results[0]!.memberId, groupInstanceId: null }]);
-    ctx.scheduler.advance(ctx.config.offsetsRetentionMs - 1);
+    ctx.clock.advance(ctx.config.offsetsRetentionMs - 1);
     await ctx.coordinator.expireOffsets();
     assert.equal(ctx.coordinator.fetchOffsets(GROUP, null).offsets.length, 1);
-    ctx.scheduler.advance(2);
+    ctx.clock.advance(2);
     await ctx.coordinator.expireOffsets();
     assert.equal(ctx.coordinator.fetchOffsets(GROUP, null).offsets.length, 0);
     assert.equal(ctx.coordinator.group(GROUP), undefined);

@@ -18,7 +18,7 @@ import {
   encodeCoordinatorRecord,
 } from '../../../src/coordinator/offsets-topic-codec.ts';
 import type { CoordinatorRecord } from '../../../src/coordinator/records.ts';
-import { ManualScheduler } from '../../../src/coordinator/scheduler.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 import { GroupCoordinatorService, type OffsetsTopicAccess } from '../../../src/coordinator/service.ts';
 import {
   expireTimestampFromCommitTimestamp,
@@ -50,14 +50,14 @@ function joinParams(groupId: string, extra: Partial<JoinGroupParams> = {}): Join
 }
 
 function coordinatorWithSink() {
-  const scheduler = new ManualScheduler();
+  const clock = new ManualClock();
   const failures: string[] = [];
-  const coordinator = new GroupCoordinator(config, scheduler, nullLog, (_err, what) => {
+  const coordinator = new GroupCoordinator(config, clock, nullLog, (_err, what) => {
     failures.push(what);
   });
   coordinator.beginLoading(0);
   coordinator.completeLoading(0, []);
-  return { scheduler, coordinator, failures };
+  return { clock, coordinator, failures };
 }
 
 describe('group coordinator hardening', () => {
@@ -70,7 +70,7 @@ describe('group coordinator hardening', () => {
     });
 
     it('completes the first rebalance of a new group joined with [range, range]', async () => {
-      const { scheduler, coordinator, failures } = coordinatorWithSink();
+      const { clock, coordinator, failures } = coordinatorWithSink();
       const join = coordinator.joinGroup(
         joinParams('dup', {
           protocols: [
@@ -79,7 +79,7 @@ describe('group coordinator hardening', () => {
           ],
         }),
       );
-      scheduler.advance(config.initialRebalanceDelayMs);
+      clock.advance(config.initialRebalanceDelayMs);
       const result = await join;
       assert.equal(result.errorCode, 0);
       assert.equal(result.protocolName, 'range');
@@ -93,14 +93,14 @@ describe('group coordinator hardening', () => {
     });
 
     it('lets a second member join a group whose first member named its protocol twice', async () => {
-      const { scheduler, coordinator } = coordinatorWithSink();
+      const { clock, coordinator } = coordinatorWithSink();
       const dup = [
         { name: 'range', metadata: Buffer.from('a') },
         { name: 'range', metadata: Buffer.from('a') },
       ];
       const first = coordinator.joinGroup(joinParams('dup2', { protocols: dup }));
       const second = coordinator.joinGroup(joinParams('dup2'));
-      scheduler.advance(2 * config.initialRebalanceDelayMs);
+      clock.advance(2 * config.initialRebalanceDelayMs);
       const [r1, r2] = await Promise.all([first, second]);
       assert.equal(r1.errorCode, 0);
       assert.equal(r2.errorCode, 0);
@@ -111,12 +111,12 @@ describe('group coordinator hardening', () => {
 
   describe('timers', () => {
     it('fails only the group whose timer throws: its joins answer UNKNOWN_SERVER_ERROR, the group is reset and reported', async () => {
-      const { scheduler, coordinator, failures } = coordinatorWithSink();
+      const { clock, coordinator, failures } = coordinatorWithSink();
       const broken = coordinator.joinGroup(joinParams('broken'));
       const healthy = coordinator.joinGroup(joinParams('healthy'));
       // Break the invariant selectProtocol relies on, as a bug would.
       for (const m of coordinator.group('broken')!.members.values()) m.protocols = [];
-      scheduler.advance(config.initialRebalanceDelayMs);
+      clock.advance(config.initialRebalanceDelayMs);
       const [b, h] = await Promise.all([broken, healthy]);
       assert.equal(b.errorCode, Errors.UNKNOWN_SERVER_ERROR.code);
       assert.equal(h.errorCode, 0);
@@ -127,12 +127,12 @@ describe('group coordinator hardening', () => {
       assert.equal(group.size, 0);
       // The reset group takes members again.
       const again = coordinator.joinGroup(joinParams('broken'));
-      scheduler.advance(config.initialRebalanceDelayMs);
+      clock.advance(config.initialRebalanceDelayMs);
       assert.equal((await again).errorCode, 0);
     });
 
     it('keeps expiring offsets after a failing pass', async () => {
-      const scheduler = new ManualScheduler();
+      const clock = new ManualClock();
       let fail = true;
       const failures: string[] = [];
       const log: CoordinatorLog = {
@@ -140,7 +140,7 @@ describe('group coordinator hardening', () => {
           if (fail) throw new Error('disk');
         },
       };
-      const coordinator = new GroupCoordinator({ ...config, offsetsRetentionCheckIntervalMs: 1000 }, scheduler, log, (_e, what) =>
+      const coordinator = new GroupCoordinator({ ...config, offsetsRetentionCheckIntervalMs: 1000 }, clock, log, (_e, what) =>
         failures.push(what),
       );
       coordinator.beginLoading(0);
@@ -153,9 +153,9 @@ describe('group coordinator hardening', () => {
         if (passes === 1) throw new Error('boom');
         return expireOffsets();
       };
-      scheduler.advance(1000);
+      clock.advance(1000);
       await flush();
-      scheduler.advance(1000);
+      clock.advance(1000);
       await flush();
       assert.equal(passes, 2);
       assert.deepEqual(failures, ['offset expiration']);
@@ -278,8 +278,11 @@ describe('group coordinator hardening', () => {
       value: { offset, leaderEpoch: -1, metadata: '', commitTimestampMs: now, expireTimestampMs: -1 },
     });
 
-    function service(readBatches: OffsetsTopicAccess['readBatches']) {
-      const scheduler = new ManualScheduler(now);
+    function service(
+      readBatches: OffsetsTopicAccess['readBatches'],
+      awaitCommitted: OffsetsTopicAccess['awaitCommitted'] = async () => true,
+    ) {
+      const clock = new ManualClock(now);
       const failures: { what: string; err: unknown }[] = [];
       const access: OffsetsTopicAccess = {
         partitionLeader: () => null,
@@ -287,18 +290,19 @@ describe('group coordinator hardening', () => {
         partitionExists: () => true,
         append: async () => {},
         readBatches,
+        awaitCommitted,
       };
       const svc = new GroupCoordinatorService({
         nodeId: 1,
         config,
-        scheduler,
+        clock,
         access,
         onError: (err, what) => {
           failures.push({ what, err });
         },
         loadRetryBackoffMs: { initialMs: 100, maxMs: 1000 },
       });
-      return { svc, scheduler, failures };
+      return { svc, clock, failures };
     }
 
     async function* batchesOf(...batches: Buffer[]) {
@@ -376,7 +380,7 @@ describe('group coordinator hardening', () => {
       let reads = 0;
       const good = encodeCoordinatorRecord(offsetRecord('g1', 3n));
       const batch = await buildRecordBatch({}, [{ ...good, timestamp: now }]);
-      const { svc, scheduler, failures } = service(() => {
+      const { svc, clock, failures } = service(() => {
         reads++;
         if (reads <= 2) return failingRead();
         return batchesOf(batch);
@@ -391,14 +395,14 @@ describe('group coordinator hardening', () => {
       assert.equal(svc.coordinator.describeGroup('g1').errorCode, Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
       assert.equal(svc.coordinator.fetchOffsets('g1', null).errorCode, Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
 
-      scheduler.advance(100);
+      clock.advance(100);
       await svc.whenLoaded();
       status = svc.partitionLoadStatus(0)!;
       assert.equal(status.state, 'failed');
       assert.equal(status.attempts, 2);
       assert.equal(status.nextAttemptAtMs, now + 100 + 200);
 
-      scheduler.advance(200);
+      clock.advance(200);
       await svc.whenLoaded();
       status = svc.partitionLoadStatus(0)!;
       assert.equal(status.state, 'loaded');
@@ -416,17 +420,18 @@ describe('group coordinator hardening', () => {
       let reading = 0;
       let mostAtOnce = 0;
       const started: number[] = [];
-      const scheduler = new ManualScheduler(now);
+      const clock = new ManualClock(now);
       const batch = await buildRecordBatch({}, [{ ...encodeCoordinatorRecord(offsetRecord('g', 1n)), timestamp: now }]);
       const svc = new GroupCoordinatorService({
         nodeId: 1,
         config: { ...config, offsetsTopicPartitions: 4 },
-        scheduler,
+        clock,
         access: {
           partitionLeader: () => null,
           createOffsetsTopic: async () => 0,
           partitionExists: () => true,
           append: async () => {},
+          awaitCommitted: async () => true,
           async *readBatches(partition) {
             started.push(partition);
             reading++;
@@ -485,15 +490,89 @@ describe('group coordinator hardening', () => {
       assert.equal(svc.coordinator.fetchOffsets('g1', [{ topic: 't', partition: 0 }]).offsets[0]!.offset, 2n);
     });
 
+    it('serves what it loaded only once it is committed: a tail past the high watermark is not answered before', async () => {
+      const committed = await buildRecordBatch({ baseOffset: 0 }, [
+        { ...encodeCoordinatorRecord(offsetRecord('g1', 84n)), timestamp: now },
+      ]);
+      const tail = await buildRecordBatch({ baseOffset: 1 }, [{ ...encodeCoordinatorRecord(offsetRecord('g1', 122n)), timestamp: now }]);
+      const waits: { offset: number; answer: (committed: boolean) => void }[] = [];
+      const { svc } = service(
+        () => batchesOf(committed, tail),
+        (_partition, offset) => new Promise<boolean>((answer) => waits.push({ offset, answer })),
+      );
+      svc.onOffsetsPartitionLeadership(0, true, 3);
+      await flush();
+      await flush();
+      assert.deepEqual(
+        waits.map((w) => w.offset),
+        [2],
+        'it waits for the log end it read',
+      );
+      assert.equal(svc.coordinator.fetchOffsets('g1', null).errorCode, Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
+      assert.equal(svc.partitionLoadStatus(0)!.state, 'loading');
+      waits.shift()!.answer(false);
+      await flush();
+      assert.equal(waits.length, 1, 'not committed in time: it waits again');
+      assert.equal(svc.coordinator.fetchOffsets('g1', null).errorCode, Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
+      waits.shift()!.answer(true);
+      await svc.whenLoaded();
+      assert.equal(svc.partitionLoadStatus(0)!.state, 'loaded');
+      assert.equal(svc.coordinator.fetchOffsets('g1', [{ topic: 't', partition: 0 }]).offsets[0]!.offset, 122n);
+    });
+
+    it('loads again when it leads in a newer leader epoch: another broker may have taken commits in between', async () => {
+      let latest = 5n;
+      const { svc } = service(async function* () {
+        yield new RecordBatch(await buildRecordBatch({}, [{ ...encodeCoordinatorRecord(offsetRecord('g1', latest)), timestamp: now }]));
+      });
+      svc.onOffsetsPartitionLeadership(0, true, 3);
+      await svc.whenLoaded();
+      assert.equal(svc.coordinator.fetchOffsets('g1', [{ topic: 't', partition: 0 }]).offsets[0]!.offset, 5n);
+      latest = 9n;
+      svc.onOffsetsPartitionLeadership(0, true, 3);
+      await svc.whenLoaded();
+      assert.equal(
+        svc.coordinator.fetchOffsets('g1', [{ topic: 't', partition: 0 }]).offsets[0]!.offset,
+        5n,
+        'the same epoch: nothing to load',
+      );
+      svc.onOffsetsPartitionLeadership(0, true, 5);
+      await svc.whenLoaded();
+      assert.equal(svc.partitionLoadStatus(0)!.state, 'loaded');
+      assert.equal(svc.coordinator.fetchOffsets('g1', [{ topic: 't', partition: 0 }]).offsets[0]!.offset, 9n);
+    });
+
+    it('a commit whose append completes after the partition was unloaded and loaded again does not overwrite what the load read', async () => {
+      const clock = new ManualClock(now);
+      let release: () => void = () => {};
+      const log: CoordinatorLog = { append: () => new Promise<void>((resolve) => (release = resolve)) };
+      const coordinator = new GroupCoordinator(config, clock, log, () => {});
+      coordinator.beginLoading(0);
+      coordinator.completeLoading(0, []);
+      const commit = (offset: bigint) =>
+        coordinator.commitOffsets('g1', '', null, -1, [
+          { topic: 't', partition: 0, offset, leaderEpoch: -1, metadata: null, expireTimestampMs: -1 },
+        ]);
+      const first = commit(5n);
+      await flush();
+      // Leadership moved away and back; the new load read a later commit another leader took.
+      coordinator.unload(0);
+      coordinator.beginLoading(0);
+      coordinator.completeLoading(0, [offsetRecord('g1', 9n)]);
+      release();
+      assert.deepEqual(await first, [Errors.NONE.code], 'the record is in the log: the commit succeeded');
+      assert.equal(coordinator.fetchOffsets('g1', [{ topic: 't', partition: 0 }]).offsets[0]!.offset, 9n);
+    });
+
     it('stops retrying a partition it no longer leads', async () => {
-      const { svc, scheduler } = service(failingRead);
+      const { svc, clock } = service(failingRead);
       svc.onOffsetsPartitionLeadership(0, true);
       await svc.whenLoaded();
       assert.equal(svc.partitionLoadStatus(0)!.state, 'failed');
       svc.onOffsetsPartitionLeadership(0, false);
       await svc.whenLoaded();
       assert.equal(svc.partitionLoadStatus(0), undefined);
-      assert.equal(scheduler.pending(), 0);
+      assert.equal(clock.pendingTimers, 0);
       assert.equal(svc.coordinator.describeGroup('g1').errorCode, Errors.NOT_COORDINATOR.code);
     });
   });

@@ -5,7 +5,7 @@ import { GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts'
 import type { CoordinatorLog, JoinGroupParams } from '../../../src/coordinator/group-coordinator.ts';
 import { GroupState } from '../../../src/coordinator/group.ts';
 import type { JoinResult } from '../../../src/coordinator/group.ts';
-import { ManualScheduler } from '../../../src/coordinator/scheduler.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 
 // Members that got MEMBER_ID_REQUIRED (KIP-394 pending members) across a completed join:
 // Kafka keeps them until they rejoin, leave or their session times out, whatever the
@@ -17,12 +17,12 @@ const SESSION_MS = 10_000;
 const nullLog: CoordinatorLog = { append: async () => undefined };
 
 function setup() {
-  const scheduler = new ManualScheduler();
+  const clock = new ManualClock();
   const config = { ...DEFAULT_GROUP_COORDINATOR_CONFIG, offsetsTopicPartitions: 1, initialRebalanceDelayMs: 0 };
-  const coordinator = new GroupCoordinator(config, scheduler, nullLog);
+  const coordinator = new GroupCoordinator(config, clock, nullLog);
   coordinator.beginLoading(0);
   coordinator.completeLoading(0, []);
-  return { scheduler, coordinator };
+  return { clock, coordinator };
 }
 
 function joinParams(memberId: string): JoinGroupParams {
@@ -49,12 +49,12 @@ async function memberIdRequired(coordinator: GroupCoordinator): Promise<string> 
 
 describe('group coordinator: pending members (MEMBER_ID_REQUIRED)', () => {
   it('keeps a pending member across a join that completes without it, and lets it join the next generation', async () => {
-    const { coordinator, scheduler } = setup();
+    const { coordinator, clock } = setup();
     const a = await memberIdRequired(coordinator);
     const joinA = coordinator.joinGroup(joinParams(a));
     const b = await memberIdRequired(coordinator);
     // The initial delay (0 ms) runs out with b still pending: generation 1 holds a alone.
-    scheduler.advance(0);
+    clock.advance(0);
     const first: JoinResult = await joinA;
     assert.equal(first.errorCode, Errors.NONE.code);
     assert.equal(first.generationId, 1);
@@ -76,11 +76,11 @@ describe('group coordinator: pending members (MEMBER_ID_REQUIRED)', () => {
   });
 
   it('empties the group at once when its last member leaves, a pending member notwithstanding', async () => {
-    const { coordinator, scheduler } = setup();
+    const { coordinator, clock } = setup();
     const a = await memberIdRequired(coordinator);
     const joinA = coordinator.joinGroup(joinParams(a));
     await memberIdRequired(coordinator);
-    scheduler.advance(0);
+    clock.advance(0);
     const joined = await joinA;
     const sync = await coordinator.syncGroup({
       groupId: GROUP,
@@ -99,9 +99,9 @@ describe('group coordinator: pending members (MEMBER_ID_REQUIRED)', () => {
   });
 
   it('still forgets a pending member whose session expires without a rejoin', async () => {
-    const { coordinator, scheduler } = setup();
+    const { coordinator, clock } = setup();
     const a = await memberIdRequired(coordinator);
-    scheduler.advance(SESSION_MS);
+    clock.advance(SESSION_MS);
     const late = await coordinator.joinGroup(joinParams(a));
     assert.equal(late.errorCode, Errors.UNKNOWN_MEMBER_ID.code);
   });

@@ -128,6 +128,23 @@ describe('BrokerLifecycleManager', () => {
     assert.equal(controller.heartbeats()[1]!.currentMetadataOffset, 30n);
   });
 
+  it('registers its log dirs and reports a failed one in a heartbeat sent at once (KIP-858)', async () => {
+    const offline: string[] = [];
+    const m = lifecycle({ logDirIds: ['dirA', 'dirB'], offlineLogDirIds: () => offline });
+    m.start();
+    await clock.advance(0);
+    await m.whenUnfenced();
+    assert.deepEqual((controller.sent[0]!.request as BrokerRegistrationRequest).logDirs, ['dirA', 'dirB']);
+    assert.deepEqual(controller.heartbeats()[0]!.offlineLogDirs, []);
+    offline.push('dirB');
+    m.propagateDirectoryFailure();
+    await clock.advance(0);
+    assert.equal(controller.heartbeats().length, 2, 'sent without waiting for the interval');
+    assert.deepEqual(controller.heartbeats()[1]!.offlineLogDirs, ['dirB']);
+    await clock.advance(2000);
+    assert.deepEqual(controller.heartbeats()[2]!.offlineLogDirs, ['dirB'], 'every later heartbeat carries it');
+  });
+
   it('heartbeats quickly while catching up with the metadata log', async () => {
     controller.heartbeat = (r) =>
       makeBrokerHeartbeatResponse({
@@ -212,6 +229,32 @@ describe('BrokerLifecycleManager', () => {
     await clock.advance(60_000);
     assert.equal(controller.sent.length, attempts, 'no more registrations after a fatal refusal');
     assert.equal(m.state, 'NOT_RUNNING');
+  });
+
+  it('keeps retrying DUPLICATE_BROKER_REGISTRATION through a wall-clock step forward (it times the retries on monotonic time)', async () => {
+    controller.register = () => makeBrokerRegistrationResponse({ errorCode: Errors.DUPLICATE_BROKER_REGISTRATION.code });
+    let stepMs = 0;
+    const stepped = clock;
+    const m = lifecycle({
+      clock: {
+        now: () => stepped.now() + stepMs,
+        monotonicMs: () => stepped.monotonicMs(),
+        setTimeout: (fn, delayMs) => stepped.setTimeout(fn, delayMs),
+        clearTimeout: (handle) => stepped.clearTimeout(handle),
+        setImmediate: (fn) => stepped.setImmediate(fn),
+      },
+    });
+    let settled = false;
+    m.whenUnfenced()
+      .catch(() => undefined)
+      .finally(() => {
+        settled = true;
+      });
+    m.start();
+    await clock.advance(1000);
+    stepMs = 60_000;
+    await clock.advance(1000);
+    assert.equal(settled, false, 'an NTP step is not time spent retrying');
   });
 
   it('rejects DUPLICATE_BROKER_REGISTRATION at once when told not to retry it', async () => {

@@ -293,6 +293,30 @@ describe('cluster control: heartbeats and fencing', () => {
     assert.equal(c.sink.current.brokers.get(2)!.fenced, false);
   });
 
+  it('moves leadership and ISR membership off an incarnation replaced before it was fenced (its successor may have lost data)', async () => {
+    const c = new Cluster();
+    await c.start([1, 2, 3]);
+    await c.createManual('t', [[1, 2, 3]]);
+    const before = c.partition('t');
+    assert.equal(before.leader, 1);
+    c.controller.deactivate();
+    await c.controller.activate();
+    assert.equal((await c.register(1, { incarnationId: randomUuid() })).errorCode, Errors.NONE.code);
+    const after = c.partition('t');
+    assert.notEqual(after.leader, 1, 'the new process does not lead with a log an OS crash may have cut short');
+    assert.ok(!after.isr.includes(1), 'it rejoins the ISR once it has caught up');
+    assert.equal(after.leaderEpoch, before.leaderEpoch + 1);
+  });
+
+  it('times broker sessions on monotonic time: a wall clock stepped back does not keep a silent broker unfenced', async () => {
+    const c = new Cluster();
+    await c.start([1, 2, 3]);
+    const wall = c.clock.now.bind(c.clock);
+    c.clock.now = () => wall() - 60_000;
+    await c.run(SESSION_MS + 2000, [2, 3]);
+    assert.equal(c.sink.current.brokers.get(1)!.fenced, true);
+  });
+
   it('fences one stale broker at a time, each election seeing the one before', async () => {
     const c = new Cluster();
     await c.start([1, 2, 3]);
@@ -383,6 +407,74 @@ describe('cluster control: heartbeats and fencing', () => {
     await c.run(4000, [2]);
     assert.equal(c.sink.current.brokers.get(1)!.fenced, true);
     assert.equal(c.sink.current.brokers.get(2)!.fenced, false);
+  });
+});
+
+describe('cluster control: offline log dirs (KIP-858)', () => {
+  const DIR_A = 'pQp2mD6ZQ2WfS0Bg3Cw8YQ';
+  const DIR_B = 'Hr3n0vBtT6qZcH0c6nX1ww';
+
+  /** Brokers 1-3, broker 1 with log dirs A and B, a partition it leads and one it follows. */
+  async function withDirs(): Promise<Cluster> {
+    const c = new Cluster();
+    await c.controller.activate();
+    assert.equal((await c.register(1, { logDirs: [DIR_A, DIR_B] })).errorCode, Errors.NONE.code);
+    for (const id of [2, 3]) assert.equal((await c.register(id)).errorCode, Errors.NONE.code);
+    for (const id of [1, 2, 3]) assert.equal((await c.heartbeat(id)).isFenced, false);
+    await c.createManual('led', [[1, 2, 3]]);
+    await c.createManual('follows', [[2, 1, 3]]);
+    return c;
+  }
+
+  it('records the directory ids a broker registers (RegisterBrokerRecord v3 LogDirs)', async () => {
+    const c = await withDirs();
+    assert.deepEqual(c.sink.current.brokers.get(1)!.logDirs, [DIR_A, DIR_B]);
+    assert.deepEqual(c.sink.current.brokers.get(2)!.logDirs, []);
+  });
+
+  it('fences a broker whose every log dir is offline: out of every ISR, leadership moved, fenced while it says so', async () => {
+    const c = await withDirs();
+    const before = c.partition('led');
+    const r = await c.heartbeat(1, { offlineLogDirs: [DIR_B, DIR_A] });
+    assert.equal(r.errorCode, Errors.NONE.code);
+    assert.equal(r.isFenced, true);
+    assert.equal(c.sink.current.brokers.get(1)!.fenced, true);
+    const led = c.partition('led');
+    assert.equal(led.leader, 2);
+    assert.deepEqual(led.isr, [2, 3]);
+    assert.equal(led.leaderEpoch, before.leaderEpoch + 1);
+    assert.deepEqual(c.partition('follows').isr, [2, 3]);
+    // Its heartbeats keep reporting the dirs: it stays fenced and gets no leadership back.
+    for (let i = 0; i < 3; i++) {
+      await c.clock.advance(2000);
+      assert.equal((await c.heartbeat(1, { offlineLogDirs: [DIR_A, DIR_B] })).isFenced, true);
+      await c.heartbeat(2);
+      await c.heartbeat(3);
+    }
+    assert.equal(c.sink.current.brokers.get(1)!.fenced, true);
+    assert.equal(c.partition('led').leader, 2);
+  });
+
+  it('leaves leadership alone while some log dir of the broker is online (no replica is assigned to a dir)', async () => {
+    const c = await withDirs();
+    const r = await c.heartbeat(1, { offlineLogDirs: [DIR_A] });
+    assert.equal(r.isFenced, false);
+    assert.equal(c.partition('led').leader, 1);
+    assert.deepEqual(c.partition('led').isr, [1, 2, 3]);
+  });
+
+  it('unfences the broker again once a restart registers it with its log dirs online', async () => {
+    const c = await withDirs();
+    await c.heartbeat(1, { offlineLogDirs: [DIR_A, DIR_B] });
+    assert.equal((await c.register(1, { incarnationId: randomUuid(), logDirs: [DIR_A, DIR_B] })).errorCode, Errors.NONE.code);
+    assert.equal((await c.heartbeat(1)).isFenced, false);
+    assert.equal(c.sink.current.brokers.get(1)!.fenced, false);
+  });
+
+  it('treats a broker that registered no log dirs as online whatever it reports', async () => {
+    const c = await withDirs();
+    assert.equal((await c.heartbeat(2, { offlineLogDirs: [DIR_A] })).isFenced, false);
+    assert.equal(c.partition('follows').leader, 2);
   });
 });
 

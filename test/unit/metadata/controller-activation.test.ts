@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { makeBrokerRegistrationRequest } from '../../../protocol/messages/broker-registration.ts';
 import { BrokerConfig } from '../../../src/config/broker-config.ts';
 import { randomUuid } from '../../../src/metadata/controller.ts';
+import { systemRuntime } from '../../../src/runtime/index.ts';
 import { MetadataManager } from '../../../src/metadata/manager.ts';
 import type { RaftRequest, RaftResponseOf, RaftTransport } from '../../../src/metadata/raft/types.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
@@ -35,7 +36,12 @@ class Quorum {
       ]),
     });
     const transport: RaftTransport = { send: (to, request) => this.deliver(id, to, request) };
-    const manager = new MetadataManager({ config, logger: createLogger({ quiet: true }), transport, clock: this.clock });
+    const manager = new MetadataManager({
+      config,
+      logger: createLogger({ quiet: true }),
+      transport,
+      runtime: { ...systemRuntime, clock: this.clock },
+    });
     this.managers.set(id, manager);
     this.down.delete(id);
     await manager.start();

@@ -29,18 +29,9 @@ describe('reported controller id', () => {
     );
     assert.equal(fenced.isFenced, true);
     const image = sink.image();
-    assert.equal(
-      reportedControllerId(image, () => 0),
-      4,
-    );
-    assert.equal(
-      reportedControllerId(image, () => 0.5),
-      5,
-    );
-    assert.equal(
-      reportedControllerId(image, () => 0.999999),
-      5,
-    );
+    assert.equal(reportedControllerId(image, { next: () => 0 }), 4);
+    assert.equal(reportedControllerId(image, { next: () => 0.5 }), 5);
+    assert.equal(reportedControllerId(image, { next: () => 0.999999 }), 5);
     const seen = new Set<number>();
     for (let i = 0; i < 200; i++) seen.add(reportedControllerId(image));
     assert.deepEqual([...seen].sort(), [4, 5], 'both live brokers, and never broker 6');

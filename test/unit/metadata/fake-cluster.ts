@@ -3,8 +3,8 @@
 
 import { MemoryRaftLog, type RaftLog } from '../../../src/metadata/raft/log.ts';
 import { RaftClient, defaultRaftConfig } from '../../../src/metadata/raft/client.ts';
+import type { Clock, TimerHandle } from '../../../src/runtime/clock.ts';
 import type {
-  Clock,
   QuorumStateData,
   QuorumStateStore,
   RaftBatch,
@@ -13,7 +13,6 @@ import type {
   RaftResponseOf,
   RaftTransport,
   SnapshotId,
-  TimerHandle,
 } from '../../../src/metadata/raft/types.ts';
 
 interface Timer {
@@ -31,6 +30,15 @@ export class FakeClock implements Clock {
 
   now(): number {
     return this.timeMs;
+  }
+
+  monotonicMs(): number {
+    return this.timeMs;
+  }
+
+  /** Not a timer: runs on the real event loop, which `advance` lets settle between timers. */
+  setImmediate(fn: () => void): void {
+    setImmediate(fn);
   }
 
   setTimeout(fn: () => void, delayMs: number): TimerHandle {

@@ -7,6 +7,7 @@ import { FileQuorumStateStore } from '../../../src/metadata/raft/quorum-state.ts
 import { decodeRaftBatches, encodeRaftBatch, type RaftLog } from '../../../src/metadata/raft/log.ts';
 import { FakeCluster } from './fake-cluster.ts';
 import { BackgroundErrors } from '../../helpers/storage.ts';
+import { MemoryFileSystem } from '../../../storage/memory-file-system.ts';
 
 const background = new BackgroundErrors();
 
@@ -46,6 +47,21 @@ describe('raft log on the storage engine', () => {
     assert.equal(reopened.endOffset, 5);
     assert.equal(reopened.lastFetchedEpoch(), 3);
     assert.deepEqual(reopened.endOffsetForEpoch(2), { epoch: 1, offset: 3 });
+    await reopened.close();
+  });
+
+  it('keeps every flushed record through an OS crash (flush fsyncs: Raft counts flushed records toward a majority)', async () => {
+    const disk = new MemoryFileSystem();
+    await disk.mkdir('/meta', { recursive: true });
+    const log = await FileRaftLog.open({ dir: '/meta', onBackgroundError: background.sink, fileSystem: disk });
+    log.appendAsLeader(values('a', 'b'), 1, false, 1);
+    await log.flush();
+    log.appendAsFollower([{ baseOffset: 2, epoch: 2, appendTimeMs: 2, control: false, records: values('c') }]);
+    await log.flush();
+    // The page cache writes back nothing of what was not fsynced.
+    disk.crash(() => 0);
+    const reopened = await FileRaftLog.open({ dir: '/meta', onBackgroundError: background.sink, fileSystem: disk });
+    assert.deepEqual(contents(reopened), ['a', 'b', 'c']);
     await reopened.close();
   });
 

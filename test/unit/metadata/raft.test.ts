@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { FakeCluster, settle } from './fake-cluster.ts';
 import { NotLeaderError } from '../../../src/metadata/raft/client.ts';
+import { MemoryRaftLog } from '../../../src/metadata/raft/log.ts';
 
 const rec = (s: string) => Buffer.from(s);
 
@@ -218,5 +219,50 @@ describe('raft client', () => {
     await cluster.clock.advance(600);
     assert.equal(restarted.client.currentRole, 'follower');
     assert.equal(cluster.leaders().length, 1);
+  });
+
+  it('a follower whose later epoch sits where the leader’s log has an earlier one truncates back to its own end of that epoch', async () => {
+    // Voters 1 and 2 hold c at offset 2 in epoch 2; voter 3 led epoch 3 alone and wrote x
+    // there. The leader the others elect answers voter 3's fetch (offset 3, last epoch 3)
+    // with "epoch 2 ends at 3", past where voter 3's own epoch 2 ends.
+    const logOf = (third: [string, number]) => {
+      const log = new MemoryRaftLog();
+      for (const [value, epoch] of [['a', 1], ['b', 2], third] as const) log.appendAsLeader([rec(value)], epoch, false, 0);
+      return log;
+    };
+    const logs = new Map([
+      [1, logOf(['c', 2])],
+      [2, logOf(['c', 2])],
+      [3, logOf(['x', 3])],
+    ]);
+    const cluster = new FakeCluster([1, 2, 3], logs);
+    for (const n of cluster.nodes.values()) n.store.write({ leaderId: -1, leaderEpoch: 3, votedId: -1, votedDirectoryId: '' });
+    for (const id of [1, 2]) cluster.node(id).client.start();
+    cluster.isolate(3);
+    await cluster.clock.advance(5000);
+    const leader = cluster.leaders()[0]!;
+    assert.notEqual(leader.id, 3);
+    // Without the truncation voter 3 refetches the same divergence at once, for ever: cut it
+    // off after far more fetches than catching up takes, so that the test fails instead of spinning.
+    let fetchesFrom3 = 0;
+    const handleFetch = leader.client.handleFetch.bind(leader.client);
+    leader.client.handleFetch = (request) => {
+      if (request.replicaId === 3 && ++fetchesFrom3 > 1000) cluster.isolate(3);
+      return handleFetch(request);
+    };
+    cluster.heal();
+    cluster.node(3).client.start();
+    await cluster.clock.advance(5000);
+    const late = cluster.node(3);
+    assert.ok(fetchesFrom3 <= 1000, `voter 3 fetched ${fetchesFrom3} times`);
+    assert.equal(late.client.currentLeaderId, leader.id);
+    assert.equal(late.client.logEndOffset, leader.client.logEndOffset);
+    const contents = (id: number) =>
+      cluster
+        .node(id)
+        .log.read(0, Infinity)
+        .flatMap((b) => (b.control ? [] : b.records.map(String)));
+    assert.deepEqual(contents(3), ['a', 'b', 'c']);
+    assert.equal(late.client.highWatermarkOffset, leader.client.highWatermarkOffset);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Errors } from '../../../protocol/errors.ts';
 import { FetchSessionCache, type SessionPartition } from '../../../src/replication/fetch-session.ts';
-import { FakeClock } from './fake-clock.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 
 function part(topic: string, partition: number, fetchOffset = 0): SessionPartition {
   return { topic, topicId: `id-${topic}`, partition, fetchOffset, partitionMaxBytes: 1024, currentLeaderEpoch: -1, logStartOffset: -1 };
@@ -90,7 +90,7 @@ describe('FetchSessionCache (KIP-227)', () => {
   });
 
   it('is bounded: when full, a stale session is evicted, else a weaker one, else no session is created', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const cache = new FetchSessionCache({ maxSlots: 2, evictionMs: 1000, clock });
     const one = [{ request: part('a', 0), data: quiet }];
     const two = [...one, { request: part('a', 1), data: quiet }];

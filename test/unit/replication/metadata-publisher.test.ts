@@ -11,6 +11,7 @@ import { ReplicaMetadataPublisher } from '../../../src/replication/metadata-publ
 import { ReplicaManager } from '../../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
 import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
+import { buildUncompressedRecordBatch } from '../../../protocol/records/index.ts';
 
 const TOPIC_ID = 'dG9waWMtb25lLWlkLTAwMQ';
 
@@ -128,5 +129,22 @@ describe('ReplicaMetadataPublisher', () => {
     );
     await publisher.applyImage(loaded);
     assert.deepEqual([...rmgr.allPartitions()].map((p) => p.partition).sort(), [0, 1]);
+  });
+
+  it('keeps the logs a start-up image does not name until told the broker caught up (a snapshot may predate their topic)', async () => {
+    const held = await logs.getOrCreateLog('later', 0);
+    await held.append(buildUncompressedRecordBatch({}, [{ value: Buffer.from('kept'), timestamp: 1 }]), { assignOffsets: true });
+    const strays = new ReplicaMetadataPublisher(rmgr, {
+      topicConfig: (img, topic) => topicConfigLookup(img.topicConfigs(topic)),
+      onError: (err) => errors.push(err),
+      removeStrayLogs: (keep) => logs.removeStrayLogs(keep),
+    });
+    // The image a restarted broker replays first: its latest snapshot, from before 'later'.
+    await strays.applyImage(MetadataImage.EMPTY);
+    assert.equal(logs.getLog('later', 0)?.logEndOffset, 1);
+    // Caught up, the image names what the broker hosts: anything else on disk is stray.
+    await strays.removeStrayLogs();
+    assert.equal(logs.getLog('later', 0), undefined);
+    assert.equal(strays.strayLogsRemoved, 1);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { DelayedOperation, DelayedOperationPurgatory } from '../../../src/replication/purgatory.ts';
-import { FakeClock } from './fake-clock.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 
 class Op extends DelayedOperation {
   ready = false;
@@ -22,7 +22,7 @@ class Op extends DelayedOperation {
 
 describe('DelayedOperationPurgatory', () => {
   it('completes an operation at once when its condition already holds', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const purgatory = new DelayedOperationPurgatory<Op>('test', clock);
     const op = new Op(1000);
     op.ready = true;
@@ -33,7 +33,7 @@ describe('DelayedOperationPurgatory', () => {
   });
 
   it('parks an operation until a watched key is checked and its condition holds', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const purgatory = new DelayedOperationPurgatory<Op>('test', clock);
     const op = new Op(1000);
     assert.equal(purgatory.tryCompleteElseWatch(op, ['a', 'b']), false);
@@ -49,7 +49,7 @@ describe('DelayedOperationPurgatory', () => {
   });
 
   it('expires an operation after its delay, exactly once', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const purgatory = new DelayedOperationPurgatory<Op>('test', clock);
     const op = new Op(500);
     purgatory.tryCompleteElseWatch(op, ['a']);
@@ -64,7 +64,7 @@ describe('DelayedOperationPurgatory', () => {
   });
 
   it('completeAll finishes every operation watching a key', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const purgatory = new DelayedOperationPurgatory<Op>('test', clock);
     const ops = [new Op(100), new Op(100), new Op(100)];
     purgatory.tryCompleteElseWatch(ops[0]!, ['a']);

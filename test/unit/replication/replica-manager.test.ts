@@ -12,7 +12,7 @@ import { ReplicaManager, type FetchParams } from '../../../src/replication/repli
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
 import fc from 'fast-check';
 import { readRecords } from '../../../protocol/records/record.ts';
-import { FakeClock } from './fake-clock.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 import { flipBits } from '../../helpers/bytes.ts';
 import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
 
@@ -22,13 +22,13 @@ interface Env {
   dir: string;
   logs: LogManager;
   rm: ReplicaManager;
-  clock: FakeClock;
+  clock: ManualClock;
 }
 
 async function setup(topicConfig: Record<string, string> = {}, partitions = 1, isr: number[] = [BROKER]): Promise<Env> {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
   const logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const rm = new ReplicaManager({
     brokerId: BROKER,
     logs: new LogManagerProvider(logs),
@@ -151,7 +151,7 @@ describe('ReplicaManager', function () {
       logDirOf: (topic, partition) => provider.logDirOf(topic, partition),
       logDirs: () => provider.logDirs(),
     };
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const manager = new ReplicaManager({
       brokerId: BROKER,
       logs: misreportingProvider,
@@ -212,7 +212,7 @@ describe('ReplicaManager', function () {
         logDirOf: (topic, partition) => provider.logDirOf(topic, partition),
         logDirs: () => provider.logDirs(),
       };
-      const clock = new FakeClock();
+      const clock = new ManualClock();
       const manager = new ReplicaManager({ brokerId: BROKER, logs: gatedProvider, clock, appendQueueLimits: limits });
       await manager.applyPartitionState(
         {

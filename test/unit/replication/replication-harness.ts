@@ -28,7 +28,7 @@ import type { PartitionState } from '../../../src/replication/partition.ts';
 import { ReplicaManager } from '../../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
 import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
-import { FakeClock } from './fake-clock.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 
 export const TOPIC = 't';
 export const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
@@ -51,7 +51,7 @@ export async function eventually(what: string, check: () => boolean | Promise<bo
  * schedules its backoff only once its failure is handled), until `check` holds.
  */
 export async function advanceUntil(
-  clock: FakeClock,
+  clock: ManualClock,
   what: string,
   check: () => boolean | Promise<boolean>,
   stepMs = 100,
@@ -113,7 +113,7 @@ export interface ClusterOptions {
 }
 
 export class TestCluster {
-  readonly clock = new FakeClock();
+  readonly clock = new ManualClock();
   readonly brokers = new Map<number, TestBroker>();
   readonly alterPartitionRequests: AlterPartitionRequest[] = [];
   /** Links refused (follower -> leader), and the open transports to close when a link is cut. */

@@ -8,6 +8,11 @@ import {
   type FetchResponse,
 } from '../../../protocol/messages/fetch.ts';
 import {
+  makeListOffsetsRequest,
+  makeListOffsetsRequestListOffsetsPartition,
+  makeListOffsetsRequestListOffsetsTopic,
+} from '../../../protocol/messages/list-offsets.ts';
+import {
   makeProduceRequest,
   makeProduceRequestPartitionProduceData,
   makeProduceRequestTopicProduceData,
@@ -17,6 +22,7 @@ import { Reader, Writer } from '../../../protocol/primitives.ts';
 import { batchesIn } from '../../../protocol/records/batch.ts';
 import { topicConfigLookup } from '../../../src/config/topic-config.ts';
 import { handleFetch } from '../../../src/handlers/fetch.ts';
+import { handleListOffsets } from '../../../src/handlers/list-offsets.ts';
 import { handleProduce } from '../../../src/handlers/produce.ts';
 import { FetchSessionCache } from '../../../src/replication/fetch-session.ts';
 import { LAG_MS, MAX_WAIT_MS, TOPIC, TOPIC_ID, TestCluster, advanceUntil, eventually, records, settle } from './replication-harness.ts';
@@ -135,6 +141,55 @@ describe('replication', function () {
     assert.deepEqual(cluster.partition(1).log.endOffsetForEpoch(1), { leaderEpoch: 1, endOffset: 2 });
     // Caught up in the new leader epoch, it joins the ISR again.
     await eventually('the ISR to expand', () => cluster.state().isr.includes(1));
+  });
+
+  it('a new leader answers no latest offset until its high watermark reaches its leader epoch start, so it never goes back', async () => {
+    await twoBrokers();
+    await cluster.setState({ leaderId: 1, leaderEpoch: 1, replicas: [1, 2], isr: [1, 2] });
+    const [acked] = await cluster.produce(1, await records(4), -1);
+    assert.equal(acked!.errorCode, Errors.NONE.code);
+    const latest = async (brokerId: number, replicaId = -1) => cluster.broker(brokerId).rm.listOffset(TOPIC, 0, -1, 0, -1, replicaId);
+    assert.equal((await latest(1)).offset, 4, 'the old leader answered 4');
+
+    // The follower holds the records but learned only the high watermark before them; it is
+    // elected before its old leader fetches from it.
+    cluster.block(2, 1);
+    const follower = cluster.partition(2);
+    assert.equal(follower.logEndOffset, 4);
+    assert.ok(follower.highWatermark < 4);
+    await cluster.setState({ leaderId: 2, leaderEpoch: 2 }, 0, [2]);
+    assert.equal(follower.leaderEpochStartOffset, 4);
+    assert.equal((await latest(2)).errorCode, Errors.OFFSET_NOT_AVAILABLE.code);
+    const byTime = await cluster.broker(2).rm.listOffset(TOPIC, 0, 1_700_000_000_003, 0, -1, -1);
+    assert.equal(byTime.errorCode, Errors.OFFSET_NOT_AVAILABLE.code, 'a timestamp past the high watermark waits too');
+    assert.equal((await cluster.broker(2).rm.listOffset(TOPIC, 0, -2, 0, -1, -1)).offset, 0, 'the earliest offset does not wait');
+    assert.deepEqual(
+      await latest(2, 1),
+      { errorCode: Errors.NONE.code, timestampMs: -1, offset: 4, leaderEpoch: 2 },
+      'a replica gets the log end',
+    );
+    // KafkaApis: before v5 the error is LEADER_NOT_AVAILABLE.
+    for (const [version, code] of [
+      [1, Errors.LEADER_NOT_AVAILABLE.code],
+      [5, Errors.OFFSET_NOT_AVAILABLE.code],
+    ] as const) {
+      const request = makeListOffsetsRequest({
+        replicaId: -1,
+        topics: [
+          makeListOffsetsRequestListOffsetsTopic({
+            name: TOPIC,
+            partitions: [makeListOffsetsRequestListOffsetsPartition({ partitionIndex: 0, timestamp: -1n })],
+          }),
+        ],
+      });
+      const response = await handleListOffsets({ replicaManager: cluster.broker(2).rm }, request, version);
+      assert.equal(response.topics[0]!.partitions[0]!.errorCode, code, `v${version}`);
+    }
+
+    // Once the old leader follows and fetches, the high watermark passes the epoch start.
+    await cluster.publish(0, [1]);
+    await eventually('the new leader high watermark', () => follower.highWatermark >= 4);
+    assert.deepEqual(await latest(2), { errorCode: Errors.NONE.code, timestampMs: -1, offset: 4, leaderEpoch: 2 });
   });
 
   it('shrinks the ISR when a follower has not caught up for replica.lag.time.max.ms and expands it when it has', async () => {

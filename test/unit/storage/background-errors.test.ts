@@ -1,12 +1,12 @@
 // Storage work nobody awaits (flushes, deferred deletions, the cleaner, checkpoints) reports
 // its failures to the BackgroundErrorSink it was given, instead of dropping them.
 import assert from 'node:assert/strict';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FileHandlePool, LogManager, PartitionLog, REPLICATION_OFFSET_CHECKPOINT } from '../../../storage/index.ts';
+import { CLEAN_SHUTDOWN_FILE, FileHandlePool, LogManager, PartitionLog, REPLICATION_OFFSET_CHECKPOINT } from '../../../storage/index.ts';
 import type { HandleLease } from '../../../storage/file-pool.ts';
-import { BackgroundErrors, ManualClock, batch, logConfig, simpleBatch, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, ManualClock, batch, logConfig, poolWith, simpleBatch, withTempDir } from '../../helpers/storage.ts';
 
 const NOW = 1_700_000_000_000;
 
@@ -40,12 +40,11 @@ describe('storage: background failures are reported', () => {
   it('a flush.ms flush that fails is reported with the partition, and the recovery point stays behind', () =>
     withTempDir(async (dir) => {
       const background = new BackgroundErrors();
-      const pool = new FailingSyncPool({ onError: background.sink });
+      const pool = new FailingSyncPool({ onError: background.sink, clock: new ManualClock(NOW) });
       const log = await PartitionLog.open({
         dir: join(dir, 't-0'),
         config: logConfig({ flushMs: 10 }),
         pool,
-        time: new ManualClock(NOW).time,
         onBackgroundError: background.sink,
       });
       pool.failSync = true;
@@ -68,7 +67,7 @@ describe('storage: background failures are reported', () => {
       const log = await PartitionLog.open({
         dir: partition,
         config: logConfig({ segmentBytes: 300, retentionMs: 1000, fileDeleteDelayMs: 30 }),
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
         onBackgroundError: background.sink,
       });
       for (let i = 0; i < 6; i++) await log.append(await simpleBatch(2, NOW));
@@ -92,7 +91,7 @@ describe('storage: background failures are reported', () => {
       const m = await LogManager.startup({
         logDirs: [dir],
         defaultConfig: logConfig({ cleanupPolicy: 'compact', segmentBytes: 400, minCleanableDirtyRatio: 0 }),
-        time: clock.time,
+        clock,
         onBackgroundError: background.sink,
       });
       const log = await m.getOrCreateLog('c', 0);
@@ -118,13 +117,13 @@ describe('storage: background failures are reported', () => {
       await m.shutdown();
     }));
 
-  it('a periodic checkpoint that fails is reported, and the task runs again on its next tick', () =>
+  it('a periodic checkpoint that fails takes its log dir offline (as Kafka does on its IOException)', () =>
     withTempDir(async (dir) => {
       const background = new BackgroundErrors();
       const m = await LogManager.startup({
         logDirs: [dir],
         defaultConfig: logConfig(),
-        time: new ManualClock(NOW).time,
+        clock: new ManualClock(NOW),
         onBackgroundError: background.sink,
         tasks: {
           retentionCheckIntervalMs: 60_000,
@@ -142,10 +141,10 @@ describe('storage: background failures are reported', () => {
       const log = await m.getOrCreateLog('t', 0);
       await log.append(await simpleBatch(1, NOW));
       log.highWatermark = 1;
-      await eventually(() => background.reported.length >= 2, 'two failed checkpoint ticks to be reported');
-      assert.deepEqual(background.whats.slice(0, 2), ['offset checkpoints', 'offset checkpoints']);
-      await rm(join(dir, REPLICATION_OFFSET_CHECKPOINT), { recursive: true });
-      await writeFile(join(dir, REPLICATION_OFFSET_CHECKPOINT), '0\n0\n');
+      await eventually(() => m.logDirFailures.isOffline(dir), 'the failed checkpoint to take the dir offline');
+      assert.equal(m.getLog('t', 0), undefined, 'its logs are no longer served');
+      await assert.rejects(m.getOrCreateLog('t', 1), /offline/);
       await m.shutdown();
+      await assert.rejects(stat(join(dir, CLEAN_SHUTDOWN_FILE)), 'an offline dir gets no clean-shutdown marker');
     }));
 });

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FileHandlePool, StorageIOError, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
+import { FileHandlePool, StorageIOError, nodeFileSystem, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
 import { writeFilesAtomically } from '../../../storage/checkpoint.ts';
-import { BackgroundErrors, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, realDisk, withTempDir } from '../../helpers/storage.ts';
 
 describe('storage/checkpoint and the handle cache', () => {
   it('replaces several files of a directory at once; one that fails leaves the others written', () =>
     withTempDir(async (dir) => {
-      await writeFilesAtomically(dir, [
+      await writeFilesAtomically(realDisk(), dir, [
         { path: join(dir, 'a'), data: Buffer.from('A') },
         { path: join(dir, 'b'), data: Buffer.from('B') },
       ]);
@@ -16,7 +16,7 @@ describe('storage/checkpoint and the handle cache', () => {
       // A rename cannot replace a directory that is not empty.
       await mkdir(join(dir, 'c', 'inside'), { recursive: true });
       await assert.rejects(
-        writeFilesAtomically(dir, [
+        writeFilesAtomically(realDisk(), dir, [
           { path: join(dir, 'a'), data: Buffer.from('A2') },
           { path: join(dir, 'c'), data: Buffer.from('C') },
         ]),
@@ -30,6 +30,7 @@ describe('storage/checkpoint and the handle cache', () => {
     withTempDir(async (dir) => {
       const path = join(dir, 'recovery-point-offset-checkpoint');
       await writeOffsetCheckpoint(
+        realDisk(),
         path,
         new Map([
           ['a-b-c-0', 12],
@@ -38,15 +39,15 @@ describe('storage/checkpoint and the handle cache', () => {
       );
       assert.equal(await readFile(path, 'utf8'), '0\n2\na-b-c 0 12\nx 7 0\n');
       assert.deepEqual(
-        [...(await readOffsetCheckpoint(path))],
+        [...(await readOffsetCheckpoint(nodeFileSystem, path))],
         [
           ['a-b-c-0', 12],
           ['x-7', 0],
         ],
       );
-      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'missing')))], []);
+      assert.deepEqual([...(await readOffsetCheckpoint(nodeFileSystem, join(dir, 'missing')))], []);
       await writeFile(path, '0\n3\nx 7 0\n');
-      await assert.rejects(readOffsetCheckpoint(path), StorageIOError);
+      await assert.rejects(readOffsetCheckpoint(nodeFileSystem, path), StorageIOError);
     }));
 
   it('keeps at most maxOpen idle handles and never closes a leased one', () =>

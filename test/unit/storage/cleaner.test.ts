@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { LogCleaner, PartitionLog } from '../../../storage/index.ts';
 import type { LogConfig } from '../../../storage/index.ts';
 import { buildEndTxnMarker } from '../../../protocol/records/index.ts';
-import { BackgroundErrors, ManualClock, batch, headers, logConfig, recordsOf, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, ManualClock, batch, headers, logConfig, poolWith, recordsOf, withTempDir } from '../../helpers/storage.ts';
 import type { TestRecord } from '../../helpers/storage.ts';
 
 const NOW = 1_700_000_000_000;
@@ -51,13 +51,13 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: compactConfig,
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
       });
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
       const before = await readAll(log);
-      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, clock });
       const result = await cleaner.clean(log);
       assert.ok(result !== null && result.removedRecords === 28, JSON.stringify(result));
       const after = await readAll(log);
@@ -83,7 +83,7 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: compactConfig,
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
       });
       assert.deepEqual(
         (await readAll(reopened)).map((r) => r.offset),
@@ -99,11 +99,11 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: { ...compactConfig, segmentBytes: 1 << 20 },
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
       });
       await fill(log, 5, 3, clock);
       log.highWatermark = log.logEndOffset;
-      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, clock });
       assert.equal(await cleaner.clean(log, true), null);
       await log.roll();
       log.highWatermark = 0;
@@ -119,12 +119,12 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: { ...compactConfig, minCompactionLagMs: 60_000 },
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
       });
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, clock });
       assert.equal(await cleaner.clean(log), null, 'too young to compact');
       clock.advance(61_000);
       const first = await cleaner.clean(log);
@@ -147,12 +147,12 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: compactConfig,
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
       });
       await fill(log, 6, 3, clock, 'k1');
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      const cleaner = new LogCleaner({ onError: background.sink, time: clock.time });
+      const cleaner = new LogCleaner({ onError: background.sink, clock });
       await cleaner.clean(log, true);
       let all = await readAll(log);
       assert.deepEqual(
@@ -187,7 +187,7 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: compactConfig,
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
       });
       const txn = { producerId: 7n, producerEpoch: 0, isTransactional: true };
       await log.append(await batch([{ key: 'a', value: 't1', timestamp: NOW }], { ...txn, baseSequence: 0 }));
@@ -196,7 +196,7 @@ describe('storage/cleaner', () => {
       await fill(log, 6, 2, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      await new LogCleaner({ onError: background.sink, time: clock.time }).clean(log, true);
+      await new LogCleaner({ onError: background.sink, clock }).clean(log, true);
       let offset = 0;
       const kinds: string[] = [];
       while (offset < log.logEndOffset) {
@@ -216,7 +216,7 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: join(dir, 'c-0'),
         config: { ...compactConfig, segmentBytes: 64 * 1024 },
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
       });
       for (let i = 0; i < 150; i++) {
         const records: TestRecord[] = [];
@@ -232,7 +232,7 @@ describe('storage/cleaner', () => {
         if (spinning) setImmediate(spin);
       };
       setImmediate(spin);
-      const result = await new LogCleaner({ onError: background.sink, time: clock.time, sliceMs: 1 }).clean(log, true);
+      const result = await new LogCleaner({ onError: background.sink, clock, sliceMs: 1 }).clean(log, true);
       spinning = false;
       assert.ok(result !== null && result.removedRecords === 7000);
       assert.ok(ticks > 10, `event loop turned ${ticks} times during cleaning`);
@@ -243,11 +243,16 @@ describe('storage/cleaner', () => {
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
       const partition = join(dir, 'c-0');
-      const log = await PartitionLog.open({ onBackgroundError: background.sink, dir: partition, config: compactConfig, time: clock.time });
+      const log = await PartitionLog.open({
+        onBackgroundError: background.sink,
+        dir: partition,
+        config: compactConfig,
+        pool: poolWith(clock, background.sink),
+      });
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
-      await new LogCleaner({ onError: background.sink, time: clock.time }).clean(log, true);
+      await new LogCleaner({ onError: background.sink, clock }).clean(log, true);
       const cleanedView = await readAll(log);
       await log.close();
       // Pretend the crash hit after the commit point: the new file is still named .swap and the
@@ -262,7 +267,7 @@ describe('storage/cleaner', () => {
         onBackgroundError: background.sink,
         dir: partition,
         config: compactConfig,
-        time: clock.time,
+        pool: poolWith(clock, background.sink),
         cleanShutdown: false,
         recoveryPoint: 0,
       });

@@ -4,14 +4,14 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LeaderEpochCache, LogManager } from '../../../storage/index.ts';
 import { writeCheckpointLines, writeFileAtomically } from '../../../storage/checkpoint.ts';
-import { BackgroundErrors, ManualClock, logConfig, simpleBatch, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, ManualClock, logConfig, realDisk, simpleBatch, withTempDir } from '../../helpers/storage.ts';
 
 const NOW = 1_700_000_000_000;
 const start = (dir: string) =>
   LogManager.startup({
     logDirs: [dir],
     defaultConfig: logConfig(),
-    time: new ManualClock(NOW).time,
+    clock: new ManualClock(NOW),
     onBackgroundError: new BackgroundErrors().sink,
   });
 const exists = (p: string) =>
@@ -25,19 +25,21 @@ describe('storage: crash shapes at start-up', () => {
     withTempDir(async (dir) => {
       const partitionDir = join(dir, 't-0');
       await mkdir(partitionDir);
-      const cache = await LeaderEpochCache.load(partitionDir, false);
+      const cache = await LeaderEpochCache.load(realDisk(), partitionDir, false);
       cache.assign(3, 0);
       await rm(partitionDir, { recursive: true });
       await cache.persist();
       assert.equal(await exists(partitionDir), false);
-      assert.equal(await writeCheckpointLines(join(partitionDir, 'x'), ['1'], true), false);
-      await assert.rejects(writeCheckpointLines(join(partitionDir, 'x'), ['1']), /ENOENT|writing/);
+      const disk = realDisk();
+      assert.equal(await writeCheckpointLines(disk, join(partitionDir, 'x'), ['1'], true), false);
+      await assert.rejects(writeCheckpointLines(disk, join(partitionDir, 'x'), ['1']), /ENOENT|writing/);
     }));
 
   it('concurrent writes of one checkpoint file are serialized and the last one wins', () =>
     withTempDir(async (dir) => {
       const path = join(dir, 'cp');
-      await Promise.all(Array.from({ length: 20 }, (_, i) => writeFileAtomically(path, Buffer.from(String(i)))));
+      const disk = realDisk();
+      await Promise.all(Array.from({ length: 20 }, (_, i) => writeFileAtomically(disk, path, Buffer.from(String(i)))));
       const { readFile } = await import('node:fs/promises');
       assert.equal(await readFile(path, 'utf8'), '19');
       assert.deepEqual((await readdir(dir)).sort(), ['cp']);
@@ -87,7 +89,7 @@ describe('storage: crash shapes at start-up', () => {
       const m = await LogManager.startup({
         logDirs: [dir],
         defaultConfig: logConfig(),
-        time: new ManualClock(NOW).time,
+        clock: new ManualClock(NOW),
         onBackgroundError: (_e, what) => errors.push(what),
       });
       const reloaded = m.getLog('t', 0)!;

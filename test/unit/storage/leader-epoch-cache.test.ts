@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LeaderEpochCache } from '../../../storage/index.ts';
-import { withTempDir } from '../../helpers/storage.ts';
+import { realDisk, withTempDir } from '../../helpers/storage.ts';
 
 describe('storage/leader-epoch-cache', () => {
   it('assigns increasing epochs and ignores repeats of the latest', () =>
     withTempDir(async (dir) => {
-      const c = await LeaderEpochCache.load(dir);
+      const c = await LeaderEpochCache.load(realDisk(), dir);
       assert.equal(c.assign(1, 0), true);
       assert.equal(c.assign(1, 5), false);
       assert.equal(c.assign(3, 10), true);
@@ -25,7 +25,7 @@ describe('storage/leader-epoch-cache', () => {
 
   it('answers endOffsetFor like Kafka (OffsetForLeaderEpoch)', () =>
     withTempDir(async (dir) => {
-      const c = await LeaderEpochCache.load(dir);
+      const c = await LeaderEpochCache.load(realDisk(), dir);
       c.assign(2, 10);
       c.assign(4, 20);
       c.assign(5, 30);
@@ -41,7 +41,7 @@ describe('storage/leader-epoch-cache', () => {
 
   it('truncates from the end and from the start, and persists in Kafka text format', () =>
     withTempDir(async (dir) => {
-      const c = await LeaderEpochCache.load(dir);
+      const c = await LeaderEpochCache.load(realDisk(), dir);
       c.assign(2, 10);
       c.assign(4, 20);
       c.assign(5, 30);
@@ -54,14 +54,14 @@ describe('storage/leader-epoch-cache', () => {
       assert.deepEqual(c.all(), [{ epoch: 4, startOffset: 25 }]);
       await c.persist();
       assert.equal(await readFile(join(dir, 'leader-epoch-checkpoint'), 'utf8'), '0\n1\n4 25\n');
-      const again = await LeaderEpochCache.load(dir);
+      const again = await LeaderEpochCache.load(realDisk(), dir);
       assert.deepEqual(again.all(), [{ epoch: 4, startOffset: 25 }]);
     }));
 
   it('persists only a state the file does not hold already (no file reads as no entries)', () =>
     withTempDir(async (dir) => {
       const path = join(dir, 'leader-epoch-checkpoint');
-      const c = await LeaderEpochCache.load(dir, false);
+      const c = await LeaderEpochCache.load(realDisk(), dir, false);
       await c.persist();
       await assert.rejects(stat(path), { code: 'ENOENT' }, 'nothing to write for an empty cache and no file');
       c.assign(1, 0);
@@ -69,7 +69,7 @@ describe('storage/leader-epoch-cache', () => {
       const written = await stat(path);
       await c.persist();
       assert.equal((await stat(path)).ino, written.ino, 'the same entries are not rewritten');
-      const reloaded = await LeaderEpochCache.load(dir);
+      const reloaded = await LeaderEpochCache.load(realDisk(), dir);
       await reloaded.persist();
       assert.equal((await stat(path)).ino, written.ino, 'nor after a reload');
       reloaded.assign(2, 5);
@@ -77,7 +77,7 @@ describe('storage/leader-epoch-cache', () => {
       assert.equal(await readFile(path, 'utf8'), '0\n2\n1 0\n2 5\n');
       // A file that does not parse is rewritten, whatever the entries.
       await writeFile(path, 'garbage');
-      const damaged = await LeaderEpochCache.load(dir);
+      const damaged = await LeaderEpochCache.load(realDisk(), dir);
       assert.equal(damaged.damaged, true);
       await damaged.persist();
       assert.equal(await readFile(path, 'utf8'), '0\n0\n');
@@ -85,7 +85,7 @@ describe('storage/leader-epoch-cache', () => {
 
   it('kept in memory only (persistent: false), it never writes the file', () =>
     withTempDir(async (dir) => {
-      const c = await LeaderEpochCache.load(dir, false, false);
+      const c = await LeaderEpochCache.load(realDisk(), dir, false, false);
       c.assign(3, 7);
       await c.persist();
       await assert.rejects(stat(join(dir, 'leader-epoch-checkpoint')), { code: 'ENOENT' });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { mkdir, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CLEAN_SHUTDOWN_FILE, LogManager, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
+import { CLEAN_SHUTDOWN_FILE, LogManager, nodeFileSystem, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
 import type { LogConfig, LogManagerOptions } from '../../../storage/index.ts';
-import { BackgroundErrors, ManualClock, headers, logConfig, simpleBatch, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, ManualClock, headers, logConfig, realDisk, simpleBatch, withTempDir } from '../../helpers/storage.ts';
 
 const NOW = 1_700_000_000_000;
 
@@ -12,7 +12,7 @@ type StartOptions = Partial<Omit<LogManagerOptions, 'defaultConfig'>> & { defaul
 function start(dir: string, clock: ManualClock, extra: StartOptions = {}): Promise<LogManager> {
   return LogManager.startup({
     logDirs: [dir],
-    time: clock.time,
+    clock,
     onBackgroundError: new BackgroundErrors().sink,
     ...extra,
     defaultConfig: logConfig(extra.defaultConfig),
@@ -31,10 +31,13 @@ describe('storage/log-manager', () => {
       await m.shutdown();
       assert.ok((await stat(join(dir, CLEAN_SHUTDOWN_FILE))).isFile());
       assert.ok((await stat(join(dir, 'my-topic-3', '00000000000000000000.log'))).isFile());
-      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'replication-offset-checkpoint')))], [['my-topic-3', 4]]);
-      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'recovery-point-offset-checkpoint')))], [['my-topic-3', 4]]);
+      assert.deepEqual([...(await readOffsetCheckpoint(nodeFileSystem, join(dir, 'replication-offset-checkpoint')))], [['my-topic-3', 4]]);
+      assert.deepEqual(
+        [...(await readOffsetCheckpoint(nodeFileSystem, join(dir, 'recovery-point-offset-checkpoint')))],
+        [['my-topic-3', 4]],
+      );
       // As Kafka: a log starting at its first segment needs no log-start entry.
-      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'log-start-offset-checkpoint')))], []);
+      assert.deepEqual([...(await readOffsetCheckpoint(nodeFileSystem, join(dir, 'log-start-offset-checkpoint')))], []);
 
       const again = await start(dir, clock);
       assert.equal(again.hadCleanShutdown.get(dir), true);
@@ -62,7 +65,7 @@ describe('storage/log-manager', () => {
       await log.deleteRecordsBefore(2);
       await m.shutdown();
       const names = ['recovery-point-offset-checkpoint', 'log-start-offset-checkpoint', 'replication-offset-checkpoint'];
-      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'log-start-offset-checkpoint')))], [['t-0', 2]]);
+      assert.deepEqual([...(await readOffsetCheckpoint(nodeFileSystem, join(dir, 'log-start-offset-checkpoint')))], [['t-0', 2]]);
       const inodes = await Promise.all(names.map(async (n) => (await stat(join(dir, n))).ino));
 
       const again = await start(dir, clock);
@@ -76,7 +79,7 @@ describe('storage/log-manager', () => {
       const after = await Promise.all(names.map(async (n) => (await stat(join(dir, n))).ino));
       assert.deepEqual([after[0], after[1]], [inodes[0], inodes[1]], 'only the changed file is written');
       assert.notEqual(after[2], inodes[2]);
-      assert.deepEqual([...(await readOffsetCheckpoint(join(dir, 'replication-offset-checkpoint')))], [['t-0', 3]]);
+      assert.deepEqual([...(await readOffsetCheckpoint(nodeFileSystem, join(dir, 'replication-offset-checkpoint')))], [['t-0', 3]]);
       await again.shutdown();
     }));
 
@@ -134,7 +137,7 @@ describe('storage/log-manager', () => {
     withTempDir(async (dir) => {
       await mkdir(join(dir, 'not a partition'));
       await mkdir(join(dir, 'old-0.abc-delete'));
-      await writeOffsetCheckpoint(join(dir, 'recovery-point-offset-checkpoint'), new Map([['x-1', 0]]));
+      await writeOffsetCheckpoint(realDisk(), join(dir, 'recovery-point-offset-checkpoint'), new Map([['x-1', 0]]));
       const m = await start(dir, new ManualClock(NOW));
       assert.deepEqual(m.allLogs(), []);
       assert.deepEqual(

@@ -15,7 +15,17 @@ import {
   UnexpectedAppendOffsetError,
 } from '../../../storage/index.ts';
 import type { LogConfig, PartitionLogOptions } from '../../../storage/index.ts';
-import { BackgroundErrors, ManualClock, batch, headers, logConfig, recordsOf, simpleBatch, withTempDir } from '../../helpers/storage.ts';
+import {
+  BackgroundErrors,
+  ManualClock,
+  batch,
+  headers,
+  logConfig,
+  poolWith,
+  recordsOf,
+  simpleBatch,
+  withTempDir,
+} from '../../helpers/storage.ts';
 import { flipBits } from '../../helpers/bytes.ts';
 
 const NOW = 1_700_000_000_000;
@@ -25,7 +35,7 @@ type OpenOptions = Partial<Omit<PartitionLogOptions, 'config'>> & { config?: Par
 async function openLog(dir: string, extra: OpenOptions = {}, clock = new ManualClock(NOW)): Promise<PartitionLog> {
   return PartitionLog.open({
     dir: join(dir, 'topic-0'),
-    time: clock.time,
+    pool: poolWith(clock, new BackgroundErrors().sink),
     onBackgroundError: new BackgroundErrors().sink,
     ...extra,
     config: logConfig(extra.config),
@@ -306,6 +316,23 @@ describe('storage/log: truncation and log start', () => {
       await reopened.close();
     }));
 
+  it('a flush that read the log end before a truncation leaves the recovery point at or below the new end', () =>
+    withTempDir(async (dir) => {
+      // The flush's run starts while the truncation awaits its files: it must not then move
+      // the recovery point to the log end it read, past records the truncation removed (a
+      // clean reopen trusts the recovery point and would serve them again).
+      const log = await openLog(dir);
+      for (let i = 0; i < 3; i++) await log.append(await simpleBatch(1, NOW), { leaderEpoch: 0 });
+      await Promise.all([log.flush(), log.truncateTo(0)]);
+      await log.append(await simpleBatch(1, NOW), { leaderEpoch: 0 });
+      assert.ok(log.recoveryPoint <= log.logEndOffset, `recovery point ${log.recoveryPoint} <= log end ${log.logEndOffset}`);
+      const { logStartOffset, recoveryPoint } = log;
+      await log.close();
+      const reopened = await openLog(dir, { logStartOffset, recoveryPoint, cleanShutdown: true });
+      assert.equal(reopened.logEndOffset, 1);
+      await reopened.close();
+    }));
+
   it('truncateFullyAndStartAt empties the log at a new offset', () =>
     withTempDir(async (dir) => {
       const log = await openLog(dir);
@@ -379,7 +406,7 @@ describe('storage/log: opening without work to do', () => {
 
   it('a log in a directory it creates has nothing to recover: no fsync even after an unclean stop', () =>
     withTempDir(async (dir) => {
-      const pool = new CountingPool({ onError: new BackgroundErrors().sink });
+      const pool = new CountingPool({ onError: new BackgroundErrors().sink, clock: new ManualClock(NOW) });
       const log = await openLog(dir, { pool, cleanShutdown: false, recoveryPoint: 0 });
       assert.equal(pool.syncs, 0);
       assert.deepEqual(await readdir(join(dir, 'topic-0')), [
@@ -434,7 +461,7 @@ describe('storage/log: opening without work to do', () => {
       }
       for (const unsafeBypassFsync of [false, true]) {
         handleSyncs = 0;
-        const pool = new ProbedPool({ onError: new BackgroundErrors().sink, unsafeBypassFsync });
+        const pool = new ProbedPool({ onError: new BackgroundErrors().sink, unsafeBypassFsync, clock: new ManualClock(NOW) });
         const log = await openLog(dir, { pool, config: { flushMessages: 1 } });
         await log.append(await simpleBatch(2, NOW), { leaderEpoch: 0 });
         assert.equal(log.recoveryPoint, log.logEndOffset, 'flush.messages=1 flushed');
@@ -583,7 +610,12 @@ describe('storage/log: flush and I/O errors', () => {
   ]) {
     it(`turns ENOSPC into StorageIOError and cuts the partial write (${path})`, () =>
       withTempDir(async (dir) => {
-        const pool = new FailingPool({ maxOpenFiles: 16, syncWriteMaxBytes, onError: new BackgroundErrors().sink });
+        const pool = new FailingPool({
+          maxOpenFiles: 16,
+          syncWriteMaxBytes,
+          onError: new BackgroundErrors().sink,
+          clock: new ManualClock(NOW),
+        });
         const log = await openLog(dir, { pool });
         await log.append(await simpleBatch(2, NOW));
         const size = log.sizeBytes;

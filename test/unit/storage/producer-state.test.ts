@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { RecordBatch } from '../../../protocol/records/index.ts';
 import { ProducerStateManager } from '../../../storage/index.ts';
-import { BackgroundErrors, simpleBatch, withTempDir } from '../../helpers/storage.ts';
+import { BackgroundErrors, realDisk, simpleBatch, withTempDir } from '../../helpers/storage.ts';
 
 const background = new BackgroundErrors();
 
@@ -33,7 +33,7 @@ async function view(opts: { pid?: bigint; epoch: number; seq: number; count?: nu
 describe('storage/producer-state', () => {
   it('follows Kafka sequence rules', () =>
     withTempDir(async (dir) => {
-      const psm = new ProducerStateManager(dir, background.sink);
+      const psm = new ProducerStateManager(realDisk(), dir, background.sink);
       assert.equal(psm.check([await view({ epoch: 0, seq: 17 })]).result, 'ok', 'unknown producer: any sequence');
       await appended(psm, 0, { epoch: 0, seq: 17, count: 3 });
       assert.equal(psm.check([await view({ epoch: 0, seq: 20 })]).result, 'ok');
@@ -56,7 +56,7 @@ describe('storage/producer-state', () => {
 
   it('tracks the open transaction and closes it on a control batch', () =>
     withTempDir(async (dir) => {
-      const psm = new ProducerStateManager(dir, background.sink);
+      const psm = new ProducerStateManager(realDisk(), dir, background.sink);
       await appended(psm, 5, { epoch: 0, seq: 0, txn: true });
       assert.equal(psm.describe()[0]!.currentTxnStartOffset, 5);
       const marker = new RecordBatch(
@@ -71,7 +71,7 @@ describe('storage/producer-state', () => {
 
   it('snapshots to %020d.snapshot and falls back past a corrupt one', () =>
     withTempDir(async (dir) => {
-      const psm = new ProducerStateManager(dir, background.sink);
+      const psm = new ProducerStateManager(realDisk(), dir, background.sink);
       await appended(psm, 0, { epoch: 2, seq: 0, count: 2 });
       await psm.takeSnapshot();
       await appended(psm, 2, { epoch: 2, seq: 2, count: 2 });
@@ -79,7 +79,7 @@ describe('storage/producer-state', () => {
       assert.deepEqual(await psm.snapshotOffsets(), [2, 4]);
       await writeFile(psm.snapshotPath(4), Buffer.from('garbage'));
       const skipped = new BackgroundErrors();
-      const loaded = new ProducerStateManager(dir, skipped.sink);
+      const loaded = new ProducerStateManager(realDisk(), dir, skipped.sink);
       assert.equal(await loaded.loadLatestSnapshot(10, 0), 2);
       assert.deepEqual(await loaded.snapshotOffsets(), [2]);
       assert.deepEqual(skipped.whats, [`reading the producer snapshot ${psm.snapshotPath(4)} (skipped and deleted)`]);
@@ -92,7 +92,7 @@ describe('storage/producer-state', () => {
 
   it('forgets producers whose batches all fell below the log start', () =>
     withTempDir(async (dir) => {
-      const psm = new ProducerStateManager(dir, background.sink);
+      const psm = new ProducerStateManager(realDisk(), dir, background.sink);
       await appended(psm, 0, { pid: 1n, epoch: 0, seq: 0 });
       await appended(psm, 1, { pid: 2n, epoch: 0, seq: 0 });
       psm.truncateHead(1);

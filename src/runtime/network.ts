@@ -1,0 +1,86 @@
+/**
+ * Sockets. The listeners, the connections they accept and the clients a broker opens (to
+ * its controllers, to partition leaders) reach the network through a Network, so that the
+ * simulation can run several brokers in one process over in-memory links it delays, drops
+ * and cuts. The system Network hands out node:net sockets themselves: no wrapper on the
+ * data path.
+ */
+import { createServer, connect, type Server } from 'node:net';
+
+/** The part of net.Socket the broker and its client use. */
+export interface NetSocket {
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+  /** Bytes queued for writing that the peer has not taken yet. */
+  readonly writableLength: number;
+  readonly destroyed: boolean;
+  write(chunk: Uint8Array): boolean;
+  /** Half-closes: sends what is queued, then FIN. */
+  end(): void;
+  destroy(): void;
+  cork(): void;
+  uncork(): void;
+  pause(): void;
+  resume(): void;
+  setNoDelay(noDelay?: boolean): void;
+  /** Emits 'timeout' after `ms` without activity (0 disables). */
+  setTimeout(ms: number): void;
+  on(event: 'data', listener: (chunk: Buffer) => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+  on(event: 'drain' | 'timeout' | 'close' | 'connect', listener: () => void): this;
+  once(event: 'data', listener: (chunk: Buffer) => void): this;
+  once(event: 'error', listener: (err: Error) => void): this;
+  once(event: 'drain' | 'timeout' | 'close' | 'connect', listener: () => void): this;
+  off(event: 'data', listener: (chunk: Buffer) => void): this;
+  off(event: 'error', listener: (err: Error) => void): this;
+  off(event: 'drain' | 'timeout' | 'close' | 'connect', listener: () => void): this;
+  removeAllListeners(event?: 'data' | 'error' | 'drain' | 'timeout' | 'close' | 'connect'): this;
+}
+
+export interface NetAddress {
+  host: string;
+  port: number;
+}
+
+export interface NetServer {
+  /** Binds and listens; resolves with the address bound (the port chosen when `port` was 0). */
+  listen(host: string, port: number): Promise<NetAddress>;
+  /** Stops accepting; resolves once the server is closed (open connections stay open). */
+  close(): Promise<void>;
+}
+
+export interface Network {
+  createServer(onConnection: (socket: NetSocket) => void): NetServer;
+  /** Opens a connection; the socket emits 'connect' once established, or 'error'. */
+  connect(host: string, port: number): NetSocket;
+}
+
+const LISTEN_BACKLOG = 512;
+
+class SystemServer implements NetServer {
+  private readonly server: Server;
+
+  constructor(onConnection: (socket: NetSocket) => void) {
+    this.server = createServer({ noDelay: true }, onConnection);
+  }
+
+  listen(host: string, port: number): Promise<NetAddress> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host, port, backlog: LISTEN_BACKLOG }, () => {
+        this.server.off('error', reject);
+        const address = this.server.address();
+        resolve({ host, port: typeof address === 'object' && address !== null ? address.port : port });
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+export const systemNetwork: Network = {
+  createServer: (onConnection) => new SystemServer(onConnection),
+  connect: (host, port) => connect({ host, port }),
+};
