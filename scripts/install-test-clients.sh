@@ -5,6 +5,7 @@
 #
 #   apt:   kcat, confluent-kafka-python (librdkafka), kafka-python and the codec libraries
 #          kafka-python loads for snappy/lz4/zstd. They install into Debian's /usr/bin/python3.
+#          nftables (the nft command) for the packet filtering of the fault suite (test/cluster).
 #   npm:   a Node 22 binary (scripts/install-node22.sh), beside the machine's Node 20.
 #   Maven: org.apache.kafka:kafka_2.13, kafka-tools and kafka-clients with their dependencies,
 #          copied into .cache/kafka-<version>/libs (scripts/reference/pom.xml pins the version).
@@ -16,10 +17,12 @@ cd "$root"
 started=$SECONDS
 log() { printf 'install-test-clients: %s\n' "$*" >&2; }
 
-apt_packages=(kcat python3-confluent-kafka python3-kafka python3-snappy python3-lz4 python3-zstandard)
+apt_packages=(kcat python3-confluent-kafka python3-kafka python3-snappy python3-lz4 python3-zstandard nftables)
 # The JDK and Maven are there on the project's machines; install them where they are not.
 command -v javac >/dev/null 2>&1 || apt_packages+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || apt_packages+=(maven)
+# fusermount3, which mounts eiofs (the failing disk of the bad-disk tests).
+command -v fusermount3 >/dev/null 2>&1 || apt_packages+=(fuse3)
 
 missing=()
 for pkg in "${apt_packages[@]}"; do
@@ -61,5 +64,9 @@ log "Node 22: $(bash scripts/install-node22.sh)"
 
 # podman for the Testcontainers tests (test/integration/testcontainers) and the image build.
 bash scripts/install-container-engine.sh
+
+# eiofs, the FUSE file system that returns EIO on demand (test/integration/cluster/bad-disk.test.ts).
+log "building eiofs"
+bash scripts/faults/eiofs/build.sh
 
 log "done in $((SECONDS - started)) s"
