@@ -1,0 +1,260 @@
+// The invariants a simulation checks after every event and at the end of a run. The checker
+// is fed views of the nodes (what their public accessors show) and keeps the history it
+// needs: leaders seen per epoch, the committed metadata log, high watermarks.
+
+export interface Violation {
+  invariant: string;
+  detail: string;
+  atMs: number;
+}
+
+/** One record of the metadata log, as compared between nodes. */
+export interface RaftEntry {
+  offset: number;
+  epoch: number;
+  /** The record's content, or a digest of it. */
+  sig: string;
+}
+
+/** A voter or observer of the metadata quorum, as seen after an event. */
+export interface RaftNodeView {
+  nodeId: number;
+  /** Counts the node's restarts: a new process starts its checks afresh. */
+  incarnation: number;
+  epoch: number;
+  isLeader: boolean;
+  highWatermark: number;
+  logStartOffset: number;
+  logEndOffset: number;
+  /** Entries with from <= offset < to that the log holds (none below its start). */
+  entries(from: number, to: number): RaftEntry[];
+}
+
+/** One broker's replica of a partition, as seen after an event. */
+export interface ReplicaView {
+  brokerId: number;
+  incarnation: number;
+  topic: string;
+  partition: number;
+  isLeader: boolean;
+  leaderEpoch: number;
+  highWatermark: number;
+  logStartOffset: number;
+  logEndOffset: number;
+  isr: readonly number[];
+}
+
+/** A record a producer was told is written (acks=all), and where. */
+export interface AckedRecord {
+  topic: string;
+  partition: number;
+  offset: number;
+  value: string;
+}
+
+export class InvariantChecker {
+  readonly violations: Violation[] = [];
+  /** Raft epoch -> the node that led it. */
+  private readonly raftLeaders = new Map<number, number>();
+  /** The committed metadata log as first seen: offset -> entry. */
+  private readonly committed = new Map<number, RaftEntry>();
+  private committedEnd = 0;
+  /** Per node incarnation: entries below this offset were compared already. */
+  private readonly raftChecked = new Map<string, number>();
+  /** "topic-partition@epoch" -> the broker that led it. */
+  private readonly partitionLeaders = new Map<string, number>();
+  /** "topic-partition@epoch#broker.incarnation" -> the leader's last high watermark. */
+  private readonly leaderHw = new Map<string, number>();
+  /** Per partition: the highest high watermark a leader reached (what is committed). */
+  private readonly partitionCommitted = new Map<string, number>();
+  /** Per partition: the highest leader epoch a leader was seen in. */
+  private readonly latestLeaderEpoch = new Map<string, number>();
+  /** Per partition: brokers that restarted while in its ISR and were not yet out of it. */
+  private readonly tainted = new Map<string, Set<number>>();
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly now: () => number = () => 0) {}
+
+  get ok(): boolean {
+    return this.violations.length === 0;
+  }
+
+  private fail(invariant: string, detail: string): void {
+    // One report per distinct fact: the same broken state seen after every later event is noise.
+    const key = `${invariant}|${detail}`;
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    this.violations.push({ invariant, detail, atMs: this.now() });
+  }
+
+  /** Raft: one leader per epoch; committed entries never change, move or vanish. */
+  observeRaft(nodes: readonly RaftNodeView[]): void {
+    for (const n of nodes) {
+      if (n.isLeader) {
+        const prior = this.raftLeaders.get(n.epoch);
+        if (prior === undefined) this.raftLeaders.set(n.epoch, n.nodeId);
+        else if (prior !== n.nodeId) this.fail('one Raft leader per epoch', `epoch ${n.epoch} led by node ${prior} and node ${n.nodeId}`);
+      }
+      if (n.highWatermark > n.logEndOffset) {
+        this.fail('Raft HW <= LEO', `node ${n.nodeId}: high watermark ${n.highWatermark} > log end ${n.logEndOffset}`);
+      }
+    }
+    // Entries below any node's high watermark are committed: record them and compare every
+    // node's committed prefix with what was recorded.
+    for (const n of nodes) this.compareCommitted(n, Math.min(n.highWatermark, n.logEndOffset));
+    // The leader of the latest epoch holds every committed entry (Raft's leader completeness);
+    // a deposed leader that has not heard of the new epoch yet need not.
+    const latestEpoch = Math.max(-1, ...nodes.map((n) => n.epoch));
+    for (const n of nodes) {
+      if (!n.isLeader || n.epoch !== latestEpoch) continue;
+      if (n.logEndOffset < this.committedEnd) {
+        this.fail(
+          'committed metadata never lost',
+          `leader ${n.nodeId} (epoch ${n.epoch}) ends at ${n.logEndOffset}, below committed offset ${this.committedEnd}`,
+        );
+      } else {
+        this.compareRange(n, Math.max(n.logStartOffset, this.committedEnd - 64), this.committedEnd, 'leader');
+      }
+    }
+  }
+
+  private compareCommitted(n: RaftNodeView, hw: number): void {
+    const key = `${n.nodeId}#${n.incarnation}`;
+    const from = Math.max(this.raftChecked.get(key) ?? 0, n.logStartOffset);
+    if (hw <= from) return;
+    this.compareRange(n, from, hw, 'committed');
+    this.raftChecked.set(key, hw);
+  }
+
+  private compareRange(n: RaftNodeView, from: number, to: number, what: string): void {
+    let expected = from;
+    for (const e of n.entries(from, to)) {
+      if (e.offset !== expected && e.offset > expected) {
+        this.fail('committed metadata never lost', `node ${n.nodeId}: ${what} log skips from offset ${expected} to ${e.offset}`);
+      }
+      expected = e.offset + 1;
+      const known = this.committed.get(e.offset);
+      if (known === undefined) {
+        if (what === 'committed') {
+          this.committed.set(e.offset, e);
+          this.committedEnd = Math.max(this.committedEnd, e.offset + 1);
+        }
+      } else if (known.epoch !== e.epoch || known.sig !== e.sig) {
+        this.fail(
+          'committed metadata never reordered',
+          `node ${n.nodeId}: offset ${e.offset} holds epoch ${e.epoch} ${short(e.sig)}, committed was epoch ${known.epoch} ${short(known.sig)}`,
+        );
+      }
+    }
+    if (expected < to && what === 'committed') {
+      this.fail('committed metadata never lost', `node ${n.nodeId}: committed log ends at ${expected}, its high watermark is ${to}`);
+    }
+  }
+
+  /** A broker process restarted: where it was in an ISR, it may lack records until it leaves it. */
+  brokerRestarted(brokerId: number): void {
+    for (const set of this.tainted.values()) set.add(brokerId);
+  }
+
+  /** Partitions: one leader per leader epoch, HW <= LEO, the leader's HW never backwards, ISR holds the HW. */
+  observeReplicas(replicas: readonly ReplicaView[]): void {
+    const byTp = new Map<string, ReplicaView[]>();
+    for (const r of replicas) {
+      const tp = `${r.topic}-${r.partition}`;
+      const list = byTp.get(tp) ?? [];
+      list.push(r);
+      byTp.set(tp, list);
+      if (r.highWatermark > r.logEndOffset) {
+        this.fail('HW <= LEO', `${tp} on broker ${r.brokerId}: high watermark ${r.highWatermark} > log end ${r.logEndOffset}`);
+      }
+      if (!r.isLeader) continue;
+      const epochKey = `${tp}@${r.leaderEpoch}`;
+      const prior = this.partitionLeaders.get(epochKey);
+      if (prior === undefined) this.partitionLeaders.set(epochKey, r.brokerId);
+      else if (prior !== r.brokerId)
+        this.fail('one partition leader per leader epoch', `${tp} epoch ${r.leaderEpoch} led by brokers ${prior} and ${r.brokerId}`);
+      const hwKey = `${epochKey}#${r.brokerId}.${r.incarnation}`;
+      const last = this.leaderHw.get(hwKey);
+      if (last !== undefined && r.highWatermark < last) {
+        this.fail(
+          'leader HW never backwards',
+          `${tp} epoch ${r.leaderEpoch} on broker ${r.brokerId}: high watermark ${last} -> ${r.highWatermark}`,
+        );
+      }
+      this.leaderHw.set(hwKey, r.highWatermark);
+      // A broker replaying old metadata after a restart may believe for a while that it
+      // still leads an earlier epoch; only a leader of the latest epoch must hold the log.
+      const latestEpoch = Math.max(r.leaderEpoch, this.latestLeaderEpoch.get(tp) ?? -1);
+      this.latestLeaderEpoch.set(tp, latestEpoch);
+      if (r.leaderEpoch < latestEpoch) continue;
+      const committed = this.partitionCommitted.get(tp) ?? 0;
+      if (r.logEndOffset < committed) {
+        this.fail(
+          'committed records kept across leaders',
+          `${tp}: leader ${r.brokerId} (epoch ${r.leaderEpoch}) ends at ${r.logEndOffset}, below the committed ${committed}`,
+        );
+      }
+      this.partitionCommitted.set(tp, Math.max(committed, r.highWatermark));
+    }
+    for (const [tp, list] of byTp) this.checkIsr(tp, list);
+  }
+
+  private checkIsr(tp: string, list: readonly ReplicaView[]): void {
+    let tainted = this.tainted.get(tp);
+    if (tainted === undefined) {
+      tainted = new Set();
+      this.tainted.set(tp, tainted);
+    }
+    const leader = list.find((r) => r.isLeader);
+    if (leader === undefined) return;
+    for (const b of [...tainted]) if (!leader.isr.includes(b)) tainted.delete(b);
+    for (const member of leader.isr) {
+      if (member === leader.brokerId || tainted.has(member)) continue;
+      const replica = list.find((r) => r.brokerId === member);
+      if (replica === undefined) continue;
+      if (replica.logEndOffset < leader.highWatermark) {
+        this.fail(
+          'ISR holds every record below HW',
+          `${tp}: ISR member ${member} ends at ${replica.logEndOffset}, leader ${leader.brokerId} high watermark ${leader.highWatermark}`,
+        );
+      }
+    }
+  }
+
+  /**
+   * End of run, after healing: every acknowledged record is at its offset with its value, and
+   * (idempotent producers) no value is stored twice. `read` gives the final log of a partition.
+   */
+  checkAcked(acked: readonly AckedRecord[], read: (topic: string, partition: number) => ReadonlyMap<number, string> | undefined): void {
+    const logs = new Map<string, ReadonlyMap<number, string> | undefined>();
+    for (const a of acked) {
+      const tp = `${a.topic}-${a.partition}`;
+      if (!logs.has(tp)) logs.set(tp, read(a.topic, a.partition));
+      const log = logs.get(tp);
+      if (log === undefined) {
+        this.fail('no acknowledged record lost', `${tp}: no leader to read the final log from`);
+        continue;
+      }
+      const v = log.get(a.offset);
+      if (v !== a.value)
+        this.fail('no acknowledged record lost', `${tp} offset ${a.offset}: acked ${a.value}, log holds ${v ?? 'nothing'}`);
+    }
+    for (const [tp, log] of logs) {
+      if (log === undefined) continue;
+      const at = new Map<string, number>();
+      for (const [offset, value] of log) {
+        const first = at.get(value);
+        if (first !== undefined) this.fail('no duplicates under idempotence', `${tp}: ${value} at offsets ${first} and ${offset}`);
+        else at.set(value, offset);
+      }
+    }
+  }
+
+  format(): string {
+    return this.violations.map((v) => `  VIOLATION at ${v.atMs.toFixed(1)} ms: ${v.invariant}: ${v.detail}`).join('\n');
+  }
+}
+
+function short(sig: string): string {
+  return sig.length > 24 ? `${sig.slice(0, 24)}...` : sig;
+}
