@@ -85,6 +85,13 @@ export interface History {
   readonly log: readonly LogRecord[];
   readonly consumed: readonly Consumed[];
   readonly highWatermarks: readonly Sample[];
+  /**
+   * Windows (ms from the start, like samples) in which a node was paused or cut off, and for a
+   * session timeout after: a sample taken then may come from a deposed leader or coordinator
+   * that does not know it yet, which Kafka allows, so the never-backwards checks skip them.
+   * A lost or misplaced record is never excused by them.
+   */
+  readonly staleReadWindows?: readonly { readonly fromMs: number; readonly untilMs: number }[];
   /** Committed offsets per group. */
   readonly commits: ReadonlyMap<string, readonly Sample[]>;
   /** Every partition of every topic after healing (the topic's and the internal ones). */
@@ -163,11 +170,15 @@ export function checkHistory(history: History): CheckResult {
   checkAcks(history, logAt, v);
   const duplicated = checkDuplicates(history, v);
   checkLogOrder(history, v);
-  checkMonotonic(history.highWatermarks, 'high-watermark-backwards', `${history.topic} high watermark`, v);
+  // An acknowledged commit (a floor) always counts; only reads can be stale.
+  const windows = history.staleReadWindows ?? [];
+  const fresh = (samples: readonly Sample[]) =>
+    samples.filter((s) => s.floor === true || !windows.some((w) => s.atMs <= w.untilMs && (s.untilMs ?? s.atMs) >= w.fromMs));
+  checkMonotonic(fresh(history.highWatermarks), 'high-watermark-backwards', `${history.topic} high watermark`, v);
   const logEnd = new Map<number, number>();
   for (const r of history.log) logEnd.set(r.partition, Math.max(logEnd.get(r.partition) ?? 0, r.offset + 1));
   for (const [group, samples] of history.commits) {
-    checkMonotonic(samples, 'commit-backwards', `group ${group} committed offset`, v);
+    checkMonotonic(fresh(samples), 'commit-backwards', `group ${group} committed offset`, v);
     for (const s of samples) {
       if (s.value > (logEnd.get(s.partition) ?? 0))
         v.add(

@@ -123,11 +123,20 @@ export interface NemesisTarget {
   log(line: string): void;
 }
 
+/** The faults after which a node may serve stale reads for a while: it still believes it leads. */
+const CUTTING_OFF: ReadonlySet<FaultKind> = new Set(['pause', 'isolate', 'cut-link', 'loss', 'slow']);
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class Nemesis {
   /** Faults injected, by kind. */
   readonly injected = new Map<FaultKind, number>();
+  /**
+   * When (Date.now()) a fault cut a live node off from the others or froze it: a paused or
+   * isolated leader or group coordinator does not know it was replaced, and Kafka's clients
+   * may read from it (ListOffsets below v4 and OffsetFetch carry no leader epoch).
+   */
+  readonly cutOff: { fromMs: number; untilMs: number }[] = [];
   /** Nodes a running fault holds (killed, paused, isolated, disk-faulted): a second fault leaves them alone. */
   private readonly held = new Set<number>();
 
@@ -173,6 +182,16 @@ export class Nemesis {
   }
 
   private async inject(fault: PlannedFault, rng: Prng): Promise<void> {
+    if (!CUTTING_OFF.has(fault.kind)) return this.injectFault(fault, rng);
+    const fromMs = Date.now();
+    try {
+      await this.injectFault(fault, rng);
+    } finally {
+      this.cutOff.push({ fromMs, untilMs: Date.now() });
+    }
+  }
+
+  private async injectFault(fault: PlannedFault, rng: Prng): Promise<void> {
     switch (fault.kind) {
       case 'kill-random':
         return this.kill(fault, this.free(rng));

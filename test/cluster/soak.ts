@@ -57,6 +57,12 @@ export const FAST_FAILURE = {
   'log.segment.bytes': 1024 * 1024,
 };
 const SESSION_TIMEOUT_MS = FAST_FAILURE['broker.session.timeout.ms'];
+/**
+ * How long after a pause or a cut heals its node may still answer as the leader or coordinator
+ * it was: until it hears of its replacement, bounded by the broker session and the quorum's
+ * fetch timeout, with room for a client's in-flight request.
+ */
+const STALE_READ_GRACE_MS = 2 * SESSION_TIMEOUT_MS + 5_000;
 const NODES = 3;
 const TOPIC = 'faults';
 const PARTITIONS = 3;
@@ -349,6 +355,10 @@ async function soak(options: SoakOptions, res: Resources, runDir: string): Promi
       log: stored,
       consumed: recorder.consumed,
       highWatermarks: recorder.highWatermarks,
+      staleReadWindows: nemesis.cutOff.map((w) => ({
+        fromMs: w.fromMs - recorder.startedAtMs,
+        untilMs: w.untilMs - recorder.startedAtMs + STALE_READ_GRACE_MS,
+      })),
       commits: recorder.commits,
       finalPartitions,
       groups,
