@@ -225,7 +225,8 @@ export class ProcessWorkload implements Workload {
         rec.clientError(`${this.name}: ${line.slice(0, 300)}`);
         return;
       }
-      if (e.event === 'ack') rec.ack(this.name, e.seq!, e.partition!, e.offset!);
+      if (e.event === 'ack')
+        rec.ack(this.name, e.seq!, e.partition!, e.offset === undefined || e.offset === null || e.offset < 0 ? null : e.offset);
       else if (e.event === 'error') rec.failed(this.name, e.seq!, e.error ?? '');
       else if (e.event === 'record') rec.record(this.group, e.partition!, e.offset!, e.value!);
       else if (e.event === 'commit') rec.commit(this.group, e.partition!, e.offset!, this.name);

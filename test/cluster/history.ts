@@ -14,7 +14,12 @@ export interface Ack {
   readonly producer: string;
   readonly seq: number;
   readonly partition: number;
-  readonly offset: number;
+  /**
+   * null: acknowledged without an offset. librdkafka's idempotent producer does that for a
+   * message whose request timed out once a later message of the same producer is acknowledged
+   * (the broker must then have stored it, in order). It must be in the log exactly once.
+   */
+  readonly offset: number | null;
   readonly value: string;
 }
 
@@ -223,6 +228,10 @@ function checkAcks(history: History, logAt: ReadonlyMap<string, string>, v: Viol
   for (const r of history.log) where.set(r.value, r);
   const ackedAt = new Map<string, Ack>();
   for (const ack of history.acks) {
+    if (ack.offset === null) {
+      if (!where.has(ack.value)) v.add('lost', `${ack.value} acknowledged without an offset is not in the log`);
+      continue;
+    }
     const at = key(ack.partition, ack.offset);
     const earlier = ackedAt.get(at);
     if (earlier !== undefined && earlier.value !== ack.value)
@@ -270,7 +279,9 @@ function checkLogOrder(history: History, v: Violations): void {
     }
     last.set(stream, { seq: parsed.seq, at: key(r.partition, r.offset) });
   }
-  const acked = [...history.acks].sort((a, b) => a.producer.localeCompare(b.producer) || a.partition - b.partition || a.seq - b.seq);
+  const acked = history.acks
+    .filter((a): a is Ack & { offset: number } => a.offset !== null)
+    .sort((a, b) => a.producer.localeCompare(b.producer) || a.partition - b.partition || a.seq - b.seq);
   for (let i = 1; i < acked.length; i++) {
     const a = acked[i - 1]!;
     const b = acked[i]!;

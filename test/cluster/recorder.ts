@@ -27,7 +27,7 @@ export class Recorder {
     return Date.now() - this.startedAtMs;
   }
 
-  ack(producer: string, seq: number, partition: number, offset: number): void {
+  ack(producer: string, seq: number, partition: number, offset: number | null): void {
     this.acks.push({ producer, seq, partition, offset, value: recordValue(producer, seq) });
     this.ackedByProducer.set(producer, (this.ackedByProducer.get(producer) ?? 0) + 1);
   }

@@ -27,7 +27,7 @@ function acksOf(producer: string, count: number, partition = 0, firstOffset = 0)
 }
 
 function logOf(acks: readonly Ack[]): LogRecord[] {
-  return acks.map((a) => ({ partition: a.partition, offset: a.offset, value: a.value }));
+  return acks.map((a) => ({ partition: a.partition, offset: a.offset ?? -1, value: a.value }));
 }
 
 function hw(atMs: number, value: number, partition = 0): Sample {
@@ -120,6 +120,16 @@ describe('cluster history checker', () => {
     const log = logOf(acks);
     const h = { ...cleanHistory(), acks, log, consumed: [], commits: new Map(), highWatermarks: [], groups: [] };
     assert.deepEqual(checkHistory(h).violations, []);
+  });
+
+  it('takes an acknowledgement without an offset as a record that must be in the log once, wherever it is', () => {
+    const acks = acksOf('librdkafka', 3);
+    const log = logOf(acks);
+    const withoutOffset = acks.map((a) => (a.seq === 1 ? { ...a, offset: null } : a));
+    const h = { ...cleanHistory(), acks: withoutOffset, log, consumed: [], commits: new Map(), highWatermarks: [] };
+    assert.deepEqual(checkHistory({ ...h, groups: [] }).violations, []);
+    const missing = checkHistory({ ...h, log: log.filter((r) => r.offset !== 1), groups: [] });
+    assert.deepEqual(kinds(missing), ['lost']);
   });
 
   it('reports a high watermark that went backwards', () => {
