@@ -2,8 +2,8 @@
 // file.delete.delay.ms, the log manager's periodic tasks, the cleaner's backoff and slices)
 // goes through a Clock, carried by the file context (FileHandlePool.clock) the way the
 // FileSystem is. Storage cannot import the broker's runtime, so the interface is declared
-// here; the broker's Clock has the same shape and is handed in as it is, which lets the
-// simulation run the logs on virtual time.
+// here and src/runtime re-exports it: the broker's one Clock is handed in as it is, which
+// lets the simulation run the logs on virtual time.
 
 /** Opaque timer reference handed back by a Clock. */
 export type TimerHandle = object;
@@ -26,9 +26,8 @@ export const systemClock: Clock = {
   monotonicMs: () => performance.now(),
   setTimeout(fn, delayMs) {
     const timer = setTimeout(fn, delayMs);
-    // Storage's timers are housekeeping (a deferred flush or deletion, the next retention
-    // pass): the broker's listeners keep its process alive, and a tool or a test that is
-    // done must be able to exit with one still pending.
+    // A broker is kept alive by its listeners; a timer alone (a deferred flush or deletion,
+    // an election timeout) must not hold up the exit of a process whose work is done.
     timer.unref();
     return timer;
   },
