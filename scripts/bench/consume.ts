@@ -1,0 +1,187 @@
+// Consuming with a real client: librdkafka (confluent-kafka-python) with its default consumer
+// settings reads a freshly written topic (6 partitions, 1 KiB records, 200 MiB) from the start,
+// from Sluice and from Apache Kafka (scripts/kafka-reference.sh) running side by side, in
+// alternating rounds so that a busy machine skews both alike. Figures: Sluice's throughput as a
+// ratio to Kafka's (target >= 1.2) and broker CPU seconds per GiB read (utime + stime of the
+// broker process, every thread, from /proc), then the absolute numbers with their spread.
+// Our own Fetch bench (broker.ts) asks for 4 MiB per partition with one request per partition
+// in flight; librdkafka asks for 1 MiB per partition in one request per broker and decodes
+// every record, which is what consumers of a broker meet.
+// Run: node --import tsx scripts/bench/consume.ts [--rounds=N] [--mib=N] [--no-kafka]
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sluiceCommand } from '../../test/helpers/sluice-cli.ts';
+
+const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+const CLIENT = join(REPO, 'scripts/bench/librdkafka_client.py');
+/** Debian's interpreter: python3-confluent-kafka is installed for it, not for a pyenv python3. */
+const PYTHON = '/usr/bin/python3';
+const MIB = 1024 * 1024;
+const argv = process.argv.slice(2);
+const option = (name: string, fallback: number): number =>
+  Number(argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
+const ROUNDS = option('rounds', 3);
+const RECORD_BYTES = 1024;
+const PARTITIONS = 6;
+const RECORDS = Math.round((option('mib', 200) * MIB) / RECORD_BYTES);
+const TOPIC = 'consume-bench';
+/** Kernel clock ticks per second, the unit of /proc/<pid>/stat's utime and stime. */
+const CLOCK_TICKS = 100;
+
+interface Broker {
+  name: string;
+  bootstrap: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+interface Round {
+  mibPerS: number;
+  cpuSecondsPerGiB: number;
+}
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  return new Promise((done, fail) => {
+    execFile(command, args, { env, maxBuffer: 16 * MIB }, (err, stdout, stderr) =>
+      err ? fail(new Error(`${command} ${args.join(' ')}: ${err.message}\n${stderr}`)) : done(stdout),
+    );
+  });
+}
+
+async function client(mode: 'produce' | 'consume', broker: Broker): Promise<{ bytes: number; seconds: number }> {
+  const args = ['-B', CLIENT, mode, broker.bootstrap, TOPIC, String(PARTITIONS), String(RECORDS)];
+  if (mode === 'produce') args.push(String(RECORD_BYTES));
+  const out = await run(PYTHON, args);
+  return JSON.parse(out.trim().split('\n').pop()!) as { bytes: number; seconds: number };
+}
+
+/** CPU seconds the process (all its threads) has used. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+function waitForListening(child: ChildProcess): Promise<string> {
+  return new Promise((done, fail) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`Sluice did not listen within 60 s\n${out}`)), 60_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on [A-Z_]+:\/\/([^:,\s]+:\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        done(m[1]!);
+      }
+    });
+    child.once('exit', (code) => fail(new Error(`Sluice exited with ${code}\n${out}`)));
+  });
+}
+
+async function startSluice(): Promise<Broker> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'consume-bench-sluice-'));
+  const cmd = sluiceCommand(['dev', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--override', 'log.level=warn']);
+  const child = spawn(cmd.command, cmd.args, { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
+  const bootstrap = await waitForListening(child);
+  return {
+    name: 'Sluice',
+    bootstrap,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((done) => child.once('exit', done));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function kafkaInstalled(): boolean {
+  const cache = join(REPO, '.cache');
+  return existsSync(cache) && readdirSync(cache).some((d) => d.startsWith('kafka-') && existsSync(join(cache, d, 'libs', '.complete')));
+}
+
+async function startKafka(): Promise<Broker> {
+  const state = await mkdtemp(join(tmpdir(), 'consume-bench-kafka-'));
+  const env = { ...process.env, KAFKA_REFERENCE_STATE: state };
+  const script = join(REPO, 'scripts/kafka-reference.sh');
+  const bootstrap = (await run('bash', [script, 'start'], env)).trim().split('\n').pop()!;
+  return {
+    name: 'Kafka',
+    bootstrap,
+    pid: Number((await readFile(join(state, 'pid'), 'utf8')).trim()),
+    async stop() {
+      await run('bash', [script, 'stop'], env).catch(() => undefined);
+      await rm(state, { recursive: true, force: true });
+    },
+  };
+}
+
+async function consumeRound(broker: Broker): Promise<Round> {
+  const cpuBefore = await cpuSeconds(broker.pid);
+  const read = await client('consume', broker);
+  const cpu = (await cpuSeconds(broker.pid)) - cpuBefore;
+  return { mibPerS: read.bytes / MIB / read.seconds, cpuSecondsPerGiB: cpu / (read.bytes / (1024 * MIB)) };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const spread = (xs: number[], digits: number): string =>
+  `median ${median(xs).toFixed(digits)} (min ${Math.min(...xs).toFixed(digits)}, max ${Math.max(...xs).toFixed(digits)})`;
+
+async function main(): Promise<void> {
+  const brokers: Broker[] = [await startSluice()];
+  if (!argv.includes('--no-kafka') && kafkaInstalled()) brokers.push(await startKafka());
+  else process.stderr.write('consume: Apache Kafka is not installed (scripts/install-test-clients.sh): Sluice alone\n');
+  const rounds = new Map<string, Round[]>(brokers.map((b) => [b.name, []]));
+  try {
+    for (const broker of brokers) {
+      const wrote = await client('produce', broker);
+      process.stderr.write(`  ${broker.name}: wrote ${(wrote.bytes / MIB).toFixed(0)} MiB in ${wrote.seconds.toFixed(1)} s\n`);
+    }
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const broker of round % 2 === 0 ? brokers : [...brokers].reverse()) {
+        const r = await consumeRound(broker);
+        rounds.get(broker.name)!.push(r);
+        process.stderr.write(
+          `  round ${round + 1} ${broker.name}: ${r.mibPerS.toFixed(0)} MiB/s, ${r.cpuSecondsPerGiB.toFixed(2)} CPU s/GiB\n`,
+        );
+      }
+    }
+  } finally {
+    for (const broker of brokers) await broker.stop();
+  }
+  const sluice = rounds.get('Sluice')!;
+  const kafka = rounds.get('Kafka');
+  const lines = [
+    '',
+    `== librdkafka consumer, default settings: ${PARTITIONS} partitions, ${RECORDS} records of ${RECORD_BYTES} B, ${ROUNDS} rounds`,
+  ];
+  if (kafka !== undefined) {
+    const ratios = sluice.map((s, i) => s.mibPerS / kafka[i]!.mibPerS);
+    const cpuRatios = sluice.map((s, i) => s.cpuSecondsPerGiB / kafka[i]!.cpuSecondsPerGiB);
+    lines.push(`  throughput, Sluice / Kafka        ${spread(ratios, 2)} (target >= 1.2)`);
+    lines.push(`  broker CPU per GiB, Sluice / Kafka ${spread(cpuRatios, 2)} (target < 1.0)`);
+  }
+  lines.push('', '== absolute');
+  for (const [name, rs] of rounds) {
+    lines.push(
+      `  ${name}: ${spread(
+        rs.map((r) => r.mibPerS),
+        0,
+      )} MiB/s; broker CPU ${spread(
+        rs.map((r) => r.cpuSecondsPerGiB),
+        2,
+      )} s per GiB`,
+    );
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+await main();
