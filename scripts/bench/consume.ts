@@ -9,17 +9,14 @@
 // every record, which is what consumers of a broker meet.
 // Run: node --import tsx scripts/bench/consume.ts [--rounds=N] [--mib=N] [--no-kafka]
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { sluiceCommand } from '../../test/helpers/sluice-cli.ts';
+import { join } from 'node:path';
+import { kafkaInstalled } from '../../compat/targets.ts';
+import { PYTHON } from '../../test/cluster/clients.ts';
+import { REPO, sluiceCommand } from '../../test/helpers/sluice-cli.ts';
 
-const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const CLIENT = join(REPO, 'scripts/bench/librdkafka_client.py');
-/** Debian's interpreter: python3-confluent-kafka is installed for it, not for a pyenv python3. */
-const PYTHON = '/usr/bin/python3';
 const MIB = 1024 * 1024;
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: number): number =>
@@ -101,11 +98,6 @@ async function startSluice(): Promise<Broker> {
       await rm(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-function kafkaInstalled(): boolean {
-  const cache = join(REPO, '.cache');
-  return existsSync(cache) && readdirSync(cache).some((d) => d.startsWith('kafka-') && existsSync(join(cache, d, 'libs', '.complete')));
 }
 
 async function startKafka(): Promise<Broker> {
