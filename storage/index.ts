@@ -40,6 +40,8 @@ export type { ProducerCheck, ProducerDescription, ProducerStateEntry, BatchMetad
 export { LogCleaner, CLEANER_MAX_MAP_KEYS, CLEANER_SLICE_MS } from './cleaner.ts';
 export type { CleanerOptions, CleanResult } from './cleaner.ts';
 export { FileHandlePool, DEFAULT_MAX_OPEN_FILES } from './file-pool.ts';
+export { ReadBufferPool, ReadBufferLease } from './read-buffers.ts';
+export type { ReadBufferSource } from './read-buffers.ts';
 export type { FileHandlePoolOptions } from './file-pool.ts';
 export { createDirectory, readOffsetCheckpoint, writeOffsetCheckpoint } from './checkpoint.ts';
 export { systemClock } from './clock.ts';

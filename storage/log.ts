@@ -26,6 +26,7 @@ import { ProducerStateManager } from './producer-state.ts';
 import type { AppendOrigin, ProducerCheck, ProducerDescription } from './producer-state.ts';
 import { type BatchExtent, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, extentOf, segmentFileName } from './segment.ts';
 import { firstRecordAtOrAfter, offsetOfMaxTimestamp } from './records.ts';
+import type { ReadBufferSource } from './read-buffers.ts';
 
 export interface PartitionLogOptions {
   /** The partition directory, `<log dir>/<topic>-<partition>`. */
@@ -701,13 +702,20 @@ export class PartitionLog {
    * Reads whole batches from the one holding `fetchOffset`, up to `maxBytes` (the first
    * batch may exceed it when `minOneBatch`), none reaching `maxOffset` (exclusive: pass the
    * high watermark or last stable offset). `fetchOffset` outside [logStartOffset,
-   * logEndOffset] throws OffsetOutOfRangeError; at the log end the result is empty.
+   * logEndOffset] throws OffsetOutOfRangeError; at the log end the result is empty. The
+   * bytes land in a buffer from `buffers` when given (see read-buffers.ts).
    */
-  async read(fetchOffset: number, maxBytes: number, maxOffset = this.nextOffsetMetadata, minOneBatch = true): Promise<LogReadResult> {
+  async read(
+    fetchOffset: number,
+    maxBytes: number,
+    maxOffset = this.nextOffsetMetadata,
+    minOneBatch = true,
+    buffers?: ReadBufferSource,
+  ): Promise<LogReadResult> {
     for (let attempt = 0; ; attempt++) {
       const segments = this.segments;
       try {
-        return await this.readFrom(segments, fetchOffset, maxBytes, maxOffset, minOneBatch);
+        return await this.readFrom(segments, fetchOffset, maxBytes, maxOffset, minOneBatch, buffers);
       } catch (err) {
         // Retention or a segment swap replaced the segment mid-read: retry on the new list.
         if (attempt < 2 && this.segments !== segments && !(err instanceof OffsetOutOfRangeError)) continue;
@@ -722,6 +730,7 @@ export class PartitionLog {
     maxBytes: number,
     maxOffset: number,
     minOneBatch: boolean,
+    buffers: ReadBufferSource | undefined,
   ): Promise<LogReadResult> {
     const leo = this.nextOffsetMetadata;
     const lso = this.startOffset;
@@ -740,7 +749,7 @@ export class PartitionLog {
     for (let i = Math.max(0, floorIndex(segments, fetchOffset)); i < segments.length; i++) {
       const seg = segments[i];
       if (seg === undefined || seg.baseOffset >= maxOffset) break;
-      const r = await seg.read(fetchOffset, maxBytes, maxOffset, minOneBatch, this.config.indexIntervalBytes);
+      const r = await seg.read(fetchOffset, maxBytes, maxOffset, minOneBatch, this.config.indexIntervalBytes, buffers);
       if (r === undefined) continue;
       if (r === null) return empty(seg);
       return {

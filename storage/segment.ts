@@ -11,6 +11,7 @@ import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch, validateBatchAt, InvalidReco
 import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
 import type { FileHandlePool } from './file-pool.ts';
 import type { FileHandle } from './file-system.ts';
+import type { ReadBufferSource } from './read-buffers.ts';
 
 export const LOG_SUFFIX = '.log';
 export const INDEX_SUFFIX = '.index';
@@ -476,6 +477,7 @@ export class LogSegment {
     maxOffset: number,
     minOneBatch: boolean,
     indexIntervalBytes: number,
+    buffers?: ReadBufferSource,
   ): Promise<SegmentReadResult | null | undefined> {
     await this.ensureLoaded(indexIntervalBytes);
     const start = this.lookupPosition(offset);
@@ -484,7 +486,7 @@ export class LogSegment {
     const lease = await this.lease();
     let data: Buffer;
     try {
-      data = await readAt(lease.handle, start, want);
+      data = await readAt(lease.handle, start, want, buffers);
       let p = 0;
       let first: RecordBatch | null = null;
       while (data.length - p >= HEADER_PREFIX) {
@@ -506,10 +508,11 @@ export class LogSegment {
           lease.handle,
           found.position,
           Math.min(this.sizeBytes - found.position, Math.max(maxBytes, found.extent.sizeBytes)),
+          buffers,
         );
-        return await this.collect(data, found.position, 0, offset, maxBytes, maxOffset, minOneBatch, lease.handle);
+        return await this.collect(data, found.position, 0, offset, maxBytes, maxOffset, minOneBatch, lease.handle, buffers);
       }
-      return await this.collect(data, start, p, offset, maxBytes, maxOffset, minOneBatch, lease.handle);
+      return await this.collect(data, start, p, offset, maxBytes, maxOffset, minOneBatch, lease.handle, buffers);
     } catch (err) {
       throw toStorageIOError(err, `reading ${this.logPath}`);
     } finally {
@@ -526,6 +529,7 @@ export class LogSegment {
     maxOffset: number,
     minOneBatch: boolean,
     handle: FileHandle,
+    buffers: ReadBufferSource | undefined,
   ): Promise<SegmentReadResult | null> {
     const first = new RecordBatch(data, p);
     if (first.lastOffset >= maxOffset) return null;
@@ -541,7 +545,7 @@ export class LogSegment {
     if (end === p) {
       const size = first.sizeInBytes;
       if (size > maxBytes && !minOneBatch) return null;
-      const whole = data.length - p >= size ? data.subarray(p, p + size) : await readAt(handle, dataPos + p, size);
+      const whole = data.length - p >= size ? data.subarray(p, p + size) : await readAt(handle, dataPos + p, size, buffers);
       if (whole.length < size) return null;
       return { records: whole, position: dataPos + p, firstOffset: first.baseOffset, nextOffset: new RecordBatch(whole, 0).nextOffset };
     }
@@ -804,8 +808,8 @@ export class LogSegment {
 }
 
 /** Reads up to `lengthBytes` at `position`; shorter only at end of file. */
-export async function readAt(handle: FileHandle, position: number, lengthBytes: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(lengthBytes);
+export async function readAt(handle: FileHandle, position: number, lengthBytes: number, into?: ReadBufferSource): Promise<Buffer> {
+  const buf = into === undefined ? Buffer.allocUnsafe(lengthBytes) : into.take(lengthBytes);
   let filledBytes = 0;
   while (filledBytes < lengthBytes) {
     const { bytesRead } = await handle.read(buf, filledBytes, lengthBytes - filledBytes, position + filledBytes);

@@ -89,12 +89,17 @@ export class SimSocket extends EventEmitter implements NetSocket {
     super();
   }
 
-  write(chunk: Uint8Array): boolean {
-    if (this.destroyed || this.endRequested) return false;
+  /** The chunk is copied at once, so `written` is called before this returns. */
+  write(chunk: Uint8Array, written?: (err?: Error | null) => void): boolean {
+    if (this.destroyed || this.endRequested) {
+      written?.(new Error('write after the socket was closed'));
+      return false;
+    }
     const copy = Buffer.from(chunk);
     this.touch();
     if (this.connection === null) this.early.push(copy);
     else this.net.send(this, copy);
+    written?.();
     return true;
   }
 

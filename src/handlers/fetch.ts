@@ -27,6 +27,7 @@ import { CompressionError } from '../../protocol/compression/index.ts';
 import { FetchSessionCache, type SessionPartition } from '../replication/fetch-session.ts';
 import type { DataPathServices } from '../replication/index.ts';
 import type { FetchPartitionResult, ReplicaManager } from '../replication/replica-manager.ts';
+import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 import { OUTSIDE_EVERY_LOG, safeOrNull } from './wire-int64.ts';
 
 const EMPTY = Buffer.alloc(0);
@@ -38,12 +39,16 @@ export interface FetchServices
   readonly replicaManager: Pick<ReplicaManager, 'fetchMessages'>;
 }
 
-/** `listenerName`: the listener the request came in on, whose endpoints KIP-951 answers with. */
+/**
+ * `listenerName`: the listener the request came in on, whose endpoints KIP-951 answers with.
+ * `readBuffers`: where the records read land, reused once the response is written.
+ */
 export async function handleFetch(
   services: FetchServices,
   request: FetchRequest,
   version: number,
   listenerName: string,
+  readBuffers?: ReadBufferSource,
 ): Promise<FetchResponse> {
   const usesTopicIds = version >= 13;
   const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
@@ -94,6 +99,7 @@ export async function handleFetch(
     minBytes: Math.min(request.minBytes, maxBytes),
     maxBytes,
     isolationLevel: version >= 4 ? request.isolationLevel : 0,
+    readBuffers,
     partitions: known.map((p) => ({
       topic: p.topic,
       partition: p.partition,

@@ -262,9 +262,13 @@ function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandl
   registry.register(ApiKey.Produce, (ctx, request, version) =>
     handleProduce(dataPath, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason), ctx.session.listenerName),
   );
-  registry.register(ApiKey.Fetch, (ctx, request, version) => handleFetch(dataPath, request, version, ctx.session.listenerName), {
-    listeners: 'broker',
-  });
+  registry.register(
+    ApiKey.Fetch,
+    (ctx, request, version) => handleFetch(dataPath, request, version, ctx.session.listenerName, ctx.readBuffers),
+    {
+      listeners: 'broker',
+    },
+  );
   registry.register(ApiKey.ListOffsets, (_ctx, request, version) => handleListOffsets(dataPath, request, version));
   registry.register(ApiKey.DeleteRecords, (_ctx, request) => handleDeleteRecords(dataPath, request));
   registry.register(ApiKey.DescribeLogDirs, (_ctx, request) => handleDescribeLogDirs(dataPath, request));

@@ -5,6 +5,7 @@
  */
 import type { TimestampAndOffset } from '../../storage/log.ts';
 import type { ProducerDescription } from '../../storage/producer-state.ts';
+import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 import { hasDeletePolicy, isCompacted } from '../../storage/config.ts';
 import { type TopicConfigLookup, cleanupPolicyOf, topicConfigNumber, topicConfigValue } from '../config/topic-config.ts';
 
@@ -70,9 +71,16 @@ export interface ReplicaLog {
   assignEpochStartOffset(leaderEpoch: number, startOffset: number): MaybePromise<void>;
   /**
    * Whole batches from the one containing `fetchOffset`, up to `maxBytes` (the first batch
-   * whole when `minOneBatch`), none at or past `maxOffset`.
+   * whole when `minOneBatch`), none at or past `maxOffset`; into a buffer from `buffers`
+   * when given.
    */
-  read(fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): MaybePromise<LogReadResult>;
+  read(
+    fetchOffset: number,
+    maxBytes: number,
+    maxOffset: number,
+    minOneBatch: boolean,
+    buffers?: ReadBufferSource,
+  ): MaybePromise<LogReadResult>;
   /** Earliest record with timestamp >= `timestampMs`, or null. */
   offsetForTimestamp(timestampMs: number): MaybePromise<TimestampAndOffset | null>;
   /** The record with the largest timestamp (first of equals), or null for an empty log. */

@@ -21,6 +21,7 @@ import {
   StorageIOError,
 } from '../../storage/errors.ts';
 import type { LogDirFailureChannel } from '../../storage/log-dir-failure.ts';
+import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 import { DelayedFetch, DelayedProduce, type FetchPartitionWatch, type ProducePartitionStatus } from './delayed.ts';
 import type { TopicConfigLookup } from '../config/topic-config.ts';
 import { type ReplicaConnector, ReplicaFetcherManager, type ReplicaFetchSettings } from './fetcher.ts';
@@ -153,6 +154,8 @@ export interface FetchParams {
   readonly maxBytes: number;
   readonly isolationLevel: number;
   readonly partitions: readonly FetchPartitionInput[];
+  /** Where the records read land; the caller releases them once the response is written. */
+  readonly readBuffers?: ReadBufferSource;
 }
 
 export interface FetchPartitionResult {
@@ -215,6 +218,17 @@ interface AppendQueue {
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
+
+/** The bytes read, and whether an error or a diverging follower log answers the fetch at once. */
+function summarize(results: FetchPartitionResult[]): { results: FetchPartitionResult[]; bytes: number; respondNow: boolean } {
+  let bytes = 0;
+  let respondNow = false;
+  for (const r of results) {
+    bytes += r.records.length;
+    if (r.errorCode !== Errors.NONE.code || r.divergingEpoch !== null) respondNow = true;
+  }
+  return { results, bytes, respondNow };
+}
 
 export class ReplicaManager {
   readonly brokerId: number;
@@ -816,30 +830,39 @@ export class ReplicaManager {
   }
 
   /**
-   * Reads every partition in order within the request's max bytes. `respondNow`: an error or
-   * a diverging follower log answers at once, without waiting for min.bytes.
+   * Reads every partition within the request's max bytes, with Kafka's result: as if in order,
+   * each taking what the ones before it left. `respondNow`: an error or a diverging follower log
+   * answers at once, without waiting for min.bytes.
    */
   private async readFromLog(
     params: FetchParams,
     updateFetchState: boolean,
   ): Promise<{ results: FetchPartitionResult[]; bytes: number; respondNow: boolean }> {
+    let partitionBytes = 0;
+    for (const input of params.partitions) partitionBytes += Math.max(0, input.partitionMaxBytes);
+    if (params.partitions.length > 1 && partitionBytes <= params.maxBytes) {
+      // The request's bound cannot cut any partition short, so the reads can overlap (each one
+      // waits on the disk or the thread pool): the results are the in-order reads' unless a
+      // partition answered with a first batch larger than its max bytes, which only the first
+      // partition with records may do (and which shrinks what the later ones may take).
+      const results = await Promise.all(
+        params.partitions.map((input) => this.readPartition(params, input, Math.max(0, input.partitionMaxBytes), true, updateFetchState)),
+      );
+      if (results.every((r, i) => r.records.length <= Math.max(0, params.partitions[i]!.partitionMaxBytes))) return summarize(results);
+    }
+    const results: FetchPartitionResult[] = [];
     let remaining = params.maxBytes;
     let minOneBatch = true;
-    let bytes = 0;
-    let respondNow = false;
-    const results: FetchPartitionResult[] = [];
     for (const input of params.partitions) {
       const maxBytes = Math.max(0, Math.min(input.partitionMaxBytes, remaining));
       const result = await this.readPartition(params, input, maxBytes, minOneBatch, updateFetchState);
-      if (result.errorCode !== Errors.NONE.code || result.divergingEpoch !== null) respondNow = true;
       if (result.records.length > 0) {
         minOneBatch = false;
         remaining -= result.records.length;
-        bytes += result.records.length;
       }
       results.push(result);
     }
-    return { results, bytes, respondNow };
+    return summarize(results);
   }
 
   /**
@@ -918,7 +941,7 @@ export class ReplicaManager {
     let records: Buffer = EMPTY;
     if (input.fetchOffset < maxOffset) {
       try {
-        const read = await log.read(input.fetchOffset, maxBytes, maxOffset, minOneBatch);
+        const read = await log.read(input.fetchOffset, maxBytes, maxOffset, minOneBatch, params.readBuffers);
         const [only] = read.chunks;
         records = read.chunks.length > 1 ? Buffer.concat(read.chunks, read.sizeInBytes) : (only ?? EMPTY);
       } catch (err) {

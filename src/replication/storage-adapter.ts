@@ -6,6 +6,7 @@ import { RecordBatch } from '../../protocol/records/batch.ts';
 import type { LogConfig } from '../../storage/config.ts';
 import type { LogManager } from '../../storage/log-manager.ts';
 import type { PartitionLog } from '../../storage/log.ts';
+import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 import { type TopicConfigLookup, logConfigOf } from '../config/topic-config.ts';
 import type {
   EpochEndOffset,
@@ -90,8 +91,14 @@ export class PartitionLogReplica implements ReplicaLog {
     return this.guard('assigning a leader epoch', this.log.assignEpochStartOffset(leaderEpoch, startOffset));
   }
 
-  async read(fetchOffset: number, maxBytes: number, maxOffset: number, minOneBatch: boolean): Promise<LogReadResult> {
-    const r = await this.guard('read', this.log.read(fetchOffset, maxBytes, maxOffset, minOneBatch));
+  async read(
+    fetchOffset: number,
+    maxBytes: number,
+    maxOffset: number,
+    minOneBatch: boolean,
+    buffers?: ReadBufferSource,
+  ): Promise<LogReadResult> {
+    const r = await this.guard('read', this.log.read(fetchOffset, maxBytes, maxOffset, minOneBatch, buffers));
     return { chunks: r.records.length === 0 ? [] : [r.records], sizeInBytes: r.records.length };
   }
 

@@ -14,7 +14,8 @@ export interface NetSocket {
   /** Bytes queued for writing that the peer has not taken yet. */
   readonly writableLength: number;
   readonly destroyed: boolean;
-  write(chunk: Uint8Array): boolean;
+  /** `written` is called once the socket no longer holds `chunk` (sent, or dropped with the socket). */
+  write(chunk: Uint8Array, written?: (err?: Error | null) => void): boolean;
   /** Half-closes: sends what is queued, then FIN. */
   end(): void;
   destroy(): void;

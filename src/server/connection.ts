@@ -43,9 +43,16 @@ export class RequestFailedError extends Error {
   }
 }
 
-/** Turns one request frame (without its size prefix) into the response bytes, or null for none. */
+/** A response's bytes, as chunks for one writev. */
+export interface ResponseFrame {
+  readonly chunks: Buffer[];
+  /** Called once the socket no longer holds the chunks (written, or dropped unsent). */
+  readonly done?: () => void;
+}
+
+/** Turns one request frame (without its size prefix) into the response, or null for none. */
 export interface FrameProcessor {
-  process(session: Session, frame: Buffer): Promise<Buffer[] | null>;
+  process(session: Session, frame: Buffer): Promise<ResponseFrame | null>;
 }
 
 export interface ConnectionLimits {
@@ -196,7 +203,7 @@ export class Connection {
         const frame = this.queue.shift();
         if (frame === undefined) break;
         this.queuedBytes -= frame.length;
-        let response: Buffer[] | null;
+        let response: ResponseFrame | null;
         try {
           response = await this.processor.process(this.session, frame);
         } catch (err) {
@@ -204,7 +211,10 @@ export class Connection {
           this.protocolClose(err);
           return;
         }
-        if (response !== null && !this.closed) this.write(response);
+        if (response !== null) {
+          if (this.closed) response.done?.();
+          else this.write(response);
+        }
         // Done: the response is the socket's now (bounded per connection by
         // connection.max.buffered.bytes); the request's bytes go back to the pool.
         this.memory.release(frame.length);
@@ -229,7 +239,7 @@ export class Connection {
   }
 
   /** Writes within one event-loop turn are corked together and leave as one writev. */
-  private write(chunks: Buffer[]): void {
+  private write(response: ResponseFrame): void {
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();
@@ -238,7 +248,12 @@ export class Connection {
         this.socket.uncork();
       });
     }
-    for (const chunk of chunks) this.socket.write(chunk);
+    const { chunks, done } = response;
+    const last = chunks.length - 1;
+    // Writes complete in order: the last chunk's callback comes after every earlier chunk's.
+    for (let i = 0; i < last; i++) this.socket.write(chunks[i]!);
+    if (last >= 0) this.socket.write(chunks[last]!, done);
+    else done?.();
   }
 
   private updateReading(): void {

@@ -20,19 +20,39 @@ import { decodeRequestHeader, encodeResponseHeader } from '../../protocol/header
 import type { HandlerRegistry } from '../handlers/registry.ts';
 import { unsupportedApiVersionsResponse } from '../handlers/api-versions.ts';
 import type { Logger } from '../observability/logger.ts';
-import { CloseRequestedError, ConnectionClosingError, RequestFailedError, type FrameProcessor } from './connection.ts';
+import { ReadBufferPool, type ReadBufferLease } from '../../storage/read-buffers.ts';
+import { CloseRequestedError, ConnectionClosingError, RequestFailedError, type FrameProcessor, type ResponseFrame } from './connection.ts';
 import type { RequestContext, Session } from './session.ts';
 
 /** api key (int16) + api version (int16) + correlation id (int32): readable in every header version. */
 const FIXED_HEADER_BYTES = 8;
 
+/** Idle fetch read buffers kept for reuse (storage/read-buffers.ts): a few fetches' worth. */
+const READ_BUFFERS_RETAINED_BYTES = 32 * 1024 * 1024;
+
 export class RequestProcessor implements FrameProcessor {
   constructor(
     private readonly registry: HandlerRegistry,
     private readonly logger: Logger,
+    private readonly readBuffers = new ReadBufferPool(READ_BUFFERS_RETAINED_BYTES),
   ) {}
 
-  async process(session: Session, frame: Buffer): Promise<Buffer[] | null> {
+  async process(session: Session, frame: Buffer): Promise<ResponseFrame | null> {
+    const buffers = this.readBuffers.lease();
+    try {
+      const chunks = await this.respond(session, frame, buffers);
+      if (chunks === null) {
+        buffers.release();
+        return null;
+      }
+      return { chunks, done: () => buffers.release() };
+    } catch (err) {
+      buffers.release();
+      throw err;
+    }
+  }
+
+  private async respond(session: Session, frame: Buffer, readBuffers: ReadBufferLease): Promise<Buffer[] | null> {
     if (frame.length < FIXED_HEADER_BYTES) throw new ConnectionClosingError(`truncated request header (${frame.length} bytes)`);
     const apiKey = frame.readInt16BE(0);
     const apiVersion = frame.readInt16BE(2);
@@ -64,6 +84,7 @@ export class RequestProcessor implements FrameProcessor {
         closeConnection: (reason) => {
           closeReason = reason;
         },
+        readBuffers,
       };
     } catch (err) {
       if (err instanceof DecodeError || err instanceof RangeError) {

@@ -5,6 +5,7 @@
  * through the context.
  */
 import type { RequestHeader } from '../../protocol/headers.ts';
+import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 
 /** 'controller' for listeners named in controller.listener.names, else 'broker'. */
 export type ListenerRole = 'broker' | 'controller';
@@ -44,4 +45,9 @@ export interface RequestContext {
    * the error only by reconnecting and refreshing metadata). Requests behind it are dropped.
    */
   closeConnection(reason: string): void;
+  /**
+   * Buffers for the log reads whose bytes the response carries (Fetch): they are reused once
+   * the response has been written, so nothing may keep a slice of them past the response.
+   */
+  readonly readBuffers: ReadBufferSource;
 }

@@ -27,7 +27,7 @@ function echo(delayMs: (frame: Buffer) => number = () => 0): FrameProcessor {
     async process(_session: Session, frame: Buffer) {
       const ms = delayMs(frame);
       if (ms > 0) await sleep(ms);
-      return [framed(Buffer.from(frame))];
+      return { chunks: [framed(Buffer.from(frame))] };
     },
   };
 }
@@ -118,7 +118,7 @@ describe('server connections', () => {
   it('keeps answering later requests after one that has no response (acks=0)', async () => {
     const processor: FrameProcessor = {
       async process(_s, frame) {
-        return frame.readUInt32BE(0) % 2 === 0 ? null : [framed(Buffer.from(frame))];
+        return frame.readUInt32BE(0) % 2 === 0 ? null : { chunks: [framed(Buffer.from(frame))] };
       },
     };
     await withServer(processor, LIMITS, async (_server, port) => {
@@ -133,7 +133,7 @@ describe('server connections', () => {
     const responseBytes = 256 * 1024;
     const processor: FrameProcessor = {
       async process() {
-        return [Buffer.concat([u32(responseBytes), Buffer.alloc(responseBytes)])];
+        return { chunks: [Buffer.concat([u32(responseBytes), Buffer.alloc(responseBytes)])] };
       },
     };
     const limits = { ...LIMITS, maxBufferedBytes: 2 * 1024 * 1024 };
@@ -181,7 +181,7 @@ describe('server connections', () => {
     const processor: FrameProcessor = {
       async process(_s, frame) {
         await gate;
-        return [framed(Buffer.from(frame))];
+        return { chunks: [framed(Buffer.from(frame))] };
       },
     };
     await withServer(processor, { ...LIMITS, maxQueuedRequests: 10 }, async (server, port) => {
@@ -215,7 +215,7 @@ describe('server connections', () => {
     const processor: FrameProcessor = {
       async process(_s, frame) {
         if (frame.toString() === 'bad') throw new ConnectionClosingError('bad frame');
-        return [framed(Buffer.from(frame))];
+        return { chunks: [framed(Buffer.from(frame))] };
       },
     };
     await withServer(processor, LIMITS, async (_server, port) => {
@@ -249,7 +249,7 @@ describe('server connections', () => {
       async process(_s, frame) {
         started();
         await sleep(100);
-        return [framed(Buffer.from(frame))];
+        return { chunks: [framed(Buffer.from(frame))] };
       },
     };
     const server = new SocketServer(processor, LIMITS, createLogger({ quiet: true }));

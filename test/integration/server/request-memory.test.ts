@@ -83,7 +83,7 @@ describe('queued.max.request.bytes (request memory pool)', function () {
         sawWaiting ||= server.openConnections.some((c) => c.isWaitingForMemory);
         await sleep(5);
         // Answer with the request's 8-byte header only: the bound is about requests.
-        return [framed(Buffer.from(frame.subarray(0, 8)))];
+        return { chunks: [framed(Buffer.from(frame.subarray(0, 8)))] };
       },
     };
     await withServer(processor, capacityBytes, async (s, port) => {
@@ -137,7 +137,7 @@ describe('queued.max.request.bytes (request memory pool)', function () {
     const processor: FrameProcessor = {
       async process(_session, frame) {
         await gate;
-        return [framed(Buffer.from(frame.subarray(0, 8)))];
+        return { chunks: [framed(Buffer.from(frame.subarray(0, 8)))] };
       },
     };
     await withServer(processor, 1024 * 1024, async (server, port) => {

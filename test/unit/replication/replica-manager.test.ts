@@ -319,6 +319,29 @@ describe('ReplicaManager', function () {
     assert.equal(batches[0]!.baseOffset, 0);
   });
 
+  it('a fetch of several partitions answers as if read in order: only the first with records may pass its max bytes, and it shrinks what the rest may take', async () => {
+    env = await setup({}, 3);
+    for (let p = 0; p < 3; p++) for (let b = 0; b < 4; b++) await produce(env, await records(5), 1, p);
+    const batchBytes = [...batchesIn((await env.rm.fetchMessages(fetchParams(0, { maxBytes: 1 })))[0]!.records)][0]!.sizeInBytes;
+    const fetch = (partitionMaxBytes: number[], maxBytes: number) =>
+      env.rm.fetchMessages(
+        fetchParams(0, {
+          maxBytes,
+          partitions: partitionMaxBytes.map((max, partition) => ({ topic: 't', partition, fetchOffset: 0, partitionMaxBytes: max, currentLeaderEpoch: -1 })),
+        }),
+      );
+    const batches = (rs: { records: Buffer }[]): number[] => rs.map((r) => [...batchesIn(r.records)].length);
+
+    // The request's bound does not bind: every partition takes what its own bound allows.
+    assert.deepEqual(batches(await fetch([2 * batchBytes, 3 * batchBytes, 1 * batchBytes], 1 << 20)), [2, 3, 1]);
+    // The first partition's bound is below one batch: it still answers one; the later ones may not.
+    assert.deepEqual(batches(await fetch([1, 1, 2 * batchBytes], 1 << 20)), [1, 0, 2]);
+    // The request's bound binds: in order, each takes what the ones before it left.
+    assert.deepEqual(batches(await fetch([2 * batchBytes, 2 * batchBytes, 2 * batchBytes], 3 * batchBytes)), [2, 1, 0]);
+    // The oversized first batch counts against the request's bound for the partitions after it.
+    assert.deepEqual(batches(await fetch([1, 4 * batchBytes, 4 * batchBytes], 4 * batchBytes + 1)), [1, 3, 0]);
+  });
+
   it('answers OFFSET_OUT_OF_RANGE past the log end with the offsets filled in, and an empty read at the end', async () => {
     env = await setup();
     await produce(env, await records(2));
