@@ -1,9 +1,11 @@
-// Consuming with a real client: librdkafka (confluent-kafka-python) with its default consumer
-// settings reads a freshly written topic (6 partitions, 1 KiB records, 200 MiB) from the start,
-// from Sluice and from Apache Kafka (scripts/kafka-reference.sh) running side by side, in
-// alternating rounds so that a busy machine skews both alike. Figures: Sluice's throughput as a
-// ratio to Kafka's (target >= 1.2) and broker CPU seconds per GiB read (utime + stime of the
-// broker process, every thread, from /proc), then the absolute numbers with their spread.
+// Consuming with a real client: librdkafka with its default consumer settings reads a freshly
+// written topic (6 partitions, 1 KiB records, 200 MiB) from the start, from Sluice and from
+// Apache Kafka (scripts/kafka-reference.sh) running side by side, in alternating rounds so that
+// a busy machine skews both alike. Two librdkafka clients each round: kcat (C; the broker is
+// what limits it) and confluent-kafka-python (what a Python consumer meets; its per-message
+// Python work limits it first). Figures: Sluice's throughput as a ratio to Kafka's (target
+// >= 1.2) and broker CPU seconds per GiB read (utime + stime of the broker process, every
+// thread, from /proc), then the absolute numbers with their spread.
 // Our own Fetch bench (broker.ts) asks for 4 MiB per partition with one request per partition
 // in flight; librdkafka asks for 1 MiB per partition in one request per broker and decodes
 // every record, which is what consumers of a broker meet.
@@ -46,6 +48,33 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
     execFile(command, args, { env, maxBuffer: 16 * MIB }, (err, stdout, stderr) =>
       err ? fail(new Error(`${command} ${args.join(' ')}: ${err.message}\n${stderr}`)) : done(stdout),
     );
+  });
+}
+
+type Consumer = 'kcat' | 'confluent-kafka-python';
+const CONSUMERS: readonly Consumer[] = ['kcat', 'confluent-kafka-python'];
+
+/**
+ * kcat's consumer (librdkafka's defaults) from the start of every partition to its end,
+ * printing each value and nothing else; timed from start to exit, its bytes counted.
+ */
+function kcatConsume(broker: Broker): Promise<{ bytes: number; seconds: number }> {
+  return new Promise((done, fail) => {
+    const started = process.hrtime.bigint();
+    const child = spawn('kcat', ['-C', '-b', broker.bootstrap, '-t', TOPIC, '-o', 'beginning', '-e', '-q', '-f', '%s'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let bytes = 0;
+    child.stdout.on('data', (d: Buffer) => {
+      bytes += d.length;
+    });
+    child.once('error', fail);
+    child.once('close', (code) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      if (code !== 0) fail(new Error(`kcat exited with ${code}`));
+      else if (bytes !== RECORDS * RECORD_BYTES) fail(new Error(`kcat read ${bytes} bytes of ${RECORDS * RECORD_BYTES}`));
+      else done({ bytes, seconds });
+    });
   });
 }
 
@@ -116,9 +145,9 @@ async function startKafka(): Promise<Broker> {
   };
 }
 
-async function consumeRound(broker: Broker): Promise<Round> {
+async function consumeRound(broker: Broker, consumer: Consumer): Promise<Round> {
   const cpuBefore = await cpuSeconds(broker.pid);
-  const read = await client('consume', broker);
+  const read = consumer === 'kcat' ? await kcatConsume(broker) : await client('consume', broker);
   const cpu = (await cpuSeconds(broker.pid)) - cpuBefore;
   return { mibPerS: read.bytes / MIB / read.seconds, cpuSecondsPerGiB: cpu / (read.bytes / (1024 * MIB)) };
 }
@@ -131,35 +160,39 @@ async function main(): Promise<void> {
   const brokers: Broker[] = [await startSluice()];
   if (!argv.includes('--no-kafka') && kafkaInstalled()) brokers.push(await startKafka());
   else process.stderr.write('consume: Apache Kafka is not installed (scripts/install-test-clients.sh): Sluice alone\n');
-  const rounds = new Map<string, Round[]>(brokers.map((b) => [b.name, []]));
+  const key = (broker: Broker, consumer: Consumer): string => `${broker.name} ${consumer}`;
+  const rounds = new Map<string, Round[]>(brokers.flatMap((b) => CONSUMERS.map((c) => [key(b, c), []])));
   try {
     for (const broker of brokers) {
       const wrote = await client('produce', broker);
       process.stderr.write(`  ${broker.name}: wrote ${(wrote.bytes / MIB).toFixed(0)} MiB in ${wrote.seconds.toFixed(1)} s\n`);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      for (const broker of round % 2 === 0 ? brokers : [...brokers].reverse()) {
-        const r = await consumeRound(broker);
-        rounds.get(broker.name)!.push(r);
-        process.stderr.write(
-          `  round ${round + 1} ${broker.name}: ${r.mibPerS.toFixed(0)} MiB/s, ${r.cpuSecondsPerGiB.toFixed(2)} CPU s/GiB\n`,
-        );
+      for (const consumer of CONSUMERS) {
+        for (const broker of round % 2 === 0 ? brokers : [...brokers].reverse()) {
+          const r = await consumeRound(broker, consumer);
+          rounds.get(key(broker, consumer))!.push(r);
+          process.stderr.write(
+            `  round ${round + 1} ${key(broker, consumer)}: ${r.mibPerS.toFixed(0)} MiB/s, ${r.cpuSecondsPerGiB.toFixed(2)} CPU s/GiB\n`,
+          );
+        }
       }
     }
   } finally {
     for (const broker of brokers) await broker.stop();
   }
-  const sluice = rounds.get('Sluice')!;
-  const kafka = rounds.get('Kafka');
   const lines = [
     '',
-    `== librdkafka consumer, default settings: ${PARTITIONS} partitions, ${RECORDS} records of ${RECORD_BYTES} B, ${ROUNDS} rounds`,
+    `== librdkafka consumers, default settings: ${PARTITIONS} partitions, ${RECORDS} records of ${RECORD_BYTES} B, ${ROUNDS} rounds`,
   ];
-  if (kafka !== undefined) {
+  for (const consumer of CONSUMERS) {
+    const sluice = rounds.get(`Sluice ${consumer}`)!;
+    const kafka = rounds.get(`Kafka ${consumer}`);
+    if (kafka === undefined) continue;
     const ratios = sluice.map((s, i) => s.mibPerS / kafka[i]!.mibPerS);
     const cpuRatios = sluice.map((s, i) => s.cpuSecondsPerGiB / kafka[i]!.cpuSecondsPerGiB);
-    lines.push(`  throughput, Sluice / Kafka        ${spread(ratios, 2)} (target >= 1.2)`);
-    lines.push(`  broker CPU per GiB, Sluice / Kafka ${spread(cpuRatios, 2)} (target < 1.0)`);
+    lines.push(`  ${consumer}: throughput, Sluice / Kafka        ${spread(ratios, 2)} (target >= 1.2)`);
+    lines.push(`  ${consumer}: broker CPU per GiB, Sluice / Kafka ${spread(cpuRatios, 2)} (target < 1.0)`);
   }
   lines.push('', '== absolute');
   for (const [name, rs] of rounds) {
