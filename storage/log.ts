@@ -657,7 +657,10 @@ export class PartitionLog {
         try {
           await s.fsync();
         } catch (err) {
+          // A segment retention or the cleaner removed meanwhile, or a log deleted meanwhile
+          // (its topic was): nothing of it is left to make durable.
           if (!this.segments.includes(s)) continue;
+          if (this.closed && (err as NodeJS.ErrnoException).code === 'ENOENT') return;
           throw err;
         }
       }

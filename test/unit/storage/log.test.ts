@@ -193,6 +193,19 @@ describe('storage/log: segments and indexes', () => {
       await log.close();
     }));
 
+  it('a log deleted while the flush after a roll is in flight reports no background error', () =>
+    withTempDir(async (dir) => {
+      for (let round = 0; round < 20; round++) {
+        const errors = new BackgroundErrors();
+        const log = await openLog(join(dir, `r${round}`), { onBackgroundError: errors.sink, config: { segmentBytes: 1000 } });
+        const one = await simpleBatch(3, NOW, 50);
+        while (log.segmentCount < 2) await log.append(Buffer.from(one));
+        await log.delete();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        assert.deepEqual(errors.whats, [], `round ${round}`);
+      }
+    }));
+
   it('rolls at segment.ms using the first batch timestamp', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
