@@ -28,7 +28,7 @@ const RECORDS_PER_PARTITION = 256;
 const FETCH_VERSION = 11;
 
 /** Every byte of a record's value names its topic, partition and offset. */
-function valueOf(topicMark: number, partition: number, offset: number): Buffer {
+function recordValue(topicMark: number, partition: number, offset: number): Buffer {
   return Buffer.alloc(VALUE_BYTES, (topicMark * 31 + partition * 7 + offset) % 251);
 }
 
@@ -67,7 +67,7 @@ describe('fetch read buffers (real broker process)', function () {
           await producer.send({
             topic,
             acks: -1,
-            messages: Array.from({ length: 32 }, (_, i) => ({ partition, value: valueOf(mark, partition, from + i) })),
+            messages: Array.from({ length: 32 }, (_, i) => ({ partition, value: recordValue(mark, partition, from + i) })),
           });
         }
       }
@@ -104,7 +104,7 @@ describe('fetch read buffers (real broker process)', function () {
           assert.ok(batch.isCrcValid(), `partition ${p.partitionIndex}: batch at ${batch.baseOffset} arrived corrupt`);
           for (const record of await readRecords(batch)) {
             assert.equal(record.offset, next);
-            assert.ok(record.value!.equals(valueOf(0, p.partitionIndex, next)), `partition ${p.partitionIndex} offset ${next}`);
+            assert.ok(record.value!.equals(recordValue(0, p.partitionIndex, next)), `partition ${p.partitionIndex} offset ${next}`);
             next++;
           }
         }

@@ -327,7 +327,13 @@ describe('ReplicaManager', function () {
       env.rm.fetchMessages(
         fetchParams(0, {
           maxBytes,
-          partitions: partitionMaxBytes.map((max, partition) => ({ topic: 't', partition, fetchOffset: 0, partitionMaxBytes: max, currentLeaderEpoch: -1 })),
+          partitions: partitionMaxBytes.map((max, partition) => ({
+            topic: 't',
+            partition,
+            fetchOffset: 0,
+            partitionMaxBytes: max,
+            currentLeaderEpoch: -1,
+          })),
         }),
       );
     const batches = (rs: { records: Buffer }[]): number[] => rs.map((r) => [...batchesIn(r.records)].length);

@@ -59,7 +59,12 @@ describe('ReadBufferPool', () => {
     try {
       for (let b = 0; b < 64; b++) {
         const value = Buffer.alloc(4 * KIB, b);
-        await log.append(await buildRecordBatch({}, Array.from({ length: 8 }, () => ({ value, timestamp: 0 }))));
+        await log.append(
+          await buildRecordBatch(
+            {},
+            Array.from({ length: 8 }, () => ({ value, timestamp: 0 })),
+          ),
+        );
       }
       const pool = new ReadBufferPool(8 * MIB);
       for (const offset of [0, 8, 100, 256, 504]) {
