@@ -5,6 +5,9 @@
 // JS numbers; code crossing that edge converts with `toSafeNumber`, which refuses values
 // beyond 2^53 instead of silently rounding them.
 
+// The global `Buffer` is an accessor property: imported, the hot paths skip a getter call.
+import { Buffer } from 'node:buffer';
+
 export class DecodeError extends Error {
   override name = 'DecodeError';
 }
@@ -22,6 +25,13 @@ export function toSafeNumber(value: bigint, what = 'int64'): number {
 const UUID_BYTES = 16;
 const MAX_STRING_BYTES = 0x7fff;
 export const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
+
+// int64 values cross to and from bigint through one BigInt64Array element, read or written
+// as two big-endian 32-bit words: DataView's getBigInt64/setBigInt64 cost about twice as much.
+const INT64 = new BigInt64Array(1);
+const INT64_WORDS = new Uint32Array(INT64.buffer);
+const HIGH_WORD = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 1 : 0;
+const LOW_WORD = 1 - HIGH_WORD;
 
 /** Kafka prints a Uuid as base64url without padding; we carry it in that form. */
 export function uuidToString(bytes: Buffer): string {
@@ -41,9 +51,14 @@ export function uuidToBytes(uuid: string): Buffer {
  */
 export class Reader {
   offset: number;
-  readonly end: number;
+  /** Where reading stops; narrowed to one tagged field while that field is read. */
+  end: number;
   // DataView accessors are several times faster than Buffer's readInt*BE / readBigInt64BE.
   private readonly view: DataView;
+  // Slices are made from the backing memory directly: Buffer#subarray reads the `buffer`
+  // and `byteOffset` getters each time, which cost more than making the slice.
+  private readonly memory: ArrayBufferLike;
+  private readonly base: number;
 
   constructor(
     readonly buf: Buffer,
@@ -52,7 +67,9 @@ export class Reader {
   ) {
     this.offset = offset;
     this.end = end;
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.memory = buf.buffer;
+    this.base = buf.byteOffset;
+    this.view = new DataView(this.memory, this.base, buf.byteLength);
   }
 
   remaining(): number {
@@ -68,65 +85,97 @@ export class Reader {
     return at;
   }
 
+  /**
+   * Takes the next `n` bytes, refusing them if fewer remain, and returns where they start.
+   * A run of fixed-size fields is taken at once and read with the get* methods.
+   */
+  take(n: number): number {
+    return this.need(n, 'fields');
+  }
+
+  getInt8(at: number): number {
+    return this.view.getInt8(at);
+  }
+  getInt16(at: number): number {
+    return this.view.getInt16(at);
+  }
+  getUint16(at: number): number {
+    return this.view.getUint16(at);
+  }
+  getInt32(at: number): number {
+    return this.view.getInt32(at);
+  }
+  getInt64(at: number): bigint {
+    INT64_WORDS[HIGH_WORD] = this.view.getUint32(at);
+    INT64_WORDS[LOW_WORD] = this.view.getUint32(at + 4);
+    return INT64[0]!;
+  }
+  getFloat64(at: number): number {
+    return this.view.getFloat64(at);
+  }
+  getBoolean(at: number): boolean {
+    return this.view.getInt8(at) !== 0;
+  }
+  getUuid(at: number): string {
+    return this.buf.toString('base64url', at, at + UUID_BYTES);
+  }
+
   int8(): number {
-    return this.view.getInt8(this.need(1, 'int8'));
+    return this.getInt8(this.need(1, 'int8'));
   }
   uint8(): number {
     return this.view.getUint8(this.need(1, 'uint8'));
   }
   int16(): number {
-    return this.view.getInt16(this.need(2, 'int16'));
+    return this.getInt16(this.need(2, 'int16'));
   }
   uint16(): number {
-    return this.view.getUint16(this.need(2, 'uint16'));
+    return this.getUint16(this.need(2, 'uint16'));
   }
   int32(): number {
-    return this.view.getInt32(this.need(4, 'int32'));
+    return this.getInt32(this.need(4, 'int32'));
   }
   uint32(): number {
     return this.view.getUint32(this.need(4, 'uint32'));
   }
   int64(): bigint {
-    return this.view.getBigInt64(this.need(8, 'int64'));
+    return this.getInt64(this.need(8, 'int64'));
   }
   float64(): number {
-    return this.view.getFloat64(this.need(8, 'float64'));
+    return this.getFloat64(this.need(8, 'float64'));
   }
 
   boolean(): boolean {
-    return this.int8() !== 0;
+    return this.getBoolean(this.need(1, 'boolean'));
   }
 
   uuid(): string {
-    const at = this.need(UUID_BYTES, 'uuid');
-    return uuidToString(this.buf.subarray(at, at + UUID_BYTES));
+    return this.getUuid(this.need(UUID_BYTES, 'uuid'));
   }
 
   /** Unsigned varint of at most 5 bytes (32 bits). */
   uvarint(): number {
+    const buf = this.buf;
+    const end = this.end;
     let off = this.offset;
-    // Lengths, counts and tags are almost always below 128: one byte.
-    if (off < this.end) {
-      const first = this.buf[off]!;
-      if (first < 0x80) {
-        this.offset = off + 1;
-        return first;
-      }
-    }
+    // Lengths, counts and tags are almost always one or two bytes: their 7-bit groups are
+    // joined with int32 arithmetic; only a fifth byte can exceed it.
     let value = 0;
-    let scale = 1;
-    for (let i = 0; i < 5; i++) {
-      if (off >= this.end) throw new DecodeError('uvarint: truncated');
-      const b = this.buf[off++]!;
-      value += (b & 0x7f) * scale;
+    for (let shift = 0; shift < 28; shift += 7) {
+      if (off >= end) throw new DecodeError('uvarint: truncated');
+      const b = buf[off++]!;
+      value |= (b & 0x7f) << shift;
       if (b < 0x80) {
-        if (value > 0xffffffff) throw new DecodeError('uvarint: exceeds 32 bits');
         this.offset = off;
         return value;
       }
-      scale *= 128;
     }
-    throw new DecodeError('uvarint: longer than 5 bytes');
+    if (off >= end) throw new DecodeError('uvarint: truncated');
+    const last = buf[off++]!;
+    if (last >= 0x80) throw new DecodeError('uvarint: longer than 5 bytes');
+    if (last > 0x0f) throw new DecodeError('uvarint: exceeds 32 bits');
+    this.offset = off;
+    return value + last * 2 ** 28;
   }
 
   /** Zigzag varint of at most 5 bytes (int32). */
@@ -159,7 +208,7 @@ export class Reader {
   /** Reads n raw bytes as a slice of the underlying buffer (no copy). */
   raw(n: number): Buffer {
     const at = this.need(n, 'bytes');
-    return this.buf.subarray(at, at + n);
+    return Buffer.from(this.memory, this.base + at, n);
   }
 
   private text(n: number): string {
@@ -246,10 +295,12 @@ export class Reader {
   }
 
   /**
-   * Reads a tagged-field section. `known` decodes a tag it recognises from a Reader bounded
-   * to that field and returns true; unknown tags are skipped.
+   * Reads a tagged-field section. `read` decodes a tag it recognises into `target` and
+   * returns true, with this reader bounded to that field; unknown tags are skipped.
    */
-  taggedFields(known?: (tag: number, field: Reader) => boolean): void {
+  taggedFields(): void;
+  taggedFields<T>(read: TaggedFieldReader<T>, target: T, version: number): void;
+  taggedFields<T>(read?: TaggedFieldReader<T>, target?: T, version = 0): void {
     if (this.offset < this.end && this.buf[this.offset] === 0) {
       this.offset++;
       return;
@@ -263,71 +314,198 @@ export class Reader {
       lastTag = tag;
       const size = this.uvarint();
       const at = this.need(size, 'tagged field');
-      if (known) {
-        const field = new Reader(this.buf, at, at + size);
-        if (known(tag, field) && field.offset !== field.end) {
-          throw new DecodeError(`tagged field ${tag}: ${field.end - field.offset} bytes left over`);
-        }
+      if (read === undefined) continue;
+      const end = this.end;
+      this.offset = at;
+      this.end = at + size;
+      if (read(tag, this, target as T, version) && this.offset !== this.end) {
+        throw new DecodeError(`tagged field ${tag}: ${this.end - this.offset} bytes left over`);
       }
+      this.offset = at + size;
+      this.end = end;
     }
   }
 }
+
+/** Decodes tagged field `tag` from `r` into `target`; false for a tag it does not know. */
+export type TaggedFieldReader<T> = (tag: number, r: Reader, target: T, version: number) => boolean;
 
 const CHUNK_BYTES = 16 * 1024;
 // Byte fields at least this large (record batches, in practice) are kept as references
 // instead of being copied; below it a copy costs less than another chunk in the writev.
 const ZERO_COPY_BYTES = 1024;
+// Names (topics, groups, hosts) are short and almost always ASCII: measured and copied by
+// a loop here they cost less than a call into Buffer's UTF-8 codec.
+const SHORT_STRING = 64;
+
+/** Bytes of `v` as an unsigned varint. */
+export function sizeOfUvarint(v: number): number {
+  return v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5;
+}
+
+/** The UTF-8 length of a string. */
+export function utf8Length(v: string): number {
+  const n = v.length;
+  if (n > SHORT_STRING) return Buffer.byteLength(v, 'utf8');
+  for (let i = 0; i < n; i++) {
+    if (v.charCodeAt(i) >= 0x80) return Buffer.byteLength(v, 'utf8');
+  }
+  return n;
+}
+
+/** Bytes of a compact (flexible) string: an unsigned varint length+1, then UTF-8. */
+export function sizeOfCompactString(v: string): number {
+  const n = utf8Length(v);
+  return sizeOfUvarint(n + 1) + n;
+}
+
+const FOOTPRINT_REFERENCE = 2 ** 32;
+
+// Kept out of line so that the writers stay small enough to be inlined into the codecs.
+function outOfRange(type: string, v: number): never {
+  throw new EncodeError(`${type} out of range: ${v}`);
+}
+
+/**
+ * What a byte field of `length` costs the Writer, as a footprint: one number holding the
+ * bytes copied into its chunks plus FOOTPRINT_REFERENCE for each field kept by reference
+ * (a field of ZERO_COPY_BYTES or more, which becomes a chunk of its own). Footprints add up
+ * like sizes, so a message's footprint is the sum of its fields', and Writer.reserve takes
+ * it whole. A message is below 2^31 bytes, so the two parts never overlap and the sum stays
+ * exact.
+ */
+export function footprintOfBytes(length: number): number {
+  return length >= ZERO_COPY_BYTES ? FOOTPRINT_REFERENCE : length;
+}
 
 /**
  * Writes primitives into pooled chunks. Large byte fields (record batches) are appended
- * by reference, so encoding a FetchResponse does not copy its records.
+ * by reference, so encoding a FetchResponse does not copy its records. A message codec
+ * reserves its footprint first, so a message of any size is written into one chunk, and
+ * its chunk list is allocated once.
  */
 export class Writer {
-  private readonly chunks: Buffer[] = [];
+  private chunks: Buffer[] = [];
+  private count = 0;
   private buf: Buffer;
   private view: DataView;
+  // The chunk's backing memory: sealed chunks are made from it directly, as in Reader.
+  private memory: ArrayBufferLike;
+  private base: number;
   private pos = 0;
   private start = 0;
   private total = 0;
 
   constructor(initialBytes = 256) {
     this.buf = Buffer.allocUnsafe(initialBytes);
-    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+    this.memory = this.buf.buffer;
+    this.base = this.buf.byteOffset;
+    this.view = new DataView(this.memory, this.base, this.buf.length);
   }
 
   get length(): number {
     return this.total + this.pos - this.start;
   }
 
+  /**
+   * Makes room for a footprint (footprintOfBytes): its bytes in the current chunk, allocating
+   * exactly that many if it has less, and its references in the chunk list.
+   */
+  reserve(footprint: number): void {
+    const references = Math.floor(footprint / FOOTPRINT_REFERENCE);
+    if (references > 0) this.reserveChunks(2 * references + 2);
+    const n = footprint - references * FOOTPRINT_REFERENCE;
+    if (this.pos + n <= this.buf.length) return;
+    this.seal();
+    this.use(Buffer.allocUnsafe(n));
+  }
+
+  // Growing the chunk list an entry at a time costs more than filling it. Each reference is
+  // followed by at most one chunk of copied bytes, and one chunk may precede them all.
+  private reserveChunks(entries: number): void {
+    if (this.count + entries <= this.chunks.length) return;
+    const chunks = new Array<Buffer>(this.count + entries);
+    for (let i = 0; i < this.count; i++) chunks[i] = this.chunks[i]!;
+    this.chunks = chunks;
+  }
+
   private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     this.seal();
-    this.buf = Buffer.allocUnsafe(Math.max(n, CHUNK_BYTES, this.buf.length));
-    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+    this.use(Buffer.allocUnsafe(Math.max(n, CHUNK_BYTES, this.buf.length)));
+  }
+
+  private use(buf: Buffer): void {
+    this.buf = buf;
+    this.memory = buf.buffer;
+    this.base = buf.byteOffset;
+    this.view = new DataView(this.memory, this.base, buf.length);
     this.pos = 0;
     this.start = 0;
   }
 
   private seal(): void {
     if (this.pos > this.start) {
-      this.chunks.push(this.buf.subarray(this.start, this.pos));
+      this.chunks[this.count++] = Buffer.from(this.memory, this.base + this.start, this.pos - this.start);
       this.total += this.pos - this.start;
       this.start = this.pos;
     }
   }
 
+  /**
+   * Claims the next `n` bytes (growing first if the chunk lacks them) and returns where
+   * they start. A run of fixed-size fields is claimed once and filled with the put*
+   * methods, which check ranges as the sequential writers do.
+   */
+  claim(n: number): number {
+    this.ensure(n);
+    const at = this.pos;
+    this.pos = at + n;
+    return at;
+  }
+
   // Values outside a type's range are refused rather than silently wrapped (int64 wraps
   // modulo 2^64, as BigInt.asIntN does).
+  putInt8(at: number, v: number): void {
+    if ((v << 24) >> 24 !== v) outOfRange('int8', v);
+    this.view.setInt8(at, v);
+  }
+  putInt16(at: number, v: number): void {
+    if ((v << 16) >> 16 !== v) outOfRange('int16', v);
+    this.view.setInt16(at, v);
+  }
+  putUint16(at: number, v: number): void {
+    if ((v & 0xffff) !== v) outOfRange('uint16', v);
+    this.view.setUint16(at, v);
+  }
+  putInt32(at: number, v: number): void {
+    if ((v | 0) !== v) outOfRange('int32', v);
+    this.view.setInt32(at, v);
+  }
+  putInt64(at: number, v: bigint): void {
+    INT64[0] = v;
+    this.view.setUint32(at, INT64_WORDS[HIGH_WORD]!);
+    this.view.setUint32(at + 4, INT64_WORDS[LOW_WORD]!);
+  }
+  putFloat64(at: number, v: number): void {
+    this.view.setFloat64(at, v);
+  }
+  putBoolean(at: number, v: boolean): void {
+    this.view.setInt8(at, v ? 1 : 0);
+  }
+  putUuid(at: number, v: string): void {
+    this.buf.set(uuidToBytes(v), at);
+  }
+
   int8(v: number): this {
-    if ((v << 24) >> 24 !== v) throw new EncodeError(`int8 out of range: ${v}`);
     this.ensure(1);
-    this.view.setInt8(this.pos, v);
+    this.putInt8(this.pos, v);
     this.pos += 1;
     return this;
   }
 
   uint8(v: number): this {
-    if ((v & 0xff) !== v) throw new EncodeError(`uint8 out of range: ${v}`);
+    if ((v & 0xff) !== v) outOfRange('uint8', v);
     this.ensure(1);
     this.view.setUint8(this.pos, v);
     this.pos += 1;
@@ -335,31 +513,28 @@ export class Writer {
   }
 
   int16(v: number): this {
-    if ((v << 16) >> 16 !== v) throw new EncodeError(`int16 out of range: ${v}`);
     this.ensure(2);
-    this.view.setInt16(this.pos, v);
+    this.putInt16(this.pos, v);
     this.pos += 2;
     return this;
   }
 
   uint16(v: number): this {
-    if ((v & 0xffff) !== v) throw new EncodeError(`uint16 out of range: ${v}`);
     this.ensure(2);
-    this.view.setUint16(this.pos, v);
+    this.putUint16(this.pos, v);
     this.pos += 2;
     return this;
   }
 
   int32(v: number): this {
-    if ((v | 0) !== v) throw new EncodeError(`int32 out of range: ${v}`);
     this.ensure(4);
-    this.view.setInt32(this.pos, v);
+    this.putInt32(this.pos, v);
     this.pos += 4;
     return this;
   }
 
   uint32(v: number): this {
-    if (v >>> 0 !== v) throw new EncodeError(`uint32 out of range: ${v}`);
+    if (v >>> 0 !== v) outOfRange('uint32', v);
     this.ensure(4);
     this.view.setUint32(this.pos, v);
     this.pos += 4;
@@ -368,13 +543,13 @@ export class Writer {
 
   int64(v: bigint): this {
     this.ensure(8);
-    this.view.setBigInt64(this.pos, v);
+    this.putInt64(this.pos, v);
     this.pos += 8;
     return this;
   }
   float64(v: number): this {
     this.ensure(8);
-    this.view.setFloat64(this.pos, v);
+    this.putFloat64(this.pos, v);
     this.pos += 8;
     return this;
   }
@@ -383,17 +558,29 @@ export class Writer {
   }
 
   uuid(v: string): this {
-    return this.raw(uuidToBytes(v));
+    this.ensure(UUID_BYTES);
+    this.putUuid(this.pos, v);
+    this.pos += UUID_BYTES;
+    return this;
   }
 
   uvarint(v: number): this {
-    if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new EncodeError(`uvarint out of range: ${v}`);
-    this.ensure(5);
-    while (v >= 0x80) {
-      this.buf[this.pos++] = (v & 0x7f) | 0x80;
-      v = Math.floor(v / 128);
+    // Lengths, counts and tags are almost always below 128: one byte.
+    if ((v & 0x7f) === v) {
+      this.ensure(1);
+      this.buf[this.pos++] = v;
+      return this;
     }
-    this.buf[this.pos++] = v;
+    if (v >>> 0 !== v) outOfRange('uvarint', v);
+    this.ensure(sizeOfUvarint(v));
+    const buf = this.buf;
+    let pos = this.pos;
+    while (v >= 0x80) {
+      buf[pos++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    buf[pos++] = v;
+    this.pos = pos;
     return this;
   }
 
@@ -420,7 +607,7 @@ export class Writer {
   raw(b: Buffer): this {
     if (b.length >= ZERO_COPY_BYTES) {
       this.seal();
-      this.chunks.push(b);
+      this.chunks[this.count++] = b;
       this.total += b.length;
       return this;
     }
@@ -430,15 +617,23 @@ export class Writer {
     return this;
   }
 
-  // Strings are encoded straight into the chunk, without an intermediate Buffer.
+  // Strings are encoded straight into the chunk, without an intermediate Buffer; `n` is
+  // their UTF-8 length, equal to the string's length exactly when it is all ASCII.
   private text(v: string, n: number): this {
     this.ensure(n);
-    this.pos += this.buf.write(v, this.pos, n, 'utf8');
+    if (n === v.length && n <= SHORT_STRING) {
+      const buf = this.buf;
+      const pos = this.pos;
+      for (let i = 0; i < n; i++) buf[pos + i] = v.charCodeAt(i);
+      this.pos = pos + n;
+    } else {
+      this.pos += this.buf.write(v, this.pos, n, 'utf8');
+    }
     return this;
   }
 
   private textLength(v: string): number {
-    const n = Buffer.byteLength(v, 'utf8');
+    const n = utf8Length(v);
     if (n > MAX_STRING_BYTES) throw new EncodeError(`string longer than ${MAX_STRING_BYTES} bytes`);
     return n;
   }
@@ -465,13 +660,13 @@ export class Writer {
     return this.int32(v.length).raw(v);
   }
   nullableBytes(v: Buffer | null): this {
-    return v === null ? this.int32(-1) : this.bytes(v);
+    return v === null ? this.int32(-1) : this.int32(v.length).raw(v);
   }
   compactBytes(v: Buffer): this {
     return this.uvarint(v.length + 1).raw(v);
   }
   compactNullableBytes(v: Buffer | null): this {
-    return v === null ? this.uvarint(0) : this.compactBytes(v);
+    return v === null ? this.uvarint(0) : this.uvarint(v.length + 1).raw(v);
   }
 
   arrayLength(n: number): this {
@@ -495,6 +690,7 @@ export class Writer {
   /** The written bytes as chunks, suitable for a vectored socket write. */
   toChunks(): Buffer[] {
     this.seal();
+    if (this.chunks.length !== this.count) this.chunks.length = this.count;
     return this.chunks;
   }
 

@@ -9,19 +9,25 @@ export interface AllocateProducerIdsRequest {
 }
 
 export function makeAllocateProducerIdsRequest(fields?: Partial<AllocateProducerIdsRequest>): AllocateProducerIdsRequest {
-  return {
+  const m: AllocateProducerIdsRequest = {
     brokerId: 0,
     brokerEpoch: -1n,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfAllocateProducerIdsRequest(m: AllocateProducerIdsRequest, version: number): number {
+  return 13;
 }
 
 export function encodeAllocateProducerIdsRequest(w: Writer, m: AllocateProducerIdsRequest, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`AllocateProducerIdsRequest: unsupported version ${version}`);
   }
-  w.int32(m.brokerId);
-  w.int64(m.brokerEpoch);
+  w.reserve(footprintOfAllocateProducerIdsRequest(m, version));
+  const at0 = w.claim(12);
+  w.putInt32(at0, m.brokerId);
+  w.putInt64(at0 + 4, m.brokerEpoch);
   w.uvarint(0);
 }
 
@@ -29,8 +35,9 @@ export function decodeAllocateProducerIdsRequest(r: Reader, version: number): Al
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`AllocateProducerIdsRequest: unsupported version ${version}`);
   }
-  const $brokerId: number = r.int32();
-  const $brokerEpoch: bigint = r.int64();
+  const at1 = r.take(12);
+  const $brokerId: number = r.getInt32(at1);
+  const $brokerEpoch: bigint = r.getInt64(at1 + 4);
   r.taggedFields();
   return { brokerId: $brokerId, brokerEpoch: $brokerEpoch };
 }
@@ -45,23 +52,29 @@ export interface AllocateProducerIdsResponse {
 }
 
 export function makeAllocateProducerIdsResponse(fields?: Partial<AllocateProducerIdsResponse>): AllocateProducerIdsResponse {
-  return {
+  const m: AllocateProducerIdsResponse = {
     throttleTimeMs: 0,
     errorCode: 0,
     producerIdStart: 0n,
     producerIdLen: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfAllocateProducerIdsResponse(m: AllocateProducerIdsResponse, version: number): number {
+  return 19;
 }
 
 export function encodeAllocateProducerIdsResponse(w: Writer, m: AllocateProducerIdsResponse, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`AllocateProducerIdsResponse: unsupported version ${version}`);
   }
-  w.int32(m.throttleTimeMs);
-  w.int16(m.errorCode);
-  w.int64(m.producerIdStart);
-  w.int32(m.producerIdLen);
+  w.reserve(footprintOfAllocateProducerIdsResponse(m, version));
+  const at0 = w.claim(18);
+  w.putInt32(at0, m.throttleTimeMs);
+  w.putInt16(at0 + 4, m.errorCode);
+  w.putInt64(at0 + 6, m.producerIdStart);
+  w.putInt32(at0 + 14, m.producerIdLen);
   w.uvarint(0);
 }
 
@@ -69,10 +82,11 @@ export function decodeAllocateProducerIdsResponse(r: Reader, version: number): A
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`AllocateProducerIdsResponse: unsupported version ${version}`);
   }
-  const $throttleTimeMs: number = r.int32();
-  const $errorCode: number = r.int16();
-  const $producerIdStart: bigint = r.int64();
-  const $producerIdLen: number = r.int32();
+  const at1 = r.take(18);
+  const $throttleTimeMs: number = r.getInt32(at1);
+  const $errorCode: number = r.getInt16(at1 + 4);
+  const $producerIdStart: bigint = r.getInt64(at1 + 6);
+  const $producerIdLen: number = r.getInt32(at1 + 14);
   r.taggedFields();
   return { throttleTimeMs: $throttleTimeMs, errorCode: $errorCode, producerIdStart: $producerIdStart, producerIdLen: $producerIdLen };
 }

@@ -9,19 +9,25 @@ export interface KRaftVersionRecord {
 }
 
 export function makeKRaftVersionRecord(fields?: Partial<KRaftVersionRecord>): KRaftVersionRecord {
-  return {
+  const m: KRaftVersionRecord = {
     version: 0,
     kRaftVersion: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfKRaftVersionRecord(m: KRaftVersionRecord, version: number): number {
+  return 5;
 }
 
 export function encodeKRaftVersionRecord(w: Writer, m: KRaftVersionRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`KRaftVersionRecord: unsupported version ${version}`);
   }
-  w.int16(m.version);
-  w.int16(m.kRaftVersion);
+  w.reserve(footprintOfKRaftVersionRecord(m, version));
+  const at0 = w.claim(4);
+  w.putInt16(at0, m.version);
+  w.putInt16(at0 + 2, m.kRaftVersion);
   w.uvarint(0);
 }
 
@@ -29,8 +35,9 @@ export function decodeKRaftVersionRecord(r: Reader, version: number): KRaftVersi
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`KRaftVersionRecord: unsupported version ${version}`);
   }
-  const $version: number = r.int16();
-  const $kRaftVersion: number = r.int16();
+  const at1 = r.take(4);
+  const $version: number = r.getInt16(at1);
+  const $kRaftVersion: number = r.getInt16(at1 + 2);
   r.taggedFields();
   return { version: $version, kRaftVersion: $kRaftVersion };
 }

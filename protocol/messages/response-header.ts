@@ -8,16 +8,26 @@ export interface ResponseHeader {
 }
 
 export function makeResponseHeader(fields?: Partial<ResponseHeader>): ResponseHeader {
-  return {
+  const m: ResponseHeader = {
     correlationId: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfResponseHeader(m: ResponseHeader, version: number): number {
+  const flexible = version >= 1;
+  let n = 4;
+  if (flexible) {
+    n += 1;
+  }
+  return n;
 }
 
 export function encodeResponseHeader(w: Writer, m: ResponseHeader, version: number): void {
   if (!(version >= 0 && version <= 1)) {
     throw new EncodeError(`ResponseHeader: unsupported version ${version}`);
   }
+  w.reserve(footprintOfResponseHeader(m, version));
   const flexible = version >= 1;
   w.int32(m.correlationId);
   if (flexible) {

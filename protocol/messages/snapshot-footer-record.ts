@@ -8,16 +8,21 @@ export interface SnapshotFooterRecord {
 }
 
 export function makeSnapshotFooterRecord(fields?: Partial<SnapshotFooterRecord>): SnapshotFooterRecord {
-  return {
+  const m: SnapshotFooterRecord = {
     version: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfSnapshotFooterRecord(m: SnapshotFooterRecord, version: number): number {
+  return 3;
 }
 
 export function encodeSnapshotFooterRecord(w: Writer, m: SnapshotFooterRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`SnapshotFooterRecord: unsupported version ${version}`);
   }
+  w.reserve(footprintOfSnapshotFooterRecord(m, version));
   w.int16(m.version);
   w.uvarint(0);
 }

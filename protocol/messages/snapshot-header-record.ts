@@ -9,19 +9,25 @@ export interface SnapshotHeaderRecord {
 }
 
 export function makeSnapshotHeaderRecord(fields?: Partial<SnapshotHeaderRecord>): SnapshotHeaderRecord {
-  return {
+  const m: SnapshotHeaderRecord = {
     version: 0,
     lastContainedLogTimestamp: 0n,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfSnapshotHeaderRecord(m: SnapshotHeaderRecord, version: number): number {
+  return 11;
 }
 
 export function encodeSnapshotHeaderRecord(w: Writer, m: SnapshotHeaderRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`SnapshotHeaderRecord: unsupported version ${version}`);
   }
-  w.int16(m.version);
-  w.int64(m.lastContainedLogTimestamp);
+  w.reserve(footprintOfSnapshotHeaderRecord(m, version));
+  const at0 = w.claim(10);
+  w.putInt16(at0, m.version);
+  w.putInt64(at0 + 2, m.lastContainedLogTimestamp);
   w.uvarint(0);
 }
 
@@ -29,8 +35,9 @@ export function decodeSnapshotHeaderRecord(r: Reader, version: number): Snapshot
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`SnapshotHeaderRecord: unsupported version ${version}`);
   }
-  const $version: number = r.int16();
-  const $lastContainedLogTimestamp: bigint = r.int64();
+  const at1 = r.take(10);
+  const $version: number = r.getInt16(at1);
+  const $lastContainedLogTimestamp: bigint = r.getInt64(at1 + 2);
   r.taggedFields();
   return { version: $version, lastContainedLogTimestamp: $lastContainedLogTimestamp };
 }

@@ -1,7 +1,7 @@
 // Emits TypeScript encoders/decoders from the parsed spec. The generated code is
 // straight-line per field, with version tests folded away where a field's range covers
 // every version the enclosing struct can be written at.
-import { ZERO_UUID } from '../../protocol/primitives.ts';
+import { ZERO_UUID, sizeOfUvarint } from '../../protocol/primitives.ts';
 import { MAX_VERSION, structNameOf } from './spec.ts';
 import type { Field, FieldType, Message, Range, SpecGroup, Struct } from './spec.ts';
 
@@ -99,6 +99,26 @@ export function moduleName(message: Message): string {
 // ---------------------------------------------------------------- types and defaults
 
 const NUMBER_TYPES = new Set(['int8', 'int16', 'uint16', 'int32', 'float64']);
+
+/** A fixed-size field of a run and the versions it is written in. */
+interface RunField {
+  f: Field;
+  regular: string;
+  size: number;
+}
+
+/** The Writer/Reader method name of a fixed-size primitive. */
+function primitiveMethod(type: FieldType): string {
+  if (type.kind !== 'primitive') throw new Error(`${type.kind} is not a primitive`);
+  return type.name === 'bool' ? 'boolean' : type.name;
+}
+
+function capitalised(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+/** footprint: what the Writer spends on a value (see footprintOfBytes); size: every byte of it. */
+type SizeMode = 'footprint' | 'size';
 
 class MessageEmitter {
   private readonly structs = new Map<string, Struct>();
@@ -307,6 +327,185 @@ class MessageEmitter {
     return Math.max(1, min === Infinity ? 1 : min);
   }
 
+  // -------------------------------------------------------------- encoded sizes
+  //
+  // Every struct gets a footprintOfX: the bytes its encoding copies into the Writer's chunks
+  // and the byte fields the Writer keeps by reference, as one number (footprintOfBytes), so
+  // that the root encoder reserves them once and writes without growing. A tagged field is
+  // prefixed with the whole length of its value, so a struct holding bytes also gets a
+  // sizeOfX, emitted only where a tagged field needs it; for any other struct the two agree.
+
+  private readonly sizers = new Set<string>();
+
+  /** Whether a value of `type` can hold a bytes or records field. */
+  private holdsBytes(type: FieldType, seen = new Set<string>()): boolean {
+    if (type.kind === 'array') return this.holdsBytes(type.element, seen);
+    if (type.kind === 'primitive') return type.name === 'bytes' || type.name === 'records';
+    if (seen.has(type.name)) return false;
+    seen.add(type.name);
+    return this.struct(type.name).fields.some((f) => this.holdsBytes(f.type, seen));
+  }
+
+  private sizer(structName: string, mode: SizeMode): string {
+    const s = this.struct(structName);
+    if (mode === 'size' && this.holdsBytes({ kind: 'struct', name: structName })) {
+      this.sizers.add(structName);
+      return `sizeOf${s.tsName}`;
+    }
+    return `footprintOf${s.tsName}`;
+  }
+
+  /** The encoded size of `e` as one expression, or null for an array of variable-size elements. */
+  private sizeExpr(e: string, f: Field, type: FieldType, flex: string, nullC: string, mode: SizeMode): string | null {
+    const nullableType = f.nullableVersions !== null;
+    const fixed = this.fixedSize(type);
+    if (fixed !== null) return String(fixed);
+    if (type.kind === 'primitive') {
+      let size: string;
+      if (type.name === 'string') {
+        size = sel(flex, `${this.use('sizeOfCompactString')}(${e})`, `2 + ${this.use('utf8Length')}(${e})`);
+      } else {
+        const body = mode === 'footprint' ? `${this.use('footprintOfBytes')}(${e}.length)` : `${e}.length`;
+        size = sel(flex, `${this.use('sizeOfUvarint')}(${e}.length + 1) + ${body}`, `4 + ${body}`);
+      }
+      if (!nullableType) return size;
+      const nullSize = sel(flex, '1', type.name === 'string' ? '2' : '4');
+      return `${e} === null ? ${paren(nullSize)} : ${paren(size)}`;
+    }
+    if (type.kind === 'struct') {
+      const call = `${this.sizer(type.name, mode)}(${e}, version)`;
+      if (!nullableType) return call;
+      // The presence marker is written only in versions where the struct is nullable.
+      return `${e} === null ? 1 : ${paren(sel(nullC, `1 + ${call}`, call))}`;
+    }
+    const element = this.fixedSize(type.element);
+    if (element === null) return null;
+    const size = `${paren(sel(flex, `${this.use('sizeOfUvarint')}(${e}.length + 1)`, '4'))} + ${e}.length * ${element}`;
+    return nullableType ? `${e} === null ? ${paren(sel(flex, '1', '4'))} : ${paren(size)}` : size;
+  }
+
+  /** Emits statements adding the encoded size of `e` to `acc`. */
+  private emitSizeValue(
+    out: string[],
+    pad: string,
+    acc: string,
+    e: string,
+    f: Field,
+    type: FieldType,
+    flex: string,
+    nullC: string,
+    mode: SizeMode,
+  ): void {
+    const expr = this.sizeExpr(e, f, type, flex, nullC, mode);
+    if (expr !== null) {
+      out.push(`${pad}${acc} += ${expr};`);
+      return;
+    }
+    if (type.kind !== 'array') throw new Error(`${this.message.name}.${f.name}: no size for ${type.kind}`);
+    const sizeArray = (p: string) => {
+      out.push(`${p}${acc} += ${sel(flex, `${this.use('sizeOfUvarint')}(${e}.length + 1)`, '4')};`);
+      const el = `e${this.tmp++}`;
+      out.push(`${p}for (const ${el} of ${e}) {`);
+      this.emitSizeValue(out, p + '  ', acc, el, { ...f, nullableVersions: null }, type.element, flex, 'false', mode);
+      out.push(`${p}}`);
+    };
+    if (f.nullableVersions === null) {
+      sizeArray(pad);
+      return;
+    }
+    out.push(`${pad}if (${e} === null) {`);
+    out.push(`${pad}  ${acc} += ${sel(flex, '1', '4')};`);
+    out.push(`${pad}} else {`);
+    sizeArray(pad + '  ');
+    out.push(`${pad}}`);
+  }
+
+  /** Emits `const <name> =` tagged field f's size (the length written before its value) or footprint. */
+  private emitTaggedValueSize(out: string[], pad: string, name: string, f: Field, ctx: Range, mode: SizeMode): void {
+    const tctx = intersect(ctx, f.taggedVersions) ?? ctx;
+    const nullC = cond(f.nullableVersions, tctx);
+    const e = `m.${f.name}`;
+    const expr = this.sizeExpr(e, f, f.type, 'true', nullC, mode);
+    if (expr !== null) {
+      out.push(`${pad}const ${name} = ${expr};`);
+      return;
+    }
+    out.push(`${pad}let ${name} = 0;`);
+    this.emitSizeValue(out, pad, name, e, f, f.type, 'true', nullC, mode);
+  }
+
+  /** Whether tagged field f is written: present in the version and not its default. */
+  private taggedPresent(struct: Struct, f: Field): string {
+    const flexCtx = intersect(this.ctxOf(struct), this.message.flexibleVersions) ?? this.ctxOf(struct);
+    return and(cond(f.taggedVersions, flexCtx), this.nonDefault(`m.${f.name}`, f));
+  }
+
+  private taggedFieldsOf(struct: Struct): (Field & { tag: number })[] {
+    const tagged = taggedIn(struct, this.ctxOf(struct));
+    // The count of tagged fields is then a one-byte uvarint.
+    if (tagged.length >= 0x80) throw new Error(`${struct.name}: ${tagged.length} tagged fields`);
+    return tagged;
+  }
+
+  private emitSizer(out: string[], struct: Struct, mode: SizeMode): void {
+    const ctx = this.ctxOf(struct);
+    const m = this.message;
+    const name = mode === 'footprint' ? `footprintOf${struct.tsName}` : `sizeOf${struct.tsName}`;
+    out.push(`function ${name}(m: ${struct.tsName}, version: number): number {`);
+    const flexible = cond(m.flexibleVersions, ctx);
+    const flex = flexible === 'true' || flexible === 'false' ? flexible : 'flexible';
+    if (flex === 'flexible') out.push(`  const flexible = ${flexible};`);
+    // Fixed-size fields present in every version are summed here.
+    let fixed = 0;
+    const body: string[] = [];
+    for (const f of struct.fields) {
+      const regular = cond(regularRange(f), ctx);
+      const fctx = intersect(ctx, regularRange(f)) ?? ctx;
+      const fieldFlex = f.flexibleVersions === undefined ? narrow(flex, m.flexibleVersions, fctx) : cond(f.flexibleVersions, fctx);
+      const size = this.fixedSize(f.type);
+      if (regular === 'true' && size !== null) {
+        fixed += size;
+        continue;
+      }
+      const nullC = cond(f.nullableVersions, fctx);
+      this.block(body, '  ', regular, (p) => this.emitSizeValue(body, p, 'n', `m.${f.name}`, f, f.type, fieldFlex, nullC, mode));
+    }
+    // The count of tagged fields: one byte.
+    if (flex === 'true') fixed += 1;
+    this.block(body, '  ', flex, (p) => {
+      if (flex !== 'true') body.push(`${p}n += 1;`);
+      for (const f of this.taggedFieldsOf(struct)) {
+        body.push(`${p}if (${this.taggedPresent(struct, f)}) {`);
+        this.emitTaggedValueSize(body, p + '  ', 'size', f, ctx, 'size');
+        const header = sizeOfUvarint(f.tag);
+        if (mode === 'size' || !this.holdsBytes(f.type)) {
+          body.push(`${p}  n += ${header} + ${this.use('sizeOfUvarint')}(size) + size;`);
+        } else {
+          this.emitTaggedValueSize(body, p + '  ', 'footprint', f, ctx, 'footprint');
+          body.push(`${p}  n += ${header} + ${this.use('sizeOfUvarint')}(size) + footprint;`);
+        }
+        body.push(`${p}}`);
+      }
+    });
+    if (body.length === 0) {
+      out.push(`  return ${fixed};`);
+    } else {
+      out.push(`  let n = ${fixed};`, ...body, '  return n;');
+    }
+    out.push('}');
+  }
+
+  private emitSizers(out: string[]): void {
+    const done = new Set<string>();
+    for (;;) {
+      const next = this.message.structs.find((s) => this.sizers.has(s.name) && !done.has(s.name));
+      if (!next) return;
+      done.add(next.name);
+      this.emitSizer(out, next, 'size');
+      out.push('');
+    }
+  }
+
   // -------------------------------------------------------------- writing
 
   private nullError(f: Field): string {
@@ -437,6 +636,41 @@ class MessageEmitter {
     }
   }
 
+  /** Writes a run of fixed-size fields: one claim, then each value put at its offset. */
+  private emitRun(out: string[], run: RunField[]): void {
+    const [first] = run;
+    if (first === undefined) return;
+    if (run.length === 1) {
+      this.block(out, '  ', first.regular, (p) => out.push(`${p}w.${primitiveMethod(first.f.type)}(m.${first.f.name});`));
+      return;
+    }
+    const at = `at${this.tmp++}`;
+    const lines: string[] = [];
+    let offset = 0;
+    let moved = false;
+    run.forEach((r, i) => {
+      const put = `w.put${capitalised(primitiveMethod(r.f.type))}`;
+      if (r.regular === 'true') {
+        lines.push(`  ${put}(${offset === 0 ? at : `${at} + ${offset}`}, m.${r.f.name});`);
+        offset += r.size;
+        return;
+      }
+      if (offset !== 0) {
+        lines.push(`  ${at} += ${offset};`);
+        offset = 0;
+        moved = true;
+      }
+      const last = i === run.length - 1;
+      lines.push(`  if (${r.regular}) {`, `    ${put}(${at}, m.${r.f.name});`);
+      if (!last) {
+        lines.push(`    ${at} += ${r.size};`);
+        moved = true;
+      }
+      lines.push('  }');
+    });
+    out.push(`  ${moved ? 'let' : 'const'} ${at} = w.claim(${this.runSize(run)});`, ...lines);
+  }
+
   private emitWriter(out: string[], struct: Struct, root: boolean): void {
     const ctx = this.ctxOf(struct);
     const m = this.message;
@@ -445,12 +679,23 @@ class MessageEmitter {
       out.push(`  if (!(version >= ${m.validVersions.lo} && version <= ${m.validVersions.hi})) {`);
       out.push(`    throw new ${this.use('EncodeError')}(\`${m.name}: unsupported version \${version}\`);`);
       out.push('  }');
+      out.push(`  w.reserve(footprintOf${struct.tsName}(m, version));`);
     } else {
       out.push(`function write${struct.tsName}(w: ${this.use('Writer')}, m: ${struct.tsName}, version: number): void {`);
     }
     const flexible = cond(m.flexibleVersions, ctx);
     const flex = flexible === 'true' || flexible === 'false' ? flexible : 'flexible';
     if (flex === 'flexible') out.push(`  const flexible = ${flexible};`);
+    // Consecutive fixed-size fields are claimed at once and put at known offsets; the checks
+    // of fields a version lacks write nothing, so they follow the run they sit in.
+    let run: RunField[] = [];
+    let checks: string[] = [];
+    const flush = () => {
+      this.emitRun(out, run);
+      out.push(...checks);
+      run = [];
+      checks = [];
+    };
     for (const f of struct.fields) {
       const e = `m.${f.name}`;
       const regular = cond(regularRange(f), ctx);
@@ -458,40 +703,49 @@ class MessageEmitter {
       const fctx = intersect(ctx, regularRange(f)) ?? ctx;
       const fieldFlex = f.flexibleVersions === undefined ? narrow(flex, m.flexibleVersions, fctx) : cond(f.flexibleVersions, fctx);
       const nullC = cond(f.nullableVersions, fctx);
-      this.block(out, '  ', regular, (p) => this.emitWriteValue(out, p, 'w', e, f, f.type, fieldFlex, nullC, fctx));
+      const size = this.fixedSize(f.type);
+      if (regular !== 'false' && size !== null) {
+        run.push({ f, regular, size });
+      } else if (regular !== 'false') {
+        flush();
+        this.block(out, '  ', regular, (p) => this.emitWriteValue(out, p, 'w', e, f, f.type, fieldFlex, nullC, fctx));
+      }
       if (!f.ignorable && present !== 'true') {
-        this.block(out, '  ', not(present), (p) => {
-          out.push(`${p}if (${this.nonDefault(e, f)}) {`);
-          out.push(
+        this.block(checks, '  ', not(present), (p) => {
+          checks.push(`${p}if (${this.nonDefault(e, f)}) {`);
+          checks.push(
             `${p}  throw new ${this.use('EncodeError')}(\`${m.name}: attempted to write a non-default ${f.name} at version \${version}\`);`,
           );
-          out.push(`${p}}`);
+          checks.push(`${p}}`);
         });
       }
+      if (run.length === 0) {
+        out.push(...checks);
+        checks = [];
+      }
     }
-    const tagged = taggedIn(struct, ctx);
+    flush();
+    const tagged = this.taggedFieldsOf(struct);
     this.block(out, '  ', flex, (p) => {
       if (tagged.length === 0) {
         out.push(`${p}w.uvarint(0);`);
         return;
       }
       out.push(`${p}let tagged = 0;`);
-      const flexCtx = intersect(ctx, m.flexibleVersions) ?? ctx;
-      const when = (f: Field) => and(cond(f.taggedVersions, flexCtx), this.nonDefault(`m.${f.name}`, f));
-      for (const f of tagged) out.push(`${p}if (${when(f)}) tagged++;`);
+      for (const f of tagged) {
+        out.push(`${p}const tagged${f.tag} = ${this.taggedPresent(struct, f)};`);
+        out.push(`${p}if (tagged${f.tag}) tagged++;`);
+      }
       out.push(`${p}w.uvarint(tagged);`);
       for (const f of tagged) {
-        out.push(`${p}if (${when(f)}) {`);
-        const size = this.fixedSize(f.type);
-        if (size !== null) {
-          out.push(`${p}  w.uvarint(${f.tag}).uvarint(${size});`);
+        out.push(`${p}if (tagged${f.tag}) {`);
+        this.emitTaggedValueSize(out, p + '  ', 'size', f, ctx, 'size');
+        out.push(`${p}  w.uvarint(${f.tag}).uvarint(size);`);
+        if (this.fixedSize(f.type) !== null) {
           this.emitWriteValue(out, p + '  ', 'w', `m.${f.name}`, f, f.type, 'true', 'false', ctx);
         } else {
-          out.push(`${p}  const t = new ${this.use('Writer')}(64);`);
           const tctx = intersect(ctx, f.taggedVersions) ?? ctx;
-          this.emitWriteValue(out, p + '  ', 't', `m.${f.name}`, f, f.type, 'true', cond(f.nullableVersions, tctx), tctx, true);
-          out.push(`${p}  const b = t.toBuffer();`);
-          out.push(`${p}  w.uvarint(${f.tag}).uvarint(b.length).raw(b);`);
+          this.emitWriteValue(out, p + '  ', 'w', `m.${f.name}`, f, f.type, 'true', cond(f.nullableVersions, tctx), tctx, true);
         }
         out.push(`${p}}`);
       }
@@ -565,6 +819,42 @@ class MessageEmitter {
     out.push(`${pad}}`);
   }
 
+  /** Reads a run of fixed-size fields: one take, then each value got at its offset. */
+  private emitReadRun(out: string[], run: RunField[]): void {
+    const at = `at${this.tmp++}`;
+    const lines: string[] = [];
+    let offset = 0;
+    let moved = false;
+    run.forEach((r, i) => {
+      const get = `r.get${capitalised(primitiveMethod(r.f.type))}`;
+      const local = `$${r.f.name}`;
+      const type = this.tsType(r.f);
+      if (r.regular === 'true') {
+        lines.push(`  const ${local}: ${type} = ${get}(${offset === 0 ? at : `${at} + ${offset}`});`);
+        offset += r.size;
+        return;
+      }
+      if (offset !== 0) {
+        lines.push(`  ${at} += ${offset};`);
+        offset = 0;
+        moved = true;
+      }
+      lines.push(`  let ${local}: ${type};`, `  if (${r.regular}) {`, `    ${local} = ${get}(${at});`);
+      if (i !== run.length - 1) {
+        lines.push(`    ${at} += ${r.size};`);
+        moved = true;
+      }
+      lines.push('  } else {', `    ${local} = ${this.defaultExpr(r.f)};`, '  }');
+    });
+    out.push(`  ${moved ? 'let' : 'const'} ${at} = r.take(${this.runSize(run)});`, ...lines);
+  }
+
+  private runSize(run: RunField[]): string {
+    const fixed = run.filter((r) => r.regular === 'true').reduce((n, r) => n + r.size, 0);
+    const terms = run.filter((r) => r.regular !== 'true').map((r) => `(${r.regular} ? ${r.size} : 0)`);
+    return fixed === 0 ? terms.join(' + ') : [String(fixed), ...terms].join(' + ');
+  }
+
   private emitReader(out: string[], struct: Struct, root: boolean): void {
     const ctx = this.ctxOf(struct);
     const m = this.message;
@@ -579,7 +869,7 @@ class MessageEmitter {
     const flexible = cond(m.flexibleVersions, ctx);
     const flex = flexible === 'true' || flexible === 'false' ? flexible : 'flexible';
     if (flex === 'flexible') out.push(`  const flexible = ${flexible};`);
-    for (const f of struct.fields) {
+    const readField = (f: Field) => {
       const local = `$${f.name}`;
       const regular = cond(regularRange(f), ctx);
       const taggedSomewhere = f.tag !== null && cond(f.taggedVersions, ctx) !== 'false' && flex !== 'false';
@@ -607,43 +897,73 @@ class MessageEmitter {
         out.push(`  let ${local}: ${type};`);
         this.block(out, '  ', regular, read, (p) => out.push(`${p}${local} = ${this.defaultExpr(f)};`));
       }
+    };
+    // As in the writer, consecutive fixed-size fields are taken at once and read at known offsets.
+    let run: RunField[] = [];
+    const flush = () => {
+      const [first] = run;
+      if (run.length === 1 && first !== undefined) readField(first.f);
+      else if (run.length > 1) this.emitReadRun(out, run);
+      run = [];
+    };
+    for (const f of struct.fields) {
+      const regular = cond(regularRange(f), ctx);
+      const taggedSomewhere = f.tag !== null && cond(f.taggedVersions, ctx) !== 'false' && flex !== 'false';
+      const size = this.fixedSize(f.type);
+      if (size !== null && regular !== 'false' && !taggedSomewhere) {
+        run.push({ f, regular, size });
+        continue;
+      }
+      if (regular !== 'false') flush();
+      readField(f);
     }
-    const tagged = taggedIn(struct, ctx);
-    this.block(out, '  ', flex, (p) => {
-      if (tagged.length === 0) {
-        out.push(`${p}r.taggedFields();`);
-        return;
-      }
-      out.push(`${p}r.taggedFields((tag, fr) => {`);
-      out.push(`${p}  switch (tag) {`);
-      for (const f of tagged) {
-        out.push(`${p}    case ${f.tag}:`);
-        const c = cond(f.taggedVersions, intersect(ctx, m.flexibleVersions) ?? ctx);
-        const lines: string[] = [];
-        const inner = c === 'true' ? p + '      ' : p + '        ';
-        const tctx = intersect(ctx, f.taggedVersions) ?? ctx;
-        this.emitReadValue(lines, inner, 'fr', (v) => `$${f.name} = ${v};`, f, f.type, 'true', cond(f.nullableVersions, tctx), tctx, true);
-        const body = lines;
-        if (c === 'true') {
-          out.push(...body, `${p}      return true;`);
-        } else {
-          // As Kafka: a known tag in a version where the field is not tagged is an error.
-          out.push(
-            `${p}      if (${c}) {`,
-            ...body,
-            `${p}        return true;`,
-            `${p}      }`,
-            `${p}      throw new ${this.use('DecodeError')}(\`${m.name}: tag ${f.tag} is not valid for version \${version}\`);`,
-          );
-        }
-      }
-      out.push(`${p}    default:`);
-      out.push(`${p}      return false;`);
-      out.push(`${p}  }`);
-      out.push(`${p}});`);
-    });
-    out.push(`  return { ${struct.fields.map((f) => `${f.name}: $${f.name}`).join(', ')} };`);
+    flush();
+    const fields = struct.fields.map((f) => `${f.name}: $${f.name}`).join(', ');
+    const tagged = this.taggedFieldsOf(struct);
+    if (flex === 'false') {
+      out.push(`  return { ${fields} };`);
+    } else if (tagged.length === 0) {
+      this.block(out, '  ', flex, (p) => out.push(`${p}r.taggedFields();`));
+      out.push(`  return { ${fields} };`);
+    } else {
+      out.push(`  const m: ${struct.tsName} = { ${fields} };`);
+      this.block(out, '  ', flex, (p) => out.push(`${p}r.taggedFields(read${struct.tsName}Tagged, m, version);`));
+      out.push('  return m;', '}', '', ...this.taggedReader(struct, tagged));
+      return;
+    }
     out.push('}');
+  }
+
+  /** A module-level reader of the struct's tagged fields: no closure per decoded struct. */
+  private taggedReader(struct: Struct, tagged: (Field & { tag: number })[]): string[] {
+    const m = this.message;
+    const ctx = this.ctxOf(struct);
+    const out: string[] = [];
+    out.push(`function read${struct.tsName}Tagged(tag: number, r: ${this.use('Reader')}, m: ${struct.tsName}, version: number): boolean {`);
+    out.push('  switch (tag) {');
+    for (const f of tagged) {
+      out.push(`    case ${f.tag}: {`);
+      const c = cond(f.taggedVersions, intersect(ctx, m.flexibleVersions) ?? ctx);
+      const inner = c === 'true' ? '      ' : '        ';
+      const tctx = intersect(ctx, f.taggedVersions) ?? ctx;
+      const body: string[] = [];
+      this.emitReadValue(body, inner, 'r', (v) => `m.${f.name} = ${v};`, f, f.type, 'true', cond(f.nullableVersions, tctx), tctx, true);
+      if (c === 'true') {
+        out.push(...body, '      return true;');
+      } else {
+        // As Kafka: a known tag in a version where the field is not tagged is an error.
+        out.push(
+          `      if (${c}) {`,
+          ...body,
+          '        return true;',
+          '      }',
+          `      throw new ${this.use('DecodeError')}(\`${m.name}: tag ${f.tag} is not valid for version \${version}\`);`,
+        );
+      }
+      out.push('    }');
+    }
+    out.push('    default:', '      return false;', '  }', '}');
+    return out;
   }
 
   // -------------------------------------------------------------- module body
@@ -658,10 +978,11 @@ class MessageEmitter {
       if (s.fields.length === 0) {
         out.push('  return { ...fields };');
       } else {
-        out.push('  return {');
+        // Decoders call make for every absent struct field: no spread when there is nothing to merge.
+        out.push(`  const m: ${s.tsName} = {`);
         for (const f of s.fields) out.push(`    ${f.name}: ${this.defaultExpr(f)},`);
-        out.push('    ...fields,');
         out.push('  };');
+        out.push('  return fields === undefined ? m : Object.assign(m, fields);');
       }
       out.push('}');
       out.push('');
@@ -670,11 +991,14 @@ class MessageEmitter {
 
   emitCodec(out: string[]): void {
     for (const s of this.message.structs) {
+      this.emitSizer(out, s, 'footprint');
+      out.push('');
       this.emitWriter(out, s, s === this.message.root);
       out.push('');
       this.emitReader(out, s, s === this.message.root);
       out.push('');
     }
+    this.emitSizers(out);
     this.emitDefaultChecks(out);
   }
 }
@@ -684,7 +1008,17 @@ class MessageEmitter {
 function importLine(used: Set<string>, depth: number): string[] {
   const up = '../'.repeat(depth + 1);
   const lines: string[] = [];
-  const prim = ['DecodeError', 'EncodeError', 'Reader', 'Writer', 'ZERO_UUID'].filter((n) => used.has(n));
+  const prim = [
+    'DecodeError',
+    'EncodeError',
+    'Reader',
+    'Writer',
+    'ZERO_UUID',
+    'footprintOfBytes',
+    'sizeOfCompactString',
+    'sizeOfUvarint',
+    'utf8Length',
+  ].filter((n) => used.has(n));
   if (prim.length) lines.push(`import { ${prim.join(', ')} } from '${up}primitives.ts';`);
   return lines;
 }

@@ -8,16 +8,21 @@ export interface ConsumerGroupMetadataValue {
 }
 
 export function makeConsumerGroupMetadataValue(fields?: Partial<ConsumerGroupMetadataValue>): ConsumerGroupMetadataValue {
-  return {
+  const m: ConsumerGroupMetadataValue = {
     epoch: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfConsumerGroupMetadataValue(m: ConsumerGroupMetadataValue, version: number): number {
+  return 5;
 }
 
 export function encodeConsumerGroupMetadataValue(w: Writer, m: ConsumerGroupMetadataValue, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`ConsumerGroupMetadataValue: unsupported version ${version}`);
   }
+  w.reserve(footprintOfConsumerGroupMetadataValue(m, version));
   w.int32(m.epoch);
   w.uvarint(0);
 }

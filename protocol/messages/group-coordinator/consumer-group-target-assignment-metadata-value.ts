@@ -8,16 +8,21 @@ export interface ConsumerGroupTargetAssignmentMetadataValue {
 }
 
 export function makeConsumerGroupTargetAssignmentMetadataValue(fields?: Partial<ConsumerGroupTargetAssignmentMetadataValue>): ConsumerGroupTargetAssignmentMetadataValue {
-  return {
+  const m: ConsumerGroupTargetAssignmentMetadataValue = {
     assignmentEpoch: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfConsumerGroupTargetAssignmentMetadataValue(m: ConsumerGroupTargetAssignmentMetadataValue, version: number): number {
+  return 5;
 }
 
 export function encodeConsumerGroupTargetAssignmentMetadataValue(w: Writer, m: ConsumerGroupTargetAssignmentMetadataValue, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`ConsumerGroupTargetAssignmentMetadataValue: unsupported version ${version}`);
   }
+  w.reserve(footprintOfConsumerGroupTargetAssignmentMetadataValue(m, version));
   w.int32(m.assignmentEpoch);
   w.uvarint(0);
 }

@@ -8,16 +8,21 @@ export interface ShareGroupMetadataValue {
 }
 
 export function makeShareGroupMetadataValue(fields?: Partial<ShareGroupMetadataValue>): ShareGroupMetadataValue {
-  return {
+  const m: ShareGroupMetadataValue = {
     epoch: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfShareGroupMetadataValue(m: ShareGroupMetadataValue, version: number): number {
+  return 5;
 }
 
 export function encodeShareGroupMetadataValue(w: Writer, m: ShareGroupMetadataValue, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`ShareGroupMetadataValue: unsupported version ${version}`);
   }
+  w.reserve(footprintOfShareGroupMetadataValue(m, version));
   w.int32(m.epoch);
   w.uvarint(0);
 }

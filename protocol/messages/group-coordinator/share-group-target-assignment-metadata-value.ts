@@ -8,16 +8,21 @@ export interface ShareGroupTargetAssignmentMetadataValue {
 }
 
 export function makeShareGroupTargetAssignmentMetadataValue(fields?: Partial<ShareGroupTargetAssignmentMetadataValue>): ShareGroupTargetAssignmentMetadataValue {
-  return {
+  const m: ShareGroupTargetAssignmentMetadataValue = {
     assignmentEpoch: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfShareGroupTargetAssignmentMetadataValue(m: ShareGroupTargetAssignmentMetadataValue, version: number): number {
+  return 5;
 }
 
 export function encodeShareGroupTargetAssignmentMetadataValue(w: Writer, m: ShareGroupTargetAssignmentMetadataValue, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`ShareGroupTargetAssignmentMetadataValue: unsupported version ${version}`);
   }
+  w.reserve(footprintOfShareGroupTargetAssignmentMetadataValue(m, version));
   w.int32(m.assignmentEpoch);
   w.uvarint(0);
 }

@@ -10,10 +10,15 @@ export function makeEndTransactionRecord(fields?: Partial<EndTransactionRecord>)
   return { ...fields };
 }
 
+function footprintOfEndTransactionRecord(m: EndTransactionRecord, version: number): number {
+  return 1;
+}
+
 export function encodeEndTransactionRecord(w: Writer, m: EndTransactionRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`EndTransactionRecord: unsupported version ${version}`);
   }
+  w.reserve(footprintOfEndTransactionRecord(m, version));
   w.uvarint(0);
 }
 

@@ -9,19 +9,25 @@ export interface FenceBrokerRecord {
 }
 
 export function makeFenceBrokerRecord(fields?: Partial<FenceBrokerRecord>): FenceBrokerRecord {
-  return {
+  const m: FenceBrokerRecord = {
     id: 0,
     epoch: 0n,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfFenceBrokerRecord(m: FenceBrokerRecord, version: number): number {
+  return 13;
 }
 
 export function encodeFenceBrokerRecord(w: Writer, m: FenceBrokerRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`FenceBrokerRecord: unsupported version ${version}`);
   }
-  w.int32(m.id);
-  w.int64(m.epoch);
+  w.reserve(footprintOfFenceBrokerRecord(m, version));
+  const at0 = w.claim(12);
+  w.putInt32(at0, m.id);
+  w.putInt64(at0 + 4, m.epoch);
   w.uvarint(0);
 }
 
@@ -29,8 +35,9 @@ export function decodeFenceBrokerRecord(r: Reader, version: number): FenceBroker
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`FenceBrokerRecord: unsupported version ${version}`);
   }
-  const $id: number = r.int32();
-  const $epoch: bigint = r.int64();
+  const at1 = r.take(12);
+  const $id: number = r.getInt32(at1);
+  const $epoch: bigint = r.getInt64(at1 + 4);
   r.taggedFields();
   return { id: $id, epoch: $epoch };
 }

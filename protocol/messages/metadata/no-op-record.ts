@@ -10,10 +10,15 @@ export function makeNoOpRecord(fields?: Partial<NoOpRecord>): NoOpRecord {
   return { ...fields };
 }
 
+function footprintOfNoOpRecord(m: NoOpRecord, version: number): number {
+  return 1;
+}
+
 export function encodeNoOpRecord(w: Writer, m: NoOpRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`NoOpRecord: unsupported version ${version}`);
   }
+  w.reserve(footprintOfNoOpRecord(m, version));
   w.uvarint(0);
 }
 

@@ -10,21 +10,27 @@ export interface ProducerIdsRecord {
 }
 
 export function makeProducerIdsRecord(fields?: Partial<ProducerIdsRecord>): ProducerIdsRecord {
-  return {
+  const m: ProducerIdsRecord = {
     brokerId: 0,
     brokerEpoch: -1n,
     nextProducerId: 0n,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfProducerIdsRecord(m: ProducerIdsRecord, version: number): number {
+  return 21;
 }
 
 export function encodeProducerIdsRecord(w: Writer, m: ProducerIdsRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`ProducerIdsRecord: unsupported version ${version}`);
   }
-  w.int32(m.brokerId);
-  w.int64(m.brokerEpoch);
-  w.int64(m.nextProducerId);
+  w.reserve(footprintOfProducerIdsRecord(m, version));
+  const at0 = w.claim(20);
+  w.putInt32(at0, m.brokerId);
+  w.putInt64(at0 + 4, m.brokerEpoch);
+  w.putInt64(at0 + 12, m.nextProducerId);
   w.uvarint(0);
 }
 
@@ -32,9 +38,10 @@ export function decodeProducerIdsRecord(r: Reader, version: number): ProducerIds
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`ProducerIdsRecord: unsupported version ${version}`);
   }
-  const $brokerId: number = r.int32();
-  const $brokerEpoch: bigint = r.int64();
-  const $nextProducerId: bigint = r.int64();
+  const at1 = r.take(20);
+  const $brokerId: number = r.getInt32(at1);
+  const $brokerEpoch: bigint = r.getInt64(at1 + 4);
+  const $nextProducerId: bigint = r.getInt64(at1 + 12);
   r.taggedFields();
   return { brokerId: $brokerId, brokerEpoch: $brokerEpoch, nextProducerId: $nextProducerId };
 }

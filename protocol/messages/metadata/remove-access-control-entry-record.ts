@@ -8,16 +8,21 @@ export interface RemoveAccessControlEntryRecord {
 }
 
 export function makeRemoveAccessControlEntryRecord(fields?: Partial<RemoveAccessControlEntryRecord>): RemoveAccessControlEntryRecord {
-  return {
+  const m: RemoveAccessControlEntryRecord = {
     id: ZERO_UUID,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfRemoveAccessControlEntryRecord(m: RemoveAccessControlEntryRecord, version: number): number {
+  return 17;
 }
 
 export function encodeRemoveAccessControlEntryRecord(w: Writer, m: RemoveAccessControlEntryRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`RemoveAccessControlEntryRecord: unsupported version ${version}`);
   }
+  w.reserve(footprintOfRemoveAccessControlEntryRecord(m, version));
   w.uuid(m.id);
   w.uvarint(0);
 }

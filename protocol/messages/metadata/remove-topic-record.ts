@@ -8,16 +8,21 @@ export interface RemoveTopicRecord {
 }
 
 export function makeRemoveTopicRecord(fields?: Partial<RemoveTopicRecord>): RemoveTopicRecord {
-  return {
+  const m: RemoveTopicRecord = {
     topicId: ZERO_UUID,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfRemoveTopicRecord(m: RemoveTopicRecord, version: number): number {
+  return 17;
 }
 
 export function encodeRemoveTopicRecord(w: Writer, m: RemoveTopicRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`RemoveTopicRecord: unsupported version ${version}`);
   }
+  w.reserve(footprintOfRemoveTopicRecord(m, version));
   w.uuid(m.topicId);
   w.uvarint(0);
 }

@@ -9,19 +9,25 @@ export interface UnfenceBrokerRecord {
 }
 
 export function makeUnfenceBrokerRecord(fields?: Partial<UnfenceBrokerRecord>): UnfenceBrokerRecord {
-  return {
+  const m: UnfenceBrokerRecord = {
     id: 0,
     epoch: 0n,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfUnfenceBrokerRecord(m: UnfenceBrokerRecord, version: number): number {
+  return 13;
 }
 
 export function encodeUnfenceBrokerRecord(w: Writer, m: UnfenceBrokerRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`UnfenceBrokerRecord: unsupported version ${version}`);
   }
-  w.int32(m.id);
-  w.int64(m.epoch);
+  w.reserve(footprintOfUnfenceBrokerRecord(m, version));
+  const at0 = w.claim(12);
+  w.putInt32(at0, m.id);
+  w.putInt64(at0 + 4, m.epoch);
   w.uvarint(0);
 }
 
@@ -29,8 +35,9 @@ export function decodeUnfenceBrokerRecord(r: Reader, version: number): UnfenceBr
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`UnfenceBrokerRecord: unsupported version ${version}`);
   }
-  const $id: number = r.int32();
-  const $epoch: bigint = r.int64();
+  const at1 = r.take(12);
+  const $id: number = r.getInt32(at1);
+  const $epoch: bigint = r.getInt64(at1 + 4);
   r.taggedFields();
   return { id: $id, epoch: $epoch };
 }

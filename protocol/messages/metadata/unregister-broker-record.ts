@@ -9,19 +9,25 @@ export interface UnregisterBrokerRecord {
 }
 
 export function makeUnregisterBrokerRecord(fields?: Partial<UnregisterBrokerRecord>): UnregisterBrokerRecord {
-  return {
+  const m: UnregisterBrokerRecord = {
     brokerId: 0,
     brokerEpoch: 0n,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfUnregisterBrokerRecord(m: UnregisterBrokerRecord, version: number): number {
+  return 13;
 }
 
 export function encodeUnregisterBrokerRecord(w: Writer, m: UnregisterBrokerRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`UnregisterBrokerRecord: unsupported version ${version}`);
   }
-  w.int32(m.brokerId);
-  w.int64(m.brokerEpoch);
+  w.reserve(footprintOfUnregisterBrokerRecord(m, version));
+  const at0 = w.claim(12);
+  w.putInt32(at0, m.brokerId);
+  w.putInt64(at0 + 4, m.brokerEpoch);
   w.uvarint(0);
 }
 
@@ -29,8 +35,9 @@ export function decodeUnregisterBrokerRecord(r: Reader, version: number): Unregi
   if (!(version >= 0 && version <= 0)) {
     throw new DecodeError(`UnregisterBrokerRecord: unsupported version ${version}`);
   }
-  const $brokerId: number = r.int32();
-  const $brokerEpoch: bigint = r.int64();
+  const at1 = r.take(12);
+  const $brokerId: number = r.getInt32(at1);
+  const $brokerEpoch: bigint = r.getInt64(at1 + 4);
   r.taggedFields();
   return { brokerId: $brokerId, brokerEpoch: $brokerEpoch };
 }

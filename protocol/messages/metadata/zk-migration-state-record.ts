@@ -8,16 +8,21 @@ export interface ZkMigrationStateRecord {
 }
 
 export function makeZkMigrationStateRecord(fields?: Partial<ZkMigrationStateRecord>): ZkMigrationStateRecord {
-  return {
+  const m: ZkMigrationStateRecord = {
     zkMigrationState: 0,
-    ...fields,
   };
+  return fields === undefined ? m : Object.assign(m, fields);
+}
+
+function footprintOfZkMigrationStateRecord(m: ZkMigrationStateRecord, version: number): number {
+  return 2;
 }
 
 export function encodeZkMigrationStateRecord(w: Writer, m: ZkMigrationStateRecord, version: number): void {
   if (!(version >= 0 && version <= 0)) {
     throw new EncodeError(`ZkMigrationStateRecord: unsupported version ${version}`);
   }
+  w.reserve(footprintOfZkMigrationStateRecord(m, version));
   w.int8(m.zkMigrationState);
   w.uvarint(0);
 }

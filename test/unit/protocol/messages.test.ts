@@ -55,6 +55,28 @@ function codec(schema: MessageSchema): { encode: Encode; decode: Decode } {
   return { encode, decode };
 }
 
+/** Every Buffer in a message, at any depth. */
+function buffersIn(value: unknown): Buffer[] {
+  if (Buffer.isBuffer(value)) return [value];
+  if (Array.isArray(value)) return value.flatMap(buffersIn);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(buffersIn);
+  return [];
+}
+
+/** The message with each byte field 1500 bytes long, large enough to be written by reference. */
+function withLargeBytes(value: unknown): unknown {
+  if (Buffer.isBuffer(value)) return Buffer.alloc(1500, value[0] ?? 1);
+  if (Array.isArray(value)) return value.map(withLargeBytes);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withLargeBytes(v)]));
+  }
+  return value;
+}
+
+function contiguous(a: Buffer, b: Buffer): boolean {
+  return a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset;
+}
+
 function encode(schema: MessageSchema, msg: unknown, version: number): Buffer {
   const w = new Writer();
   codec(schema).encode(w, msg, version);
@@ -91,6 +113,39 @@ describe('generated messages', () => {
             assert.ok(encode(schema, decoded, version).equals(bytes), `v${version}: re-encoding differs`);
           }),
           { numRuns: 20 },
+        );
+      }
+    });
+  }
+
+  // A root encoder reserves its message's footprint before writing: every byte it copies
+  // lands in one chunk allocated once, exactly as large as needed, and byte fields of 1 KiB
+  // or more are chunks of their own, uncopied.
+  for (const schema of schemas) {
+    it(`${schema.name}: every version is written into exactly the room it reserves`, () => {
+      const { decode } = codec(schema);
+      for (const version of versionsOf(schema)) {
+        fc.assert(
+          fc.property(messageArbitrary(schema, version), fc.boolean(), (generated, large) => {
+            const msg = large ? withLargeBytes(generated) : generated;
+            const referenced = new Set(buffersIn(msg).filter((b) => b.length >= 1024));
+            const w = new Writer(0);
+            codec(schema).encode(w, msg, version);
+            w.int8(0);
+            const chunks = w.toChunks();
+            const copied = chunks.slice(0, -1).filter((c) => !referenced.has(c));
+            for (let i = 1; i < copied.length; i++) {
+              assert.ok(contiguous(copied[i - 1]!, copied[i]!), `v${version}: the copied bytes grew into a second chunk`);
+            }
+            const last = copied.at(-1);
+            assert.ok(last === undefined || !contiguous(last, chunks.at(-1)!), `v${version}: more room was reserved than written`);
+            assert.ok(chunks.filter((c) => referenced.has(c)).length === referenced.size, `v${version}: a large byte field was copied`);
+            if (large) {
+              const bytes = Buffer.concat(chunks.slice(0, -1));
+              assert.deepStrictEqual(decode(new Reader(bytes), version), msg, `v${version}`);
+            }
+          }),
+          { numRuns: 10 },
         );
       }
     });

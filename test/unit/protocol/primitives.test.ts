@@ -6,7 +6,11 @@ import {
   Reader,
   Writer,
   ZERO_UUID,
+  footprintOfBytes,
+  sizeOfCompactString,
+  sizeOfUvarint,
   toSafeNumber,
+  utf8Length,
   uuidToBytes,
   uuidToString,
 } from '../../../protocol/primitives.ts';
@@ -162,6 +166,92 @@ describe('wire primitives', () => {
     assert.equal(all.length, 4 + 2 + 4 + 10000 + 1);
     assert.equal(all.readInt32BE(0), all.length - 4);
     assert.equal(all[all.length - 1], 9);
+  });
+
+  it('strings of any length and script are measured and written alike', () => {
+    for (const v of ['', 'topic-1', 'x'.repeat(65), 'tópico', '€'.repeat(40), '\ud800', 'a\u{1f600}b']) {
+      const n = Buffer.byteLength(v, 'utf8');
+      assert.equal(utf8Length(v), n, JSON.stringify(v));
+      assert.equal(sizeOfCompactString(v), sizeOfUvarint(n + 1) + n);
+      assert.deepEqual(
+        written((w) => w.compactString(v)),
+        Buffer.concat([written((w) => w.uvarint(n + 1)), Buffer.from(v, 'utf8')]),
+      );
+      assert.equal(new Reader(written((w) => w.string(v))).string(), Buffer.from(v, 'utf8').toString('utf8'));
+    }
+  });
+
+  it('unsigned varint sizes match what the writer writes', () => {
+    for (const v of [0, 1, 127, 128, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28 - 1, 2 ** 28, 0xffffffff]) {
+      assert.equal(written((w) => w.uvarint(v)).length, sizeOfUvarint(v), String(v));
+      assert.equal(new Reader(written((w) => w.uvarint(v))).uvarint(), v);
+    }
+  });
+
+  it('a run of fixed-size fields is claimed once and filled at offsets, as the sequential writers write it', () => {
+    const sequential = written((w) => w.int32(-2).int16(7).int64(-3n).boolean(true).uuid(ZERO_UUID).float64(0.5).uint16(9).int8(-1));
+    const w = new Writer(0);
+    const at = w.claim(4 + 2 + 8 + 1 + 16 + 8 + 2 + 1);
+    w.putInt32(at, -2);
+    w.putInt16(at + 4, 7);
+    w.putInt64(at + 6, -3n);
+    w.putBoolean(at + 14, true);
+    w.putUuid(at + 15, ZERO_UUID);
+    w.putFloat64(at + 31, 0.5);
+    w.putUint16(at + 39, 9);
+    w.putInt8(at + 41, -1);
+    assert.deepEqual(w.toBuffer(), sequential);
+    assert.throws(() => new Writer().putInt32(0, 2 ** 31), EncodeError);
+    assert.throws(() => new Writer().putInt16(0, 0x8000), EncodeError);
+
+    const r = new Reader(sequential);
+    const from = r.take(sequential.length);
+    assert.deepEqual(
+      [r.getInt32(from), r.getInt16(from + 4), r.getInt64(from + 6), r.getBoolean(from + 14), r.getUuid(from + 15)],
+      [-2, 7, -3n, true, ZERO_UUID],
+    );
+    assert.deepEqual([r.getFloat64(from + 31), r.getUint16(from + 39), r.getInt8(from + 41)], [0.5, 9, -1]);
+    assert.equal(r.remaining(), 0);
+    assert.throws(() => new Reader(sequential, 0, 10).take(11), DecodeError);
+  });
+
+  it('a reserved footprint holds the copied bytes in one chunk and the large byte fields by reference', () => {
+    const records = [Buffer.alloc(2000, 1), Buffer.alloc(1024, 2)];
+    const small = Buffer.alloc(1023, 3);
+    assert.equal(footprintOfBytes(small.length), 1023);
+    const footprint = 3 * 4 + footprintOfBytes(records[0]!.length) + footprintOfBytes(records[1]!.length) + footprintOfBytes(small.length);
+    const w = new Writer(0);
+    w.reserve(footprint);
+    w.bytes(records[0]!).bytes(small).bytes(records[1]!);
+    const chunks = w.toChunks();
+    assert.deepEqual(
+      chunks.map((c) => c.length),
+      [4, 2000, 4 + 1023 + 4, 1024],
+    );
+    assert.equal(chunks[1], records[0]);
+    assert.equal(chunks[3], records[1]);
+    assert.equal(chunks[0]!.buffer, chunks[2]!.buffer, 'the copied bytes share one allocation');
+    assert.equal(chunks[2]!.byteOffset, chunks[0]!.byteOffset + 4);
+    assert.equal(w.length, 4 + 2000 + 4 + 1023 + 4 + 1024);
+  });
+
+  it('tagged fields are read bounded to their size; unknown tags are skipped', () => {
+    // two tagged fields: tag 1 (int32 5), tag 3 (unknown, 2 bytes), then a trailing int8
+    const frame = hex('02 01 04 00000005 03 02 aaaa 7f');
+    const seen: Record<string, number> = {};
+    const read = (tag: number, r: Reader, target: Record<string, number>) => {
+      if (tag !== 1) return false;
+      target.leader = r.int32();
+      target.left = r.remaining();
+      return true;
+    };
+    const r = new Reader(frame);
+    r.taggedFields(read, seen, 0);
+    assert.deepEqual(seen, { leader: 5, left: 0 }, 'the field ends at its size');
+    assert.equal(r.int8(), 0x7f);
+    const leftover = new Reader(hex('01 01 05 00000005 00'));
+    assert.throws(() => leftover.taggedFields(read, {}, 0), DecodeError);
+    assert.throws(() => new Reader(hex('02 03 00 01 00')).taggedFields(), DecodeError, 'tags out of order');
   });
 
   it('toSafeNumber refuses int64 values beyond 2^53', () => {
