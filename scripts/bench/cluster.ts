@@ -82,6 +82,7 @@ import { KafkaConnection } from '../../src/client/connection.ts';
 import { listOffsets, tpKey } from '../../src/client/offsets.ts';
 import { startCluster } from '../../test/helpers/cluster.ts';
 import { REPO } from '../../test/helpers/sluice-cli.ts';
+import { cpuSeconds } from './measure.ts';
 
 const MB = 1e6;
 const GB = 1e9;
@@ -140,8 +141,6 @@ const FAILOVER_MAX_MS = 90_000;
 const RETRY_BACKOFF_MS = 20;
 const PRODUCE_TIMEOUT_MS = 30_000;
 const REJOIN_MAX_MS = 90_000;
-/** USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux architecture Node runs on. */
-const CLOCK_TICKS_PER_S = 100;
 
 interface Detection {
   label: string;
@@ -290,15 +289,6 @@ async function startKafkaCluster(detection: Detection): Promise<ClusterTarget> {
       await rm(stateDir, { recursive: true, force: true });
     },
   };
-}
-
-/** utime + stime of every thread of `pid`, live and exited, in seconds. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name (field 2) may hold spaces: count from its closing parenthesis, where
-  // field 3 starts; utime and stime are fields 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
 }
 
 const clusterCpuSeconds = (pids: readonly number[]): number => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);

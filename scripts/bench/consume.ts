@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { kafkaInstalled } from '../../compat/targets.ts';
 import { PYTHON } from '../../test/cluster/clients.ts';
 import { REPO, sluiceCommand } from '../../test/helpers/sluice-cli.ts';
+import { cpuSeconds, spread } from './measure.ts';
 
 const CLIENT = join(REPO, 'scripts/bench/librdkafka_client.py');
 const MIB = 1024 * 1024;
@@ -28,8 +29,6 @@ const RECORD_BYTES = 1024;
 const PARTITIONS = 6;
 const RECORDS = Math.round((option('mib', 200) * MIB) / RECORD_BYTES);
 const TOPIC = 'consume-bench';
-/** Kernel clock ticks per second, the unit of /proc/<pid>/stat's utime and stime. */
-const CLOCK_TICKS = 100;
 
 interface Broker {
   name: string;
@@ -85,14 +84,6 @@ async function client(mode: 'produce' | 'consume', broker: Broker): Promise<{ by
   return JSON.parse(out.trim().split('\n').pop()!) as { bytes: number; seconds: number };
 }
 
-/** CPU seconds the process (all its threads) has used. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start at its closing parenthesis.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-
 function waitForListening(child: ChildProcess): Promise<string> {
   return new Promise((done, fail) => {
     let out = '';
@@ -146,15 +137,11 @@ async function startKafka(): Promise<Broker> {
 }
 
 async function consumeRound(broker: Broker, consumer: Consumer): Promise<Round> {
-  const cpuBefore = await cpuSeconds(broker.pid);
+  const cpuBefore = cpuSeconds(broker.pid);
   const read = consumer === 'kcat' ? await kcatConsume(broker) : await client('consume', broker);
-  const cpu = (await cpuSeconds(broker.pid)) - cpuBefore;
+  const cpu = cpuSeconds(broker.pid) - cpuBefore;
   return { mibPerS: read.bytes / MIB / read.seconds, cpuSecondsPerGiB: cpu / (read.bytes / (1024 * MIB)) };
 }
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const spread = (xs: number[], digits: number): string =>
-  `median ${median(xs).toFixed(digits)} (min ${Math.min(...xs).toFixed(digits)}, max ${Math.max(...xs).toFixed(digits)})`;
 
 async function main(): Promise<void> {
   const brokers: Broker[] = [await startSluice()];

@@ -33,6 +33,7 @@ import { brokerSettings, kafkaInstalled } from '../../compat/targets.ts';
 import { PYTHON } from '../../test/cluster/clients.ts';
 import { spawnBroker } from '../../test/helpers/broker-process.ts';
 import { REPO } from '../../test/helpers/sluice-cli.ts';
+import { cpuSeconds, spread } from './measure.ts';
 
 const CLIENT = join(REPO, 'scripts/bench/fanout_client.py');
 /** Writes the fan-out topic: the same producer as the consume bench's. */
@@ -61,8 +62,6 @@ const PROBE_RATE_PER_S = 200;
 /** Bounds every client process, whatever the broker does. */
 const CLIENT_TIMEOUT_MS = 15 * 60_000;
 const BROKER_STOP_TIMEOUT_MS = 30_000;
-/** Kernel clock ticks per second, the unit of /proc/<pid>/stat's utime and stime. */
-const CLOCK_TICKS = 100;
 
 interface Broker {
   name: string;
@@ -124,14 +123,6 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
 }
 
 const lastJson = <T>(out: string): T => JSON.parse(out.trim().split('\n').pop()!) as T;
-
-/** CPU seconds the process (all its threads) has used. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start at its closing parenthesis.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
 
 async function startSluice(): Promise<Broker> {
   const overrides = { ...Object.fromEntries(brokerSettings()), 'log.level': 'warn' };
@@ -223,10 +214,10 @@ async function together<T>(broker: Broker, commands: string[][]): Promise<{ resu
   }, CLIENT_TIMEOUT_MS);
   try {
     await Promise.all(clients.map((c) => c.ready));
-    const cpuBefore = await cpuSeconds(broker.pid);
+    const cpuBefore = cpuSeconds(broker.pid);
     for (const c of clients) c.child.stdin!.end('go\n');
     const outs = await Promise.all(clients.map((c) => c.result));
-    return { results: outs.map((o) => lastJson<T>(o)), cpuSeconds: (await cpuSeconds(broker.pid)) - cpuBefore };
+    return { results: outs.map((o) => lastJson<T>(o)), cpuSeconds: cpuSeconds(broker.pid) - cpuBefore };
   } finally {
     clearTimeout(timer);
     for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
@@ -294,9 +285,6 @@ async function prepare(broker: Broker): Promise<void> {
   await run(PYTHON, ['-B', CLIENT, 'create', broker.bootstrap, HOT_TOPIC, String(HOT_PARTITIONS)]);
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const spread = (xs: number[], digits: number): string =>
-  `median ${median(xs).toFixed(digits)} (min ${Math.min(...xs).toFixed(digits)}, max ${Math.max(...xs).toFixed(digits)})`;
 const of = <R extends Record<K, number>, K extends keyof R>(rs: R[], key: K): number[] => rs.map((r) => r[key]);
 const versus = <R extends Record<K, number>, K extends keyof R>(a: R[], b: R[], key: K): number[] => a.map((r, i) => r[key] / b[i]![key]);
 
