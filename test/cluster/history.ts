@@ -28,6 +28,9 @@ export interface LogRecord {
   readonly partition: number;
   readonly offset: number;
   readonly value: string;
+  /** The producer id and epoch of the batch it was stored in, where the reader saw them. */
+  readonly producerId?: string;
+  readonly producerEpoch?: number;
 }
 
 /** A record a group member consumed. */
@@ -129,6 +132,16 @@ export interface CheckResult {
   readonly acknowledged: number;
   readonly lost: number;
   readonly duplicated: number;
+  /**
+   * Copies a producer sent again under a bumped epoch of its producer id (not violations).
+   * Idempotence deduplicates within one epoch (Kafka's ProducerStateManager: a new epoch
+   * starts again at sequence 0), so no broker can tell such a copy from a new record. An
+   * idempotent producer bumps its epoch after errors it cannot otherwise recover from, and
+   * librdkafka up to at least 2.10 does so too on the OUT_OF_ORDER_SEQUENCE_NUMBER that
+   * follows a failed request in flight (confluentinc/librdkafka#4953), re-sending records the
+   * broker may already have stored.
+   */
+  readonly resentUnderNewEpoch: number;
   readonly reordered: number;
   /** Records in the log (acknowledged or not). */
   readonly stored: number;
@@ -173,8 +186,8 @@ export function checkHistory(history: History): CheckResult {
   for (const r of history.log) logAt.set(key(r.partition, r.offset), r.value);
 
   checkAcks(history, logAt, v);
-  const duplicated = checkDuplicates(history, v);
-  checkLogOrder(history, v);
+  const { duplicated, resent } = checkDuplicates(history, v);
+  checkLogOrder(history, resent, v);
   // An acknowledged commit (a floor) always counts; only reads can be stale.
   const windows = history.staleReadWindows ?? [];
   const fresh = (samples: readonly Sample[]) =>
@@ -217,6 +230,7 @@ export function checkHistory(history: History): CheckResult {
     acknowledged: history.acks.length,
     lost: v.count('lost') + v.count('misplaced'),
     duplicated,
+    resentUnderNewEpoch: resent.size,
     reordered: v.count('reordered'),
     stored: history.log.length,
   };
@@ -245,28 +259,56 @@ function checkAcks(history: History, logAt: ReadonlyMap<string, string>, v: Viol
   }
 }
 
-/** No value stored twice: the producers are idempotent and never send a value again. Returns the extra copies. */
-function checkDuplicates(history: History, v: Violations): number {
+/**
+ * No value stored twice: the producers are idempotent and never send a value again. A copy
+ * stored in a later epoch of the same producer id than the first is the producer's re-send
+ * (see CheckResult.resentUnderNewEpoch), returned apart; any other copy is a violation.
+ */
+function checkDuplicates(history: History, v: Violations): { duplicated: number; resent: Set<LogRecord> } {
   const seen = new Map<string, LogRecord>();
-  let extra = 0;
-  for (const r of history.log) {
+  const resent = new Set<LogRecord>();
+  let duplicated = 0;
+  for (const r of [...history.log].sort((a, b) => a.partition - b.partition || a.offset - b.offset)) {
     const first = seen.get(r.value);
     if (first === undefined) {
       seen.set(r.value, r);
       continue;
     }
-    extra++;
-    v.add('duplicated', `${r.value} stored at ${key(first.partition, first.offset)} and at ${key(r.partition, r.offset)}`);
+    if (resentUnderNewEpoch(first, r)) {
+      resent.add(r);
+      continue;
+    }
+    duplicated++;
+    v.add(
+      'duplicated',
+      `${r.value} stored at ${key(first.partition, first.offset)} and at ${key(r.partition, r.offset)}${producerOf(first, r)}`,
+    );
   }
-  return extra;
+  return { duplicated, resent };
+}
+
+function resentUnderNewEpoch(first: LogRecord, copy: LogRecord): boolean {
+  return (
+    first.producerId !== undefined &&
+    first.producerId !== '-1' &&
+    copy.producerId === first.producerId &&
+    first.producerEpoch !== undefined &&
+    copy.producerEpoch !== undefined &&
+    copy.producerEpoch > first.producerEpoch
+  );
+}
+
+function producerOf(first: LogRecord, copy: LogRecord): string {
+  if (first.producerId === undefined || copy.producerId === undefined) return '';
+  return ` (producer ${first.producerId} epoch ${first.producerEpoch}, then producer ${copy.producerId} epoch ${copy.producerEpoch})`;
 }
 
 /**
  * One producer's records on one partition are in the order it sent them, both in the log
- * and in the offsets it was acknowledged at.
+ * and in the offsets it was acknowledged at. A re-sent copy is judged by its first copy.
  */
-function checkLogOrder(history: History, v: Violations): void {
-  const inLog = [...history.log].sort((a, b) => a.partition - b.partition || a.offset - b.offset);
+function checkLogOrder(history: History, resent: ReadonlySet<LogRecord>, v: Violations): void {
+  const inLog = history.log.filter((r) => !resent.has(r)).sort((a, b) => a.partition - b.partition || a.offset - b.offset);
   const last = new Map<string, { seq: number; at: string }>();
   for (const r of inLog) {
     const parsed = parseValue(r.value);

@@ -38,7 +38,7 @@ import {
   type WorkloadContext,
 } from './clients.ts';
 import { EioDisk, FullDisk, removeStaleMounts } from './disks.ts';
-import { type CheckResult, checkHistory, type GroupOutcome, type History, type PartitionState } from './history.ts';
+import { type CheckResult, checkHistory, type GroupOutcome, type History, type LogRecord, type PartitionState } from './history.ts';
 import { FAULT_KINDS, type FaultKind, Nemesis, planSchedule } from './nemesis.ts';
 import { FaultNode, type NodeLayout, snapshotPackage, writeConfigs } from './nodes.ts';
 import { Recorder } from './recorder.ts';
@@ -487,12 +487,18 @@ async function partitionStates(admin: Admin): Promise<(PartitionState & { topic:
 }
 
 /** Every record of the topic, from offset 0 to the high watermark of each partition. */
-async function readLog(kafka: Kafka, admin: Admin): Promise<{ partition: number; offset: number; value: string }[]> {
+async function readLog(kafka: Kafka, admin: Admin): Promise<LogRecord[]> {
   const ends = await admin.fetchTopicOffsets(TOPIC);
   const total = ends.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
   if (total === 0) return [];
   const read = await readRecords(kafka, TOPIC, total, undefined, 180_000);
-  return read.map((r) => ({ partition: r.partition, offset: Number(r.offset), value: r.value }));
+  return read.map((r) => ({
+    partition: r.partition,
+    offset: Number(r.offset),
+    value: r.value,
+    producerId: r.producerId,
+    producerEpoch: r.producerEpoch,
+  }));
 }
 
 function summarize(
@@ -510,7 +516,11 @@ function summarize(
     `faults summary (seed ${options.seed}, ${options.durationMs / 1000} s of faults, clients ${options.clients.join(', ')}):`,
     `  faults injected: ${total} (${faults.join(', ')}); slow links by ${netem ? 'netem delay' : 'tbf (no netem in this kernel)'}`,
     `  records acknowledged ${result.acknowledged} (${[...byProducer].map(([p, n]) => `${p} ${n}`).join(', ')}), given up on ${recorder.unacknowledged}, stored ${result.stored}`,
-    `  lost ${result.lost}, duplicated ${result.duplicated}, reordered ${result.reordered}`,
+    `  lost ${result.lost}, duplicated ${result.duplicated}, reordered ${result.reordered}${
+      result.resentUnderNewEpoch > 0
+        ? `; ${result.resentUnderNewEpoch} more stored twice by their producer's re-send under a bumped epoch (not deduplicable; see history.ts)`
+        : ''
+    }`,
     `  node exits: ${recorder.exits.length} (${recorder.exits.filter((e) => !e.caused).length} on their own); client errors ${recorder.clientErrorCount}`,
     `  violations: ${result.violations.length === 0 ? 'none' : result.violations.length}`,
     ...result.violations.map((v) => `    ${v.kind}: ${v.detail}`),

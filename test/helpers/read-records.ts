@@ -9,6 +9,15 @@ export interface ReadRecord {
   readonly partition: number;
   readonly offset: string;
   readonly value: string;
+  /** The producer id and epoch of the batch the record was stored in (-1 and -1 for none). */
+  readonly producerId: string;
+  readonly producerEpoch: number;
+}
+
+/** What kafkajs puts on each message it decodes from a v2 batch, beyond its published types. */
+interface BatchContext {
+  readonly producerId?: string;
+  readonly producerEpoch?: number;
 }
 
 /**
@@ -33,7 +42,14 @@ export async function readRecords(
         .run({
           eachMessage: async ({ partition: p, message }) => {
             if ((partition !== undefined && p !== partition) || read.length >= count) return;
-            read.push({ partition: p, offset: message.offset, value: message.value!.toString() });
+            const batch = (message as { batchContext?: BatchContext }).batchContext;
+            read.push({
+              partition: p,
+              offset: message.offset,
+              value: message.value!.toString(),
+              producerId: batch?.producerId ?? '-1',
+              producerEpoch: batch?.producerEpoch ?? -1,
+            });
             if (read.length >= count) {
               clearTimeout(timer);
               resolve();

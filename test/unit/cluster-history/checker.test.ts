@@ -96,6 +96,51 @@ describe('cluster history checker', () => {
     assert.match(result.violations[0]!.detail, /kafkajs-2 stored at 0@2 and at 0@5/);
   });
 
+  it('reports a record stored twice in the same epoch of its producer as duplicated', () => {
+    const h = cleanHistory();
+    const log = [
+      ...h.log.map((r) => ({ ...r, producerId: '7', producerEpoch: 0 })),
+      { partition: 0, offset: 5, value: 'kafkajs-4', producerId: '7', producerEpoch: 0 },
+    ];
+    const result = checkHistory({ ...h, log });
+    assert.deepEqual(kinds(result), ['duplicated']);
+    assert.equal(result.resentUnderNewEpoch, 0);
+    assert.match(result.violations[0]!.detail, /kafkajs-4 stored at 0@4 and at 0@5 \(producer 7 epoch 0, then producer 7 epoch 0\)/);
+  });
+
+  it('counts a copy its producer re-sent under a bumped epoch apart, and judges order by the first copy', () => {
+    const h = cleanHistory();
+    const epochOf = (r: LogRecord) => ({ ...r, producerId: '7', producerEpoch: r.partition === 0 && r.offset >= 3 ? 1 : 0 });
+    // kafkajs-2 was stored in epoch 0; after the bump it is sent again, before kafkajs-3 and -4.
+    const log = [
+      ...h.log.filter((r) => r.partition !== 0).map(epochOf),
+      ...['kafkajs-0', 'kafkajs-1', 'kafkajs-2', 'kafkajs-2', 'kafkajs-3', 'kafkajs-4'].map((value, offset) =>
+        epochOf({ partition: 0, offset, value }),
+      ),
+    ];
+    const acks = h.acks.map((a) => (a.partition === 0 && a.offset !== null && a.offset >= 3 ? { ...a, offset: a.offset + 1 } : a));
+    const consumed = h.consumed.map((c) => (c.partition === 0 && c.offset >= 3 ? { ...c, offset: c.offset + 1 } : c));
+    const result = checkHistory({ ...h, acks, log, consumed });
+    assert.deepEqual(result.violations, []);
+    assert.equal(result.duplicated, 0);
+    assert.equal(result.resentUnderNewEpoch, 1);
+  });
+
+  it('does not excuse a copy in an older epoch or of another producer id', () => {
+    const h = cleanHistory();
+    const base = h.log.map((r) => ({ ...r, producerId: '7', producerEpoch: 1 }));
+    const older = checkHistory({
+      ...h,
+      log: [...base, { partition: 0, offset: 5, value: 'kafkajs-4', producerId: '7', producerEpoch: 0 }],
+    });
+    assert.equal(older.duplicated, 1);
+    const other = checkHistory({
+      ...h,
+      log: [...base, { partition: 0, offset: 5, value: 'kafkajs-4', producerId: '8', producerEpoch: 2 }],
+    });
+    assert.equal(other.duplicated, 1);
+  });
+
   it('reports records of one producer stored out of their send order as reordered', () => {
     const h = cleanHistory();
     const log = h.log.map((r) =>
