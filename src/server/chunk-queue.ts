@@ -1,6 +1,7 @@
 // The bytes read from a socket but not yet cut into frames, kept as the chunks they arrived
 // in. Taking bytes that sit in one chunk returns a slice of it; bytes spanning chunks are
-// copied once, exactly, and the rest of the last chunk stays a slice.
+// copied once, exactly, into a buffer the caller's allocator gives, and the rest of the last
+// chunk stays a slice.
 
 export class ChunkQueue {
   private chunks: Buffer[] = [];
@@ -20,6 +21,11 @@ export class ChunkQueue {
     this.bytes = 0;
   }
 
+  /** Whether the first `bytes` bytes span chunks (so that taking them copies). */
+  spans(bytes: number): boolean {
+    return this.chunks[0]!.length < bytes;
+  }
+
   /** The big-endian int32 at the front (4 bytes must be queued). */
   peekInt32(): number {
     const first = this.chunks[0]!;
@@ -30,8 +36,11 @@ export class ChunkQueue {
     return head.readInt32BE(0);
   }
 
-  /** Removes and returns the first `bytes` bytes (no more than `length`). */
-  take(bytes: number): Buffer {
+  /**
+   * Removes and returns the first `bytes` bytes (no more than `length`); `allocate` gives the
+   * buffer they are copied into when they span chunks.
+   */
+  take(bytes: number, allocate: (size: number) => Buffer = Buffer.allocUnsafe): Buffer {
     const first = this.chunks[0]!;
     if (first.length >= bytes) {
       if (first.length === bytes) this.chunks.shift();
@@ -39,7 +48,7 @@ export class ChunkQueue {
       this.bytes -= bytes;
       return first.subarray(0, bytes);
     }
-    const out = Buffer.allocUnsafe(bytes);
+    const out = allocate(bytes);
     let filled = 0;
     while (filled < bytes) {
       const chunk = this.chunks[0]!;

@@ -4,11 +4,12 @@
  * request memory pool) and idle expiry.
  */
 import type { Logger } from '../observability/logger.ts';
+import type { ReadBufferLease, ReadBufferPool } from '../../storage/read-buffers.ts';
 import { ChunkQueue } from './chunk-queue.ts';
 import type { RequestMemoryPool } from './memory-pool.ts';
 import type { Session } from './session.ts';
 import { guarded, runGuarded } from '../runtime/guard.ts';
-import { systemClock, type Clock } from '../runtime/clock.ts';
+import { systemClock, type Clock, yieldToEventLoop } from '../runtime/clock.ts';
 import type { NetSocket } from '../runtime/network.ts';
 
 /** Thrown by a FrameProcessor for a protocol violation: log one line, then close. */
@@ -52,7 +53,23 @@ export interface ResponseFrame {
 
 /** Turns one request frame (without its size prefix) into the response, or null for none. */
 export interface FrameProcessor {
-  process(session: Session, frame: Buffer): Promise<ResponseFrame | null>;
+  /**
+   * `frameLease` holds the buffer the frame was assembled in when it came from
+   * `frameBuffers`: the processor releases it once nothing refers to the request's bytes.
+   */
+  process(session: Session, frame: Buffer, frameLease: ReadBufferLease | null): Promise<ResponseFrame | null>;
+  /**
+   * Where frames that span socket reads are assembled: a produce stream of hundreds of MB/s
+   * would otherwise allocate a fresh buffer per request, and V8 answers that much memory
+   * outside its heap with full collections, whether the heap grew or not.
+   */
+  readonly frameBuffers?: ReadBufferPool;
+}
+
+/** A frame read and not yet processed. */
+interface QueuedFrame {
+  readonly frame: Buffer;
+  readonly lease: ReadBufferLease | null;
 }
 
 export interface ConnectionLimits {
@@ -75,7 +92,7 @@ export class Connection {
   /** Bytes read but not yet cut into frames. */
   private readonly pending = new ChunkQueue();
   /** Frames read and not yet processed; each holds its length in the memory pool. */
-  private readonly queue: Buffer[] = [];
+  private readonly queue: QueuedFrame[] = [];
   private queuedBytes = 0;
   /** Bytes reserved in the pool for the frame whose size prefix is at the front of `pending`, or null. */
   private partialFrameBytes: number | null = null;
@@ -159,9 +176,13 @@ export class Connection {
         this.partialFrameBytes = frameBytes;
       }
       if (this.pending.length < SIZE_BYTES + frameBytes) break;
-      const frame = this.pending.take(SIZE_BYTES + frameBytes).subarray(SIZE_BYTES);
+      const pool = this.processor.frameBuffers;
+      const lease = pool !== undefined && this.pending.spans(SIZE_BYTES + frameBytes) ? pool.lease() : null;
+      const whole =
+        lease === null ? this.pending.take(SIZE_BYTES + frameBytes) : this.pending.take(SIZE_BYTES + frameBytes, (n) => lease.take(n));
+      const frame = whole.subarray(SIZE_BYTES);
       this.partialFrameBytes = null;
-      this.queue.push(frame);
+      this.queue.push({ frame, lease });
       this.queuedBytes += frame.length;
     }
     this.updateReading();
@@ -200,12 +221,13 @@ export class Connection {
         // already queued would otherwise turn into unbounded response bytes.
         if (this.socket.writableLength > this.limits.maxBufferedBytes) await this.writableDrained();
         if (this.closed) break;
-        const frame = this.queue.shift();
-        if (frame === undefined) break;
+        const next = this.queue.shift();
+        if (next === undefined) break;
+        const { frame, lease } = next;
         this.queuedBytes -= frame.length;
         let response: ResponseFrame | null;
         try {
-          response = await this.processor.process(this.session, frame);
+          response = await this.processor.process(this.session, frame, lease);
         } catch (err) {
           this.memory.release(frame.length);
           this.protocolClose(err);
@@ -219,6 +241,12 @@ export class Connection {
         // connection.max.buffered.bytes); the request's bytes go back to the pool.
         this.memory.release(frame.length);
         this.updateReading();
+        // A request whose work never waits on I/O (an append written in place, an answer
+        // already in the log) completes within microtasks, so without this a connection
+        // pipelining such requests would serve its whole queue before the event loop reads
+        // any other socket. Kafka serves one request per connection at a time from a shared
+        // queue; one request per connection per turn gives every connection its turn.
+        if (this.queue.length > 0) await yieldToEventLoop(this.clock);
       }
     } finally {
       this.processing = false;
@@ -342,7 +370,7 @@ export class Connection {
    * pool; the request in progress returns its own when it is done.
    */
   private dropUnprocessed(): void {
-    for (const frame of this.queue) this.memory.release(frame.length);
+    for (const { frame } of this.queue) this.memory.release(frame.length);
     this.queue.length = 0;
     this.queuedBytes = 0;
     if (this.partialFrameBytes !== null) this.memory.release(this.partialFrameBytes);

@@ -27,18 +27,30 @@ import type { RequestContext, Session } from './session.ts';
 /** api key (int16) + api version (int16) + correlation id (int32): readable in every header version. */
 const FIXED_HEADER_BYTES = 8;
 
-/** Idle fetch read buffers kept for reuse (storage/read-buffers.ts): a few fetches' worth. */
-const READ_BUFFERS_RETAINED_BYTES = 32 * 1024 * 1024;
+/**
+ * Idle buffers kept for reuse (storage/read-buffers.ts), for fetch reads and for the request
+ * frames assembled across socket reads: a few fetches' and produce requests' worth.
+ */
+const POOLED_BUFFERS_RETAINED_BYTES = 64 * 1024 * 1024;
 
 export class RequestProcessor implements FrameProcessor {
   constructor(
     private readonly registry: HandlerRegistry,
     private readonly logger: Logger,
-    private readonly readBuffers = new ReadBufferPool(READ_BUFFERS_RETAINED_BYTES),
+    readonly frameBuffers = new ReadBufferPool(POOLED_BUFFERS_RETAINED_BYTES),
   ) {}
 
-  async process(session: Session, frame: Buffer): Promise<ResponseFrame | null> {
-    const buffers = this.readBuffers.lease();
+  async process(session: Session, frame: Buffer, frameLease: ReadBufferLease | null): Promise<ResponseFrame | null> {
+    const chunks = await this.respondReading(session, frame);
+    // A produce keeps nothing of its request once answered: the records were written to the
+    // log and every answer is numbers and strings. Other requests may (a group's member
+    // metadata is a slice of its JoinGroup), so their frames are left to the collector.
+    if (frameLease !== null && frame.readInt16BE(0) === ApiKey.Produce) frameLease.release();
+    return chunks;
+  }
+
+  private async respondReading(session: Session, frame: Buffer): Promise<ResponseFrame | null> {
+    const buffers = this.frameBuffers.lease();
     try {
       const chunks = await this.respond(session, frame, buffers);
       if (chunks === null) {

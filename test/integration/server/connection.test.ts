@@ -129,6 +129,42 @@ describe('server connections', () => {
     });
   });
 
+  it('gives other connections their turn while one pipelines requests that complete without waiting on I/O', async () => {
+    // A's requests are answered within microtasks once its first is let through (an append
+    // written in place does that); B's request lets A's first through, then waits for the next
+    // turn of the event loop, as a request that reads a file does. Served back to back, all of
+    // A's queue would complete before B's turn came.
+    const completed: string[] = [];
+    let releaseA!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      releaseA = resolve;
+    });
+    const processor: FrameProcessor = {
+      async process(_s, frame) {
+        const tag = frame.toString();
+        if (tag === 'a0') await gate;
+        if (tag === 'b') {
+          releaseA();
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        completed.push(tag);
+        return { chunks: [framed(Buffer.from(frame))] };
+      },
+    };
+    await withServer(processor, LIMITS, async (server, port) => {
+      const a = await RawClient.connect(port);
+      a.write(Buffer.concat(Array.from({ length: 200 }, (_, i) => framed(Buffer.from(`a${i}`)))));
+      await until(() => server.openConnections[0]?.queuedRequests === 199, "A's requests to be queued behind its first");
+      const b = await RawClient.connect(port);
+      b.write(framed(Buffer.from('b')));
+      assert.equal((await b.next()).toString(), 'b');
+      for (let i = 0; i < 200; i++) assert.equal((await a.next()).toString(), `a${i}`);
+      assert.ok(completed.indexOf('b') <= 2, `B completed after ${completed.indexOf('b')} of A's requests`);
+      a.close();
+      b.close();
+    });
+  });
+
   it('stops reading a client that never reads its responses, and resumes when it does', async () => {
     const responseBytes = 256 * 1024;
     const processor: FrameProcessor = {
