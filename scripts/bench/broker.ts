@@ -23,8 +23,6 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { Errors } from '../../protocol/errors.ts';
-import { Reader, Writer } from '../../protocol/primitives.ts';
-import { encodeProduceRequest, decodeProduceResponse, type ProduceResponse } from '../../protocol/messages/produce.ts';
 import {
   makeFetchRequest,
   makeFetchRequestFetchPartition,
@@ -37,15 +35,15 @@ import {
   type CreateTopicsResponse,
 } from '../../protocol/messages/create-topics.ts';
 import { RecordBatchBuilder } from '../../protocol/records/builder.ts';
-import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
+import { RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
 import { readRecords } from '../../protocol/records/record.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
+import { MIB, buildBatch, produceBody, produceError, rssKiB, scanBatches, sleep } from './requests.ts';
 import { KafkaCluster } from '../../src/client/cluster.ts';
 import { BROKER_NODE_FLAGS } from '../../src/cli/node-flags.ts';
 import { listOffsets, tpKey } from '../../src/client/offsets.ts';
 
 const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
-const MIB = 1024 * 1024;
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
 const only = argv
@@ -235,37 +233,6 @@ async function startNullServer(dir: string): Promise<NullServer> {
 // ---------------------------------------------------------------------------------------
 // Requests
 
-async function buildBatch(records: number, valueBytes: number, value?: (i: number) => Buffer): Promise<Buffer> {
-  const b = new RecordBatchBuilder();
-  const fill = Buffer.alloc(valueBytes);
-  for (let i = 0; i < fill.length; i++) fill[i] = (i * 31 + 7) & 0xff;
-  const now = Date.now();
-  for (let i = 0; i < records; i++) b.add({ key: null, value: value?.(i) ?? fill, timestamp: now });
-  return b.build();
-}
-
-function produceBody(topic: string, partition: number, records: Buffer, version: number): Buffer {
-  const w = new Writer(records.length + 128);
-  encodeProduceRequest(
-    w,
-    {
-      transactionalId: null,
-      acks: 1,
-      timeoutMs: 30_000,
-      topicData: [{ name: topic, partitionData: [{ index: partition, records }] }],
-    },
-    version,
-  );
-  return w.toBuffer();
-}
-
-/** The first error code of a produce response (NONE when every partition succeeded). */
-function produceError(body: Buffer, version: number): number {
-  const res: ProduceResponse = decodeProduceResponse(new Reader(body), version);
-  for (const t of res.responses) for (const p of t.partitionResponses) if (p.errorCode !== 0) return p.errorCode;
-  return Errors.NONE.code;
-}
-
 async function produceOnce(conn: KafkaConnection, topic: string, partition: number, records: Buffer): Promise<number> {
   const version = conn.version(ApiKey.Produce);
   return produceError(await conn.sendEncoded(ApiKey.Produce, version, produceBody(topic, partition, records, version)), version);
@@ -433,23 +400,6 @@ async function fetchLoad(cluster: KafkaCluster, partitions: number, sink: Sink):
   return { bytes, seconds, mibPerS: bytes / MIB / seconds };
 }
 
-/** The offset after the last whole batch, and the bytes of the whole batches. */
-function scanBatches(records: Buffer): { nextOffset: number; wholeBytes: number } {
-  let at = 0;
-  let nextOffset = -1;
-  while (at < records.length) {
-    try {
-      const size = validateBatchAt(records, at, records.length, false);
-      nextOffset = new RecordBatch(records, at).nextOffset;
-      at += size;
-    } catch (err) {
-      if (err instanceof InvalidRecordBatchError && err.kind === 'truncated') break;
-      throw err;
-    }
-  }
-  return { nextOffset, wholeBytes: at };
-}
-
 /** The raw ceiling: the same bytes, one file per partition, copied file-to-socket in parallel. */
 async function rawCopy(copyPort: number, files: readonly string[]): Promise<Throughput> {
   let bytes = 0;
@@ -592,11 +542,6 @@ async function produceToConsume(cluster: KafkaCluster): Promise<Latency> {
   return percentiles(samples);
 }
 
-async function rssKiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-}
-
 /** RSS before and after creating 10,000 partitions (100 topics of 100). */
 async function memoryWithPartitions(
   cluster: KafkaCluster,
@@ -612,10 +557,6 @@ async function memoryWithPartitions(
   if (partitions !== MEMORY_PARTITIONS) throw new Error(`Metadata shows ${partitions} of ${MEMORY_PARTITIONS} partitions`);
   await sleep(2000);
   return { beforeKiB, afterKiB: await rssKiB(pid), createMs };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -71,13 +71,12 @@ import {
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { makeInitProducerIdRequest, type InitProducerIdResponse } from '../../protocol/messages/init-producer-id.ts';
 import type { MetadataResponsePartition } from '../../protocol/messages/metadata.ts';
-import { decodeProduceResponse, encodeProduceRequest } from '../../protocol/messages/produce.ts';
 import { METADATA_TOPIC } from '../../protocol/internal-topics.ts';
-import { Reader, Writer } from '../../protocol/primitives.ts';
 import { BATCH_LENGTH, LOG_OVERHEAD, RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
 import { RecordBatchBuilder } from '../../protocol/records/builder.ts';
 import { readRecords } from '../../protocol/records/record.ts';
 import { KafkaCluster } from '../../src/client/cluster.ts';
+import { produceBody as encodeProduce, produceError, sleep } from './requests.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
 import { listOffsets, tpKey } from '../../src/client/offsets.ts';
 import { startCluster } from '../../test/helpers/cluster.ts';
@@ -296,10 +295,6 @@ const clusterCpuSeconds = (pids: readonly number[]): number => pids.reduce((sum,
 // ---------------------------------------------------------------------------------------
 // Requests
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 /** A record value: its sequence number in the first 4 bytes, then a fixed pattern. */
 function recordValue(seq: number): Buffer {
   const value = Buffer.alloc(RECORD_BYTES);
@@ -316,27 +311,8 @@ function fixedBatch(count: number): Promise<Buffer> {
   return builder.build();
 }
 
-function produceBody(topic: string, partition: number, records: Buffer, version: number, acks: number): Buffer {
-  const w = new Writer(records.length + 128);
-  encodeProduceRequest(
-    w,
-    {
-      transactionalId: null,
-      acks,
-      timeoutMs: PRODUCE_TIMEOUT_MS,
-      topicData: [{ name: topic, partitionData: [{ index: partition, records }] }],
-    },
-    version,
-  );
-  return w.toBuffer();
-}
-
-/** The first error code of a produce response (NONE when every partition succeeded). */
-function produceError(body: Buffer, version: number): number {
-  const res = decodeProduceResponse(new Reader(body), version);
-  for (const t of res.responses) for (const p of t.partitionResponses) if (p.errorCode !== 0) return p.errorCode;
-  return Errors.NONE.code;
-}
+const produceBody = (topic: string, partition: number, records: Buffer, version: number, acks: number): Buffer =>
+  encodeProduce(topic, partition, records, version, acks, PRODUCE_TIMEOUT_MS);
 
 const errorName = (code: number): string => errorByCode(code).name;
 
