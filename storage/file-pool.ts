@@ -7,13 +7,15 @@
 // loop less when made in place than when handed to libuv's thread pool (16 KiB: about 11 us
 // in place against 25-30 us of event-loop time for the async write, whose completion also
 // has to wake the loop), so writes up to `syncWriteMaxBytes` are made in place, as Kafka's
-// request threads write their FileChannel. A larger write costs the loop more in place than
-// the hand-over does (a 1 MiB copy into the page cache holds it about 0.3 ms, longer once the
-// kernel throttles dirty pages), and Kafka makes such writes on one of its several request
-// threads while the others serve other connections; here the thread pool copies them beside
-// the event loop. The default, 64 KiB, is about where the two cost the loop alike; under one
-// partition saturated by librdkafka producers, the produce latency of the other partitions'
-// clients fell from 3.0-5.5 ms p50 with a 1 MiB bound to 2.2-3.0 ms.
+// request threads write their FileChannel. A large write holds the loop longer in place than
+// the hand-over does (a 1 MiB copy into the page cache about 0.3 ms, longer once the kernel
+// throttles dirty pages), and Kafka makes such writes on one of its several request threads
+// while the others serve other connections; here the thread pool copies them beside the event
+// loop. The default, 256 KiB, keeps the batches clients commonly send (up to a few hundred KiB)
+// in place, and sends librdkafka's batches of up to 1 MB to the pool: under one partition
+// saturated by librdkafka producers, the produce latency of the other partitions' clients fell
+// from 3.0-5.5 ms p50 with a 1 MiB bound to 3.1-3.3 ms, while 64 KiB, which sent the 64 KiB
+// batches of the broker bench to the pool, cost that bench 10-20 % of its throughput.
 //
 // The pool also carries the one durability switch of the files it serves: every fsync of
 // the logs that share it goes through sync() / syncDir(), which unsafe.bypass.fsync turns
@@ -60,7 +62,7 @@ export interface FileHandlePoolOptions {
   clock?: Clock;
 }
 
-export const DEFAULT_SYNC_WRITE_MAX_BYTES = 64 * 1024;
+export const DEFAULT_SYNC_WRITE_MAX_BYTES = 256 * 1024;
 /** Sluice: the descriptors the handle cache holds by default (Kafka keeps every segment open). */
 export const DEFAULT_MAX_OPEN_FILES = 4096;
 

@@ -14,7 +14,7 @@
 // Run: node --import tsx scripts/bench/broker.ts [--kafka] [--no-kafka] [--quick]
 //      [--only=produce,fetch,latency,memory]
 import { sluiceCommand } from '../../test/helpers/sluice-cli.ts';
-import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readFile, rm, truncate } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
@@ -39,6 +39,7 @@ import { RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
 import { readRecords } from '../../protocol/records/record.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
 import { MIB, buildBatch, produceBody, produceError, rssKiB, scanBatches, sleep } from './requests.ts';
+import { settlePageCache } from './measure.ts';
 import { KafkaCluster } from '../../src/client/cluster.ts';
 import { BROKER_NODE_FLAGS } from '../../src/cli/node-flags.ts';
 import { listOffsets, tpKey } from '../../src/client/offsets.ts';
@@ -595,11 +596,14 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
   try {
     await createTopics(cluster, [TOPIC], PRODUCE_PARTITIONS);
     await stage('produce', async () => {
+      // Each load writes gigabytes: each starts from the same page cache state.
       for (let round = 0; round < MEASURE_ROUNDS; round++) {
         for (const port of nullServer.ports) {
+          settlePageCache();
           figures.produceCeiling = faster(figures.produceCeiling, await produceLoad('127.0.0.1', port, PRODUCE_PARTITIONS));
           await nullServer.truncate();
         }
+        settlePageCache();
         figures.produce = faster(figures.produce, await produceLoad(target.host, target.port, PRODUCE_PARTITIONS));
       }
     });
@@ -621,9 +625,8 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
     });
     await stage('latency', async () => {
       // The gigabytes the produce stage left dirty in the page cache are written back first,
-      // so the latency figures measure the broker rather than the disk catching up (the
-      // storage bench settles its timed phases the same way).
-      spawnSync('sync');
+      // so the latency figures measure the broker rather than the disk catching up.
+      settlePageCache();
       figures.latencyCeiling = await pingPong(nullServer.ports[1]);
       figures.latency = await produceToConsume(cluster);
     });

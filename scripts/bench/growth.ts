@@ -5,13 +5,10 @@
 //                over 4 connections, once 1 GiB to another topic has warmed the broker. Its
 //                ceiling, measured first in the same run: the same bytes written in place
 //                (writeSync) into 20 MiB files, GiB by GiB the same way. Each GiB starts with
-//                the page cache written back and, where the bench may (root), dropped: on this
-//                kind of machine, once a few GiB of page cache are held, every page written
-//                must first be reclaimed, and raw writes fall tenfold, which would measure the
-//                machine instead of the log. The figure is the broker's throughput over the
-//                ceiling's at the same GiB, the last GiB's against the first's, and the broker's
-//                user CPU per GiB (its own work; system time holds the kernel's page cache
-//                work). Fetch: the newest GiB read back once the log holds 1 GiB and again at 20
+//                the page cache written back and dropped (measure.ts, settlePageCache). The
+//                figure is the broker's throughput over the ceiling's at the same GiB, the last
+//                GiB's against the first's, and the broker's user CPU per GiB (its own work;
+//                system time holds the kernel's page cache work). Fetch: the newest GiB read back once the log holds 1 GiB and again at 20
 //                GiB (best of 3), and the oldest GiB at 20 GiB (1,000 segments back, from disk
 //                once the page cache is dropped). Broker RSS at 1 and at 20 GiB.
 //                Target: within 10 % (ratio >= 0.9), memory flat.
@@ -25,8 +22,7 @@
 // Run: node --import tsx scripts/bench/growth.ts [--gib=20] [--partitions=100000]
 //      [--connections=10000] [--only=log,partitions,connections]
 // (--gib=2 --partitions=10000 --connections=1000 is a smoke run of about a minute.)
-import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,7 +42,7 @@ import {
 import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../protocol/messages/metadata.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
 import { spawnBroker, type BrokerProcess } from '../../test/helpers/broker-process.ts';
-import { cpuSeconds, cpuTimes } from './measure.ts';
+import { cpuSeconds, cpuTimes, settlePageCache } from './measure.ts';
 import { GIB, MIB, buildBatch, produceBody, produceError, rssKiB, scanBatches, sleep } from './requests.ts';
 
 const argv = process.argv.slice(2);
@@ -128,16 +124,6 @@ interface LogFigures {
   rssAtStartKiB: number;
   rssAtEndKiB: number;
   segments: number;
-}
-
-/** Writes dirty pages back, and drops the page cache where the bench may (see the top). */
-function settlePageCache(): void {
-  spawnSync('sync');
-  try {
-    writeFileSync('/proc/sys/vm/drop_caches', '1');
-  } catch {
-    // Not root: the figures then include the machine's page reclaim.
-  }
 }
 
 /** The ceiling: the bench's batch written in place into 20 MiB files, GiB by GiB; MiB/s per GiB. */

@@ -1,6 +1,7 @@
-// What the benches measure the same way: a process's CPU time from /proc, and the median and
-// range of a figure over rounds.
-import { readFileSync } from 'node:fs';
+// What the benches measure the same way: a process's CPU time from /proc, the median and range
+// of a figure over rounds, and the page cache state a timed phase that writes starts from.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 
 /** Kernel clock ticks per second, the unit of /proc/<pid>/stat's utime and stime. */
 const CLOCK_TICKS_PER_S = 100;
@@ -25,3 +26,18 @@ export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Ma
 /** `median M (min A, max B)` with `digits` decimals. */
 export const spread = (xs: number[], digits: number): string =>
   `median ${median(xs).toFixed(digits)} (min ${Math.min(...xs).toFixed(digits)}, max ${Math.max(...xs).toFixed(digits)})`;
+
+/**
+ * Writes dirty pages back and, where the bench may (root), drops the page cache, so that each
+ * timed phase that writes starts from the same state. On this kind of machine, once a few GiB of
+ * page cache are held, every page written must first be reclaimed and raw writes fall tenfold:
+ * a phase that came after others' gigabytes would measure the machine, not the broker.
+ */
+export function settlePageCache(): void {
+  spawnSync('sync');
+  try {
+    writeFileSync('/proc/sys/vm/drop_caches', '1');
+  } catch {
+    // Not root: the phases then include the machine's page reclaim.
+  }
+}

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { RecordBatchBuilder, validateBatchAt } from '../../protocol/records/index.ts';
 import { LogManager, PartitionLog, type LogConfig } from '../../storage/index.ts';
 import { DEFAULT_LOG_CONFIG } from '../../src/config/topic-config.ts';
+import { settlePageCache } from './measure.ts';
 
 const MIB = 1024 * 1024;
 const quick = process.argv.includes('--quick');
@@ -49,14 +50,9 @@ function fmtRate(bytesPerSec: number): string {
   return `${(bytesPerSec / MIB).toFixed(0)} MiB/s`;
 }
 
-/** Writes dirty pages back so each timed phase starts from the same page cache state. */
-function settle(): void {
-  spawnSync('sync');
-}
-
 /** Sequential positioned writes of `count` copies of `batch`, one at a time; bytes per second. */
 async function rawWrite(path: string, batch: Buffer, count: number, method: 'sync' | 'async'): Promise<number> {
-  settle();
+  settlePageCache();
   const fh = await open(path, 'w');
   const t = process.hrtime.bigint();
   let pos = 0;
@@ -102,7 +98,7 @@ async function appendFigure(
       config: logConfig({ segmentBytes: 256 * MIB }),
       onBackgroundError,
     });
-    settle();
+    settlePageCache();
     const t = process.hrtime.bigint();
     for (let i = 0; i < count; i++) await log.append(batch, { leaderEpoch: 0 });
     const bps = (count * batch.length) / seconds(t);

@@ -9,8 +9,8 @@ import { Kafka, logLevel } from 'kafkajs';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 
 const PARTITIONS = 2;
-/** Larger than the in-place write bound (64 KiB): each batch is copied by the thread pool. */
-const VALUE_BYTES = 150 * 1024;
+/** Larger than the in-place write bound (256 KiB): each batch is copied by the thread pool. */
+const VALUE_BYTES = 300 * 1024;
 const SENDS = 40;
 
 /** Every byte of a value names the send it came from. */
