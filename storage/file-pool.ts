@@ -14,7 +14,7 @@
 // loop. The default, 256 KiB, keeps the batches clients commonly send (up to a few hundred KiB)
 // in place, and sends librdkafka's batches of up to 1 MB to the pool: under one partition
 // saturated by librdkafka producers, the produce latency of the other partitions' clients fell
-// from 3.0-5.5 ms p50 with a 1 MiB bound to 3.1-3.3 ms, while 64 KiB, which sent the 64 KiB
+// from 4.8-5.5 ms p50 with a 1 MiB bound to 3.1-3.5 ms, while 64 KiB, which sent the 64 KiB
 // batches of the broker bench to the pool, cost that bench 10-20 % of its throughput.
 //
 // The pool also carries the one durability switch of the files it serves: every fsync of

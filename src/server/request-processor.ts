@@ -37,11 +37,15 @@ export class RequestProcessor implements FrameProcessor {
   constructor(
     private readonly registry: HandlerRegistry,
     private readonly logger: Logger,
-    readonly frameBuffers = new ReadBufferPool(POOLED_BUFFERS_RETAINED_BYTES),
+    private readonly buffers = new ReadBufferPool(POOLED_BUFFERS_RETAINED_BYTES),
   ) {}
 
+  get frameBuffers(): ReadBufferPool {
+    return this.buffers;
+  }
+
   async process(session: Session, frame: Buffer, frameLease: ReadBufferLease | null): Promise<ResponseFrame | null> {
-    const chunks = await this.respondReading(session, frame);
+    const chunks = await this.respondWithReadBuffers(session, frame);
     // A produce keeps nothing of its request once answered: the records were written to the
     // log and every answer is numbers and strings. Other requests may (a group's member
     // metadata is a slice of its JoinGroup), so their frames are left to the collector.
@@ -49,8 +53,8 @@ export class RequestProcessor implements FrameProcessor {
     return chunks;
   }
 
-  private async respondReading(session: Session, frame: Buffer): Promise<ResponseFrame | null> {
-    const buffers = this.frameBuffers.lease();
+  private async respondWithReadBuffers(session: Session, frame: Buffer): Promise<ResponseFrame | null> {
+    const buffers = this.buffers.lease();
     try {
       const chunks = await this.respond(session, frame, buffers);
       if (chunks === null) {
