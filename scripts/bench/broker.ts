@@ -4,10 +4,10 @@
 //             over a few connections, vs a null server that appends the frames to a file and
 //             answers a canned response (target >= 0.7)
 //   fetch     reading the warm log back with Fetch vs a raw file-to-socket copy of the same
-//             bytes (target >= 0.7)
+//             bytes (target >= 0.9)
 //   latency   produce-to-consume p50/p99 at a fixed moderate rate vs a raw loopback
 //             ping-pong's p50/p99 at the same rate
-//   startup   process start to the first acknowledged produce
+//   startup   process start to the first acknowledged produce, warm (after one start and stop)
 //   memory    broker RSS (/proc/<pid>/status) after creating 10,000 partitions
 // With --kafka (or whenever the reference broker is installed) the same loads run against
 // Apache Kafka (scripts/kafka-reference.sh) and Sluice/Kafka ratios are printed side by side.
@@ -59,7 +59,7 @@ const PRODUCE_PARTITIONS = 4;
 const PRODUCE_MS = quick ? 3000 : 8000;
 const PRODUCE_WARMUP_MS = 500;
 /** Throughput loads alternate with their ceilings this many times; the best of each counts. */
-const MEASURE_ROUNDS = 2;
+const MEASURE_ROUNDS = 3;
 /** Bounds the log (and the null server's file) whatever the speed. */
 const PRODUCE_MAX_BYTES = (quick ? 1024 : 3072) * MIB;
 /** The fetch figure reads back at most this much of the log (spread over the partitions). */
@@ -656,7 +656,7 @@ function report(results: Map<string, BrokerFigures>): void {
     if (f.produce)
       lines.push(`  produce ingest      ${ratio(f.produce.mibPerS, f.produceCeiling?.mibPerS)} of the null server (target >= 0.70)`);
     if (f.fetch)
-      lines.push(`  fetch egress        ${ratio(f.fetch.mibPerS, f.fetchCeiling?.mibPerS)} of a raw file-to-socket copy (target >= 0.70)`);
+      lines.push(`  fetch egress        ${ratio(f.fetch.mibPerS, f.fetchCeiling?.mibPerS)} of a raw file-to-socket copy (target >= 0.90)`);
     if (f.latency) {
       lines.push(
         `  produce->consume    p50 ${ratio(f.latency.p50Ms, f.latencyCeiling?.p50Ms)}x, p99 ${ratio(f.latency.p99Ms, f.latencyCeiling?.p99Ms)}x a raw ping-pong`,
@@ -704,6 +704,9 @@ async function main(): Promise<void> {
     for (const start of targets) {
       let target: Target;
       try {
+        // Start-up is measured warm: a start right after another bench dropped the page cache
+        // would time reading the runtime's files from disk (both brokers took over 2 s).
+        await (await start()).stop();
         target = await start();
       } catch (err) {
         process.stderr.write(`  ${start === startSluice ? 'Sluice' : 'Kafka'} did not start: ${(err as Error).message.split('\n')[0]}\n`);
