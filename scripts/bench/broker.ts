@@ -38,7 +38,7 @@ import { RecordBatchBuilder } from '../../protocol/records/builder.ts';
 import { RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
 import { readRecords } from '../../protocol/records/record.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
-import { MIB, buildBatch, produceBody, produceError, rssKiB, scanBatches, sleep } from './requests.ts';
+import { MIB, buildBatch, fetchOnce, produceBody, produceError, rssKiB, sleep } from './requests.ts';
 import { settlePageCache } from './measure.ts';
 import { KafkaCluster } from '../../src/client/cluster.ts';
 import { BROKER_NODE_FLAGS } from '../../src/cli/node-flags.ts';
@@ -363,31 +363,7 @@ async function fetchLoad(cluster: KafkaCluster, partitions: number, sink: Sink):
       let offset = 0;
       let partitionBytes = 0;
       while (offset < end && partitionBytes < FETCH_TOTAL_BYTES / partitions) {
-        const res = await conn.send<FetchResponse>(
-          ApiKey.Fetch,
-          makeFetchRequest({
-            replicaId: -1,
-            maxWaitMs: 0,
-            minBytes: 0,
-            maxBytes: FETCH_MAX_BYTES,
-            isolationLevel: 0,
-            sessionId: 0,
-            sessionEpoch: -1,
-            topics: [
-              makeFetchRequestFetchTopic({
-                topic: TOPIC,
-                partitions: [
-                  makeFetchRequestFetchPartition({ partition: p, fetchOffset: BigInt(offset), partitionMaxBytes: FETCH_MAX_BYTES }),
-                ],
-              }),
-            ],
-          }),
-          conn.version(ApiKey.Fetch, 12),
-        );
-        const data = res.responses[0]?.partitions[0];
-        if (data === undefined || data.errorCode !== 0) throw new Error(`fetch ${TOPIC}-${p}@${offset}: error ${data?.errorCode}`);
-        const records = data.records ?? Buffer.alloc(0);
-        const { nextOffset, wholeBytes } = scanBatches(records);
+        const { records, nextOffset, wholeBytes } = await fetchOnce(conn, TOPIC, p, offset, FETCH_MAX_BYTES);
         if (nextOffset <= offset) throw new Error(`fetch ${TOPIC}-${p}@${offset} made no progress`);
         bytes += wholeBytes;
         partitionBytes += wholeBytes;

@@ -33,17 +33,11 @@ import {
   makeCreateTopicsRequestCreatableTopic,
   type CreateTopicsResponse,
 } from '../../protocol/messages/create-topics.ts';
-import {
-  makeFetchRequest,
-  makeFetchRequestFetchPartition,
-  makeFetchRequestFetchTopic,
-  type FetchResponse,
-} from '../../protocol/messages/fetch.ts';
 import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../protocol/messages/metadata.ts';
 import { KafkaConnection } from '../../src/client/connection.ts';
 import { spawnBroker, type BrokerProcess } from '../../test/helpers/broker-process.ts';
 import { cpuSeconds, cpuTimes, settlePageCache } from './measure.ts';
-import { GIB, MIB, buildBatch, produceBody, produceError, rssKiB, scanBatches, sleep } from './requests.ts';
+import { GIB, MIB, buildBatch, fetchOnce, produceBody, produceError, rssKiB, sleep } from './requests.ts';
 
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: number): number =>
@@ -213,30 +207,7 @@ async function fetchRange(broker: BrokerProcess, fromOffset: number, bytes: numb
     let read = 0;
     const t0 = performance.now();
     while (read < bytes) {
-      const res = await conn.send<FetchResponse>(
-        ApiKey.Fetch,
-        makeFetchRequest({
-          replicaId: -1,
-          maxWaitMs: 0,
-          minBytes: 0,
-          maxBytes: FETCH_MAX_BYTES,
-          isolationLevel: 0,
-          sessionId: 0,
-          sessionEpoch: -1,
-          topics: [
-            makeFetchRequestFetchTopic({
-              topic: TOPIC,
-              partitions: [
-                makeFetchRequestFetchPartition({ partition: 0, fetchOffset: BigInt(offset), partitionMaxBytes: FETCH_MAX_BYTES }),
-              ],
-            }),
-          ],
-        }),
-        conn.version(ApiKey.Fetch, 12),
-      );
-      const data = res.responses[0]?.partitions[0];
-      if (data === undefined || data.errorCode !== 0) throw new Error(`fetch ${TOPIC}-0@${offset}: error ${data?.errorCode}`);
-      const { nextOffset, wholeBytes } = scanBatches(data.records ?? Buffer.alloc(0));
+      const { nextOffset, wholeBytes } = await fetchOnce(conn, TOPIC, 0, offset, FETCH_MAX_BYTES);
       if (nextOffset <= offset) break;
       read += wholeBytes;
       offset = nextOffset;

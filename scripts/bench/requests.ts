@@ -3,10 +3,18 @@
 // the scan of fetched bytes. Shared by broker.ts, cluster.ts and growth.ts.
 import { readFile } from 'node:fs/promises';
 import { Errors } from '../../protocol/errors.ts';
+import {
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  type FetchResponse,
+} from '../../protocol/messages/fetch.ts';
+import { ApiKey } from '../../protocol/messages/index.ts';
 import { decodeProduceResponse, encodeProduceRequest } from '../../protocol/messages/produce.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
 import { RecordBatchBuilder } from '../../protocol/records/builder.ts';
+import type { KafkaConnection } from '../../src/client/connection.ts';
 
 export const MIB = 1024 * 1024;
 export const GIB = 1024 * MIB;
@@ -62,6 +70,42 @@ export function scanBatches(records: Buffer): { nextOffset: number; wholeBytes: 
     }
   }
   return { nextOffset, wholeBytes: at };
+}
+
+/**
+ * One Fetch of one partition from `offset`, up to `maxBytes`, answered at once: its records,
+ * the bytes of their whole batches and the offset after them (-1 when none is whole).
+ */
+export async function fetchOnce(
+  conn: KafkaConnection,
+  topic: string,
+  partition: number,
+  offset: number,
+  maxBytes: number,
+): Promise<{ records: Buffer; nextOffset: number; wholeBytes: number }> {
+  const res = await conn.send<FetchResponse>(
+    ApiKey.Fetch,
+    makeFetchRequest({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [
+        makeFetchRequestFetchTopic({
+          topic,
+          partitions: [makeFetchRequestFetchPartition({ partition, fetchOffset: BigInt(offset), partitionMaxBytes: maxBytes })],
+        }),
+      ],
+    }),
+    conn.version(ApiKey.Fetch, 12),
+  );
+  const data = res.responses[0]?.partitions[0];
+  if (data === undefined || data.errorCode !== 0) throw new Error(`fetch ${topic}-${partition}@${offset}: error ${data?.errorCode}`);
+  const records = data.records ?? Buffer.alloc(0);
+  return { records, ...scanBatches(records) };
 }
 
 /** A process's resident memory (VmRSS of /proc/<pid>/status). */
