@@ -12,7 +12,7 @@
  * UNKNOWN_SERVER_ERROR for anything else, which is a bug and logged with its stack. Only an
  * acks=0 Produce, which has no response to carry the error, closes the connection.
  */
-import { DecodeError, Reader, Writer } from '../../protocol/primitives.ts';
+import { DecodeError, Reader, Writer, type ChunkMemory } from '../../protocol/primitives.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { errorResponseFor } from '../../protocol/error-response.ts';
@@ -28,8 +28,9 @@ import type { RequestContext, Session } from './session.ts';
 const FIXED_HEADER_BYTES = 8;
 
 /**
- * Idle buffers kept for reuse (storage/read-buffers.ts), for fetch reads and for the request
- * frames assembled across socket reads: a few fetches' and produce requests' worth.
+ * Idle buffers kept for reuse (storage/read-buffers.ts), for fetch reads, for the request
+ * frames assembled across socket reads and for the responses encoded: a few fetches' and
+ * produce requests' worth.
  */
 const POOLED_BUFFERS_RETAINED_BYTES = 64 * 1024 * 1024;
 
@@ -112,7 +113,7 @@ export class RequestProcessor implements FrameProcessor {
       const response = await api.handler(ctx, request, apiVersion);
       if (closeReason !== null) throw new CloseRequestedError(closeReason, apiKey, apiVersion);
       if (response === null) return null;
-      return frameResponse(correlationId, apiKey, apiVersion, response);
+      return frameResponse(correlationId, apiKey, apiVersion, response, readBuffers);
     } catch (err) {
       if (err instanceof ConnectionClosingError) throw err;
       return this.errorResponse(session, correlationId, apiKey, apiVersion, request, err);
@@ -144,11 +145,20 @@ export class RequestProcessor implements FrameProcessor {
   }
 }
 
-/** Encodes `body` with its response header behind a 4-byte size, as chunks for writev. */
-export function frameResponse(correlationId: number, apiKey: number, apiVersion: number, body: unknown): Buffer[] {
+/**
+ * Encodes `body` with its response header behind a 4-byte size, as chunks for writev, in
+ * memory from `chunkMemory` when given (the response's lease, released once it is sent).
+ */
+export function frameResponse(
+  correlationId: number,
+  apiKey: number,
+  apiVersion: number,
+  body: unknown,
+  chunkMemory: ChunkMemory | null = null,
+): Buffer[] {
   const descriptor = apis.get(apiKey);
   if (descriptor === undefined) throw new Error(`api key ${apiKey} is not in the codec`);
-  const w = new Writer();
+  const w = new Writer(undefined, chunkMemory);
   const setSize = w.reserveInt32();
   encodeResponseHeader(w, correlationId, apiKey, apiVersion);
   descriptor.encodeResponse(w, body, apiVersion);

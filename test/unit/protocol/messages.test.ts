@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { Reader, Writer } from '../../../protocol/primitives.ts';
+import { Reader, Writer, ZERO_COPY_BYTES } from '../../../protocol/primitives.ts';
 import { schemas } from '../../../protocol/messages/schemas.ts';
 import type { MessageSchema } from '../../../protocol/messages/schemas.ts';
 import { ApiKey, apis } from '../../../protocol/messages/index.ts';
@@ -63,9 +63,9 @@ function buffersIn(value: unknown): Buffer[] {
   return [];
 }
 
-/** The message with each byte field 1500 bytes long, large enough to be written by reference. */
+/** The message with each byte field long enough to be written by reference. */
 function withLargeBytes(value: unknown): unknown {
-  if (Buffer.isBuffer(value)) return Buffer.alloc(1500, value[0] ?? 1);
+  if (Buffer.isBuffer(value)) return Buffer.alloc(ZERO_COPY_BYTES + 476, value[0] ?? 1);
   if (Array.isArray(value)) return value.map(withLargeBytes);
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withLargeBytes(v)]));
@@ -119,8 +119,8 @@ describe('generated messages', () => {
   }
 
   // A root encoder reserves its message's footprint before writing: every byte it copies
-  // lands in one chunk allocated once, exactly as large as needed, and byte fields of 1 KiB
-  // or more are chunks of their own, uncopied.
+  // lands in one chunk allocated once, exactly as large as needed, and byte fields of
+  // ZERO_COPY_BYTES or more are chunks of their own, uncopied.
   for (const schema of schemas) {
     it(`${schema.name}: every version is written into exactly the room it reserves`, () => {
       const { decode } = codec(schema);
@@ -128,7 +128,7 @@ describe('generated messages', () => {
         fc.assert(
           fc.property(messageArbitrary(schema, version), fc.boolean(), (generated, large) => {
             const msg = large ? withLargeBytes(generated) : generated;
-            const referenced = new Set(buffersIn(msg).filter((b) => b.length >= 1024));
+            const referenced = new Set(buffersIn(msg).filter((b) => b.length >= ZERO_COPY_BYTES));
             const w = new Writer(0);
             codec(schema).encode(w, msg, version);
             w.int8(0);

@@ -6,6 +6,7 @@ import {
   Reader,
   Writer,
   ZERO_UUID,
+  ZERO_COPY_BYTES,
   footprintOfBytes,
   sizeOfCompactString,
   sizeOfUvarint,
@@ -216,9 +217,10 @@ describe('wire primitives', () => {
   });
 
   it('a reserved footprint holds the copied bytes in one chunk and the large byte fields by reference', () => {
-    const records = [Buffer.alloc(2000, 1), Buffer.alloc(1024, 2)];
-    const small = Buffer.alloc(1023, 3);
-    assert.equal(footprintOfBytes(small.length), 1023);
+    const larger = ZERO_COPY_BYTES + 976;
+    const records = [Buffer.alloc(larger, 1), Buffer.alloc(ZERO_COPY_BYTES, 2)];
+    const small = Buffer.alloc(ZERO_COPY_BYTES - 1, 3);
+    assert.equal(footprintOfBytes(small.length), small.length);
     const footprint = 3 * 4 + footprintOfBytes(records[0]!.length) + footprintOfBytes(records[1]!.length) + footprintOfBytes(small.length);
     const w = new Writer(0);
     w.reserve(footprint);
@@ -226,13 +228,45 @@ describe('wire primitives', () => {
     const chunks = w.toChunks();
     assert.deepEqual(
       chunks.map((c) => c.length),
-      [4, 2000, 4 + 1023 + 4, 1024],
+      [4, larger, 4 + small.length + 4, ZERO_COPY_BYTES],
     );
     assert.equal(chunks[1], records[0]);
     assert.equal(chunks[3], records[1]);
     assert.equal(chunks[0]!.buffer, chunks[2]!.buffer, 'the copied bytes share one allocation');
     assert.equal(chunks[2]!.byteOffset, chunks[0]!.byteOffset + 4);
-    assert.equal(w.length, 4 + 2000 + 4 + 1023 + 4 + 1024);
+    assert.equal(w.length, 4 + larger + 4 + small.length + 4 + ZERO_COPY_BYTES);
+  });
+
+  it('a writer given chunk memory writes its chunks there, and the same bytes as without it', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.uint8Array({ maxLength: 6000 })), { maxLength: 40 }),
+        fc.nat(70_000),
+        (fields, reserved) => {
+          const taken: Buffer[] = [];
+          const memory = {
+            take(size: number): Buffer {
+              const b = Buffer.alloc(size, 0xee);
+              taken.push(b);
+              return b;
+            },
+          };
+          const values: (number | Buffer)[] = fields.map((f) => (typeof f === 'number' ? f : Buffer.from(f)));
+          const write = (w: Writer) => {
+            w.reserve(reserved);
+            for (const v of values) typeof v === 'number' ? w.int32(v) : w.bytes(v);
+          };
+          const plain = new Writer(0);
+          write(plain);
+          const pooled = new Writer(0, memory);
+          write(pooled);
+          assert.deepEqual(pooled.toBuffer(), plain.toBuffer());
+          const fromMemory = (c: Buffer) => taken.some((t) => t.buffer === c.buffer);
+          const copied = pooled.toChunks().filter((c) => !values.includes(c));
+          assert.ok(copied.every(fromMemory), 'every chunk of copied bytes lies in memory the source handed out');
+        },
+      ),
+    );
   });
 
   it('tagged fields are read bounded to their size; unknown tags are skipped', () => {
