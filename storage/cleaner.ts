@@ -26,7 +26,8 @@ import { isCompacted } from './config.ts';
 import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
 import type { PartitionLog } from './log.ts';
 import { batchRecords, rebuildBatch } from './records.ts';
-import { LOG_SUFFIX, LogSegment, readAt, segmentFileName } from './segment.ts';
+import { readAt } from './file-pool.ts';
+import { LOG_SUFFIX, LogSegment, segmentFileName } from './segment.ts';
 
 export interface CleanerOptions {
   /** Longest synchronous stretch before yielding to the event loop. */

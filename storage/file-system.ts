@@ -5,7 +5,7 @@
 // what was not fsynced. The shapes mirror node:fs, the subset storage uses, so a node
 // errno error (`code` ENOENT, ENOSPC, EIO, ...) means the same from either.
 
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, writeSync } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, statfs, truncate, unlink, writeFile } from 'node:fs/promises';
 
 /**
@@ -35,7 +35,7 @@ export interface FileSystemStats {
   readonly bavail: number;
 }
 
-/** An open file. `fd` names it to the FileSystem's sync calls (writeSync, fsyncSync). */
+/** An open file. `fd` names it to the FileSystem's sync calls (readSync, writeSync, fsyncSync). */
 export interface FileHandle {
   readonly fd: number;
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
@@ -66,9 +66,12 @@ export interface FileSystem {
   truncate(path: string, length: number): Promise<void>;
   statfs(path: string): Promise<FileSystemStats>;
 
-  // In place, on the calling thread: small appends (FileHandlePool.writeSync) and the Raft
-  // quorum-state file, which a vote must have replaced before it is answered.
+  // In place, on the calling thread: small reads and appends (FileHandlePool.read and
+  // writeSync) and the Raft quorum-state file, which a vote must have replaced before it is
+  // answered.
   openSync(path: string, flags: OpenFlags): number;
+  /** Reads up to `length` bytes at `position` into `buffer` from `offset`; returns the bytes read (0 at the end). */
+  readSync(fd: number, buffer: Buffer, offset: number, length: number, position: number): number;
   /** Writes up to `length` bytes of `buffer` from `offset` at `position`; returns the bytes written. */
   writeSync(fd: number, buffer: Buffer, offset: number, length: number, position: number): number;
   fsyncSync(fd: number): void;
@@ -91,6 +94,7 @@ export const nodeFileSystem: FileSystem = {
   truncate,
   statfs,
   openSync,
+  readSync,
   writeSync,
   fsyncSync,
   closeSync,

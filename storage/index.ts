@@ -39,7 +39,7 @@ export { ProducerStateManager, NUM_BATCHES_TO_RETAIN } from './producer-state.ts
 export type { ProducerCheck, ProducerDescription, ProducerStateEntry, BatchMetadata, AppendOrigin } from './producer-state.ts';
 export { LogCleaner, CLEANER_MAX_MAP_KEYS, CLEANER_SLICE_MS } from './cleaner.ts';
 export type { CleanerOptions, CleanResult } from './cleaner.ts';
-export { FileHandlePool, DEFAULT_MAX_OPEN_FILES } from './file-pool.ts';
+export { FileHandlePool, DEFAULT_MAX_OPEN_FILES, DEFAULT_SYNC_READ_MAX_BYTES } from './file-pool.ts';
 export { ReadBufferPool, ReadBufferLease } from './read-buffers.ts';
 export type { ReadBufferSource } from './read-buffers.ts';
 export type { FileHandlePoolOptions } from './file-pool.ts';

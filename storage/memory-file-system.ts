@@ -440,13 +440,15 @@ export class MemoryFileSystem implements FileSystem {
   // ---- handle operations (MemoryFileHandle) ----
 
   handleRead(fd: number, buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }> {
-    return this.later(() => {
-      const file = this.openFile(fd, 'read');
-      const end = Math.min(file.length, position + length);
-      const bytesRead = Math.max(0, end - position);
-      if (bytesRead > 0) file.bytes.copy(buffer, offset, position, end);
-      return { bytesRead };
-    });
+    return this.later(() => ({ bytesRead: this.readSync(fd, buffer, offset, length, position) }));
+  }
+
+  readSync(fd: number, buffer: Buffer, offset: number, length: number, position: number): number {
+    const file = this.openFile(fd, 'read');
+    const end = Math.min(file.length, position + length);
+    const bytesRead = Math.max(0, end - position);
+    if (bytesRead > 0) file.bytes.copy(buffer, offset, position, end);
+    return bytesRead;
   }
 
   handleWrite(fd: number, buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesWritten: number }> {

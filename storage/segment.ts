@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { MAGIC, RECORD_BATCH_OVERHEAD, RecordBatch, validateBatchAt, InvalidRecordBatchError } from '../protocol/records/batch.ts';
 import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors.ts';
-import type { FileHandlePool } from './file-pool.ts';
+import { type FileHandlePool, readAt } from './file-pool.ts';
 import type { FileHandle } from './file-system.ts';
 import type { ReadBufferSource } from './read-buffers.ts';
 
@@ -486,7 +486,7 @@ export class LogSegment {
     const lease = await this.lease();
     let data: Buffer;
     try {
-      data = await readAt(lease.handle, start, want, buffers);
+      data = await this.pool.read(lease.handle, start, want, buffers);
       let p = 0;
       let first: RecordBatch | null = null;
       while (data.length - p >= HEADER_PREFIX) {
@@ -504,7 +504,7 @@ export class LogSegment {
         // The wanted batch lies beyond what was read (very large batches in between).
         const found = await this.findBatch(offset, indexIntervalBytes);
         if (found === null) return undefined;
-        data = await readAt(
+        data = await this.pool.read(
           lease.handle,
           found.position,
           Math.min(this.sizeBytes - found.position, Math.max(maxBytes, found.extent.sizeBytes)),
@@ -545,7 +545,7 @@ export class LogSegment {
     if (end === p) {
       const size = first.sizeInBytes;
       if (size > maxBytes && !minOneBatch) return null;
-      const whole = data.length - p >= size ? data.subarray(p, p + size) : await readAt(handle, dataPos + p, size, buffers);
+      const whole = data.length - p >= size ? data.subarray(p, p + size) : await this.pool.read(handle, dataPos + p, size, buffers);
       if (whole.length < size) return null;
       return { records: whole, position: dataPos + p, firstOffset: first.baseOffset, nextOffset: new RecordBatch(whole, 0).nextOffset };
     }
@@ -805,16 +805,4 @@ export class LogSegment {
       lease.release();
     }
   }
-}
-
-/** Reads up to `lengthBytes` at `position`; shorter only at end of file. */
-export async function readAt(handle: FileHandle, position: number, lengthBytes: number, into?: ReadBufferSource): Promise<Buffer> {
-  const buf = into === undefined ? Buffer.allocUnsafe(lengthBytes) : into.take(lengthBytes);
-  let filledBytes = 0;
-  while (filledBytes < lengthBytes) {
-    const { bytesRead } = await handle.read(buf, filledBytes, lengthBytes - filledBytes, position + filledBytes);
-    if (bytesRead === 0) break;
-    filledBytes += bytesRead;
-  }
-  return filledBytes === lengthBytes ? buf : buf.subarray(0, filledBytes);
 }
