@@ -9,10 +9,13 @@
 //             ping-pong's p50/p99 at the same rate
 //   startup   process start to the first acknowledged produce, warm (after one start and stop)
 //   memory    broker RSS (/proc/<pid>/status) after creating 10,000 partitions
+//   wide      one Fetch of every partition of a 1,000-partition topic holding one small
+//             batch each (a consumer or a follower of many quiet partitions), back to back:
+//             milliseconds per fetch, against Kafka only
 // With --kafka (or whenever the reference broker is installed) the same loads run against
 // Apache Kafka (scripts/kafka-reference.sh) and Sluice/Kafka ratios are printed side by side.
 // Run: node --import tsx scripts/bench/broker.ts [--kafka] [--no-kafka] [--quick]
-//      [--only=produce,fetch,latency,memory]
+//      [--only=produce,fetch,latency,memory,wide]
 import { sluiceCommand } from '../../test/helpers/sluice-cli.ts';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -69,6 +72,9 @@ const LATENCY_RATE_PER_S = 200;
 const LATENCY_MS = quick ? 2000 : 5000;
 const MEMORY_PARTITIONS = 10_000;
 const TOPIC = 'bench';
+const WIDE_TOPIC = 'wide';
+const WIDE_PARTITIONS = 1000;
+const WIDE_FETCHES = quick ? 50 : 200;
 
 // ---------------------------------------------------------------------------------------
 // Targets
@@ -536,6 +542,48 @@ async function memoryWithPartitions(
   return { beforeKiB, afterKiB: await rssKiB(pid), createMs };
 }
 
+/** Milliseconds per Fetch of every partition of WIDE_TOPIC, each holding one 200-byte record. */
+async function wideFetch(cluster: KafkaCluster): Promise<number> {
+  await createTopics(cluster, [WIDE_TOPIC], WIDE_PARTITIONS);
+  const leader = await cluster.leaderConnection(WIDE_TOPIC, 0);
+  const conn = await KafkaConnection.connect(leader.host, leader.port);
+  try {
+    const batch = await buildBatch(1, 200);
+    for (let p = 0; p < WIDE_PARTITIONS; p++) {
+      const error = await produceOnce(conn, WIDE_TOPIC, p, batch);
+      if (error !== 0) throw new Error(`produce to ${WIDE_TOPIC}-${p}: error ${error}`);
+    }
+    const request = makeFetchRequest({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 64 * MIB,
+      topics: [
+        makeFetchRequestFetchTopic({
+          topic: WIDE_TOPIC,
+          partitions: Array.from({ length: WIDE_PARTITIONS }, (_, partition) =>
+            makeFetchRequestFetchPartition({ partition, fetchOffset: 0n, partitionMaxBytes: MIB }),
+          ),
+        }),
+      ],
+    });
+    const version = conn.version(ApiKey.Fetch, 12);
+    const fetchAll = async (): Promise<void> => {
+      const res = await conn.send<FetchResponse>(ApiKey.Fetch, request, version);
+      const partitions = res.responses.flatMap((t) => t.partitions);
+      if (partitions.length !== WIDE_PARTITIONS || partitions.some((p) => p.errorCode !== 0 || (p.records?.length ?? 0) === 0)) {
+        throw new Error(`a wide fetch did not return every partition's batch`);
+      }
+    };
+    for (let i = 0; i < WIDE_FETCHES / 10; i++) await fetchAll();
+    const t0 = performance.now();
+    for (let i = 0; i < WIDE_FETCHES; i++) await fetchAll();
+    return (performance.now() - t0) / WIDE_FETCHES;
+  } finally {
+    conn.close();
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // The run
 
@@ -548,6 +596,7 @@ interface BrokerFigures {
   latency?: Latency;
   latencyCeiling?: Latency;
   memory?: { beforeKiB: number; afterKiB: number; createMs: number };
+  wideFetchMs?: number;
 }
 
 const faster = (a: Throughput | undefined, b: Throughput): Throughput => (a === undefined || b.mibPerS > a.mibPerS ? b : a);
@@ -606,6 +655,9 @@ async function measureBroker(target: Target, nullServer: NullServer, workDir: st
       figures.latencyCeiling = await pingPong(nullServer.ports[1]);
       figures.latency = await produceToConsume(cluster);
     });
+    await stage('wide', async () => {
+      figures.wideFetchMs = await wideFetch(cluster);
+    });
     await stage('memory', async () => {
       figures.memory = await memoryWithPartitions(cluster, target.pid);
     });
@@ -649,6 +701,7 @@ function report(results: Map<string, BrokerFigures>): void {
     lines.push(`  latency p99         ${ratio(sluice.latency?.p99Ms, kafka.latency?.p99Ms)}`);
     lines.push(`  start-up            ${ratio(sluice.startupMs, kafka.startupMs)}`);
     lines.push(`  RSS, 10k partitions ${ratio(sluice.memory?.afterKiB, kafka.memory?.afterKiB)}`);
+    lines.push(`  wide fetch time     ${ratio(sluice.wideFetchMs, kafka.wideFetchMs)}`);
   }
   lines.push('', '== absolute');
   for (const [name, f] of results) {
@@ -665,6 +718,7 @@ function report(results: Map<string, BrokerFigures>): void {
         `  raw ping-pong       p50 ${ms(f.latencyCeiling.p50Ms)}, p99 ${ms(f.latencyCeiling.p99Ms)} (${f.latencyCeiling.samples} at ${LATENCY_RATE_PER_S}/s)`,
       );
     lines.push(`  memory              ${mem(f.memory)}`);
+    lines.push(`  wide fetch          ${ms(f.wideFetchMs)} per fetch of ${WIDE_PARTITIONS} partitions of one small batch each`);
   }
   process.stdout.write(lines.join('\n') + '\n');
 }
