@@ -304,7 +304,7 @@ export class LogCleaner {
       await removeFile(fs, seg.indexPath, this.options.onError);
       await removeFile(fs, seg.timeIndexPath, this.options.onError);
       await fs.rename(swapPath, seg.logPath);
-      const replacement = new LogSegment(seg.dir, seg.baseOffset, afterBytes, log.pool, seg.createdMs);
+      const replacement = new LogSegment(seg.dir, seg.baseOffset, afterBytes, log.pool, seg.createdMs, seg.txnIndex);
       await replacement.rebuildIndexes(log.config.indexIntervalBytes);
       log.replaceSegmentsLocked([seg], replacement);
       return true;

@@ -23,7 +23,8 @@ import { FileHandlePool } from './file-pool.ts';
 import type { FileSystem } from './file-system.ts';
 import { LEADER_EPOCH_CHECKPOINT, LeaderEpochCache } from './leader-epoch-cache.ts';
 import { ProducerStateManager } from './producer-state.ts';
-import type { AppendOrigin, ProducerCheck, ProducerDescription } from './producer-state.ts';
+import type { AppendOrigin, CompletedTxn, ProducerCheck, ProducerDescription } from './producer-state.ts';
+import { type AbortedTxn, TXN_INDEX_SUFFIX } from './transaction-index.ts';
 import { type BatchExtent, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, extentOf, segmentFileName } from './segment.ts';
 import { firstRecordAtOrAfter, offsetOfMaxTimestamp } from './records.ts';
 import type { ReadBufferSource } from './read-buffers.ts';
@@ -248,6 +249,20 @@ export class PartitionLog {
   /** Set by the replica manager; kept within [logStartOffset, logEndOffset]. */
   set highWatermark(offset: number) {
     this.hw = Math.min(Math.max(offset, this.startOffset), this.nextOffsetMetadata);
+    this.producerState.onHighWatermarkUpdated(this.hw);
+  }
+  /**
+   * Kafka's UnifiedLog.lastStableOffset: the high watermark, or below it the first offset of
+   * a transaction not yet decided (or whose marker is not yet replicated). Known once the
+   * producer state is loaded (`loadProducerStateIfNeeded`); the high watermark until then.
+   */
+  get lastStableOffset(): number {
+    const firstUnstable = this.producerStateLoaded ? this.producerState.firstUnstableOffset : null;
+    return firstUnstable === null ? this.hw : Math.min(firstUnstable, this.hw);
+  }
+  /** Resolves once the producer state (and with it the last stable offset) is known; null when it is. */
+  loadProducerStateIfNeeded(): Promise<void> | null {
+    return this.producerStateLoaded ? null : this.ensureProducerState();
   }
   get segmentCount(): number {
     return this.segments.length;
@@ -300,9 +315,11 @@ export class PartitionLog {
       }
     }
     bases.sort((a, b) => a - b);
+    const txnIndexes = new Set(names.filter((n) => n.endsWith(TXN_INDEX_SUFFIX)));
     for (const base of bases) {
       const st = await this.pool.fileSystem.stat(join(this.dir, segmentFileName(base, LOG_SUFFIX)));
-      this.segments.push(new LogSegment(this.dir, base, st.size, this.pool, st.mtimeMs));
+      const hasTxnIndex = txnIndexes.has(segmentFileName(base, TXN_INDEX_SUFFIX));
+      this.segments.push(new LogSegment(this.dir, base, st.size, this.pool, st.mtimeMs, hasTxnIndex));
     }
     const requestedStart = opts.logStartOffset ?? 0;
     // A log without segment files gets a new empty one, which needs no fsync.
@@ -366,7 +383,10 @@ export class PartitionLog {
     this.nextOffsetMetadata = this.activeSegment.nextOffset;
     if (!created) for (const seg of this.segments.slice(first)) await seg.fsync();
     this.recoveryPointOffset = this.nextOffsetMetadata;
-    await this.producerState.deleteSnapshots((o) => o > this.nextOffsetMetadata);
+    // The producer state is replayed from the recovery point at the latest, so that the
+    // aborted-transaction entries of the recovered batches are rebuilt (an entry written
+    // after the last flush may not have survived).
+    await this.producerState.deleteSnapshots((o) => o > Math.min(recoveryPoint, this.nextOffsetMetadata));
     await this.epochCache.persist();
   }
 
@@ -387,8 +407,18 @@ export class PartitionLog {
 
   private async loadProducerState(): Promise<void> {
     const from = await this.producerState.loadLatestSnapshot(this.nextOffsetMetadata, this.startOffset);
-    await this.forEachBatchHeader(Math.max(from, this.startOffset), (b) => this.producerState.update(b, -1));
+    const completed: CompletedTxn[] = [];
+    await this.forEachBatchHeader(Math.max(from, this.startOffset), (b) => {
+      const txn = this.producerState.update(b, -1);
+      if (txn?.isAborted) completed.push(txn);
+    });
     this.producerState.mapEndOffset = this.nextOffsetMetadata;
+    // The entries are there already unless a crash lost them; adding one is idempotent.
+    for (const txn of completed) {
+      const seg = this.segments[floorIndex(this.segments, txn.lastOffset)];
+      if (seg !== undefined) await seg.txnIndex.append(abortedTxnOf(txn));
+    }
+    this.producerState.onHighWatermarkUpdated(this.hw);
   }
 
   /** Visits the header of every batch with lastOffset >= `fromOffset`, in order. */
@@ -566,7 +596,8 @@ export class PartitionLog {
     for (const v of views) {
       const epoch = v.partitionLeaderEpoch;
       if (epoch >= 0 && epoch > this.epochCache.latestEpoch) epochsChanged = this.epochCache.assign(epoch, v.baseOffset) || epochsChanged;
-      this.producerState.update(v, logAppendTimeMs);
+      const txn = this.producerState.update(v, logAppendTimeMs);
+      if (txn?.isAborted) await this.activeSegment.txnIndex.append(abortedTxnOf(txn));
     }
     if (epochsChanged) await this.epochCache.persist();
     this.unflushedMessages += lastOffset - firstOffset + 1;
@@ -767,6 +798,25 @@ export class PartitionLog {
       };
     }
     return empty(undefined);
+  }
+
+  /**
+   * Kafka's UnifiedLog.collectAbortedTransactions: the aborted transactions overlapping
+   * [fetchOffset, upperBoundOffset), from the segment holding `fetchOffset` on, until an
+   * entry's last stable offset shows no later one can overlap.
+   */
+  async abortedTransactions(fetchOffset: number, upperBoundOffset: number): Promise<AbortedTxn[]> {
+    const segments = this.segments;
+    const aborted: AbortedTxn[] = [];
+    for (let i = Math.max(0, floorIndex(segments, fetchOffset)); i < segments.length; i++) {
+      const seg = segments[i];
+      if (seg === undefined) break;
+      if (seg.txnIndex.isEmpty) continue;
+      const found = await seg.txnIndex.collect(fetchOffset, upperBoundOffset);
+      aborted.push(...found.aborted);
+      if (found.complete) break;
+    }
+    return aborted;
   }
 
   // ---- offsets by time ----
@@ -1040,6 +1090,10 @@ export class PartitionLog {
   private segmentIndexFor(offset: number): number {
     return floorIndex(this.segments, offset);
   }
+}
+
+function abortedTxnOf(txn: CompletedTxn): AbortedTxn {
+  return { producerId: txn.producerId, firstOffset: txn.firstOffset, lastOffset: txn.lastOffset, lastStableOffset: txn.lastStableOffset };
 }
 
 /** The first of `segments`; a log (and a run of segments to replace) is never empty. */

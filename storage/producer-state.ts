@@ -5,10 +5,11 @@
 // close; after a crash the state is the latest snapshot plus a replay of the log after it.
 
 import { join } from 'node:path';
-import type { RecordBatch } from '../protocol/records/batch.ts';
+import { InvalidRecordBatchError, type RecordBatch } from '../protocol/records/batch.ts';
+import { endTxnMarkerOf, readControlRecordSync } from '../protocol/records/control.ts';
 import { crc32c } from '../protocol/crc.ts';
 import { type FileContext, writeFileAtomically } from './checkpoint.ts';
-import { type BackgroundErrorSink, ProducerStateError, isMissingFile, removeFile } from './errors.ts';
+import { type BackgroundErrorSink, type ProducerErrorCode, ProducerStateError, isMissingFile, removeFile } from './errors.ts';
 
 export const NUM_BATCHES_TO_RETAIN = 5;
 const SNAPSHOT_SUFFIX = '.snapshot';
@@ -48,7 +49,33 @@ export interface ProducerDescription {
 export type ProducerCheck =
   | { result: 'ok' }
   | { result: 'duplicate'; firstOffset: number; lastOffset: number; timestampMs: number }
-  | { result: 'error'; code: 'OUT_OF_ORDER_SEQUENCE_NUMBER' | 'INVALID_PRODUCER_EPOCH'; message: string };
+  | { result: 'error'; code: ProducerErrorCode; message: string };
+
+/** A transaction a COMMIT or ABORT marker closed (Kafka's CompletedTxn). */
+export interface CompletedTxn {
+  readonly producerId: bigint;
+  /** The transaction's first offset (the marker's own when it had no batch here). */
+  readonly firstOffset: number;
+  /** The marker's offset. */
+  readonly lastOffset: number;
+  readonly isAborted: boolean;
+  /** The last stable offset once the transaction is complete: the next open transaction's first offset, else after the marker. */
+  readonly lastStableOffset: number;
+}
+
+/**
+ * The commit/abort marker of a control batch; null for other control records and for one
+ * that cannot be read (a log that holds it must still load: it closes no transaction).
+ */
+function markerOf(batch: RecordBatch): { commit: boolean; coordinatorEpoch: number } | null {
+  try {
+    const marker = endTxnMarkerOf(batch, readControlRecordSync(batch));
+    return marker === null ? null : { commit: marker.commit, coordinatorEpoch: marker.coordinatorEpoch };
+  } catch (err) {
+    if (err instanceof InvalidRecordBatchError) return null;
+    throw err;
+  }
+}
 
 export type AppendOrigin = 'client' | 'replication' | 'coordinator';
 
@@ -63,6 +90,13 @@ function lastSeqOf(entry: ProducerStateEntry): number {
 
 export class ProducerStateManager {
   private producers = new Map<bigint, ProducerStateEntry>();
+  /** First offset of each producer's open transaction (Kafka's ongoingTxns). */
+  private ongoingTxns = new Map<bigint, number>();
+  /**
+   * Transactions whose marker is not below the high watermark yet (Kafka's unreplicatedTxns):
+   * until it is, a new leader may not have the marker, so they stay unstable.
+   */
+  private unreplicatedTxns: { firstOffset: number; lastOffset: number }[] = [];
   /** The state reflects the log up to (not including) this offset. */
   mapEndOffset = 0;
 
@@ -99,7 +133,12 @@ export class ProducerStateManager {
   check(batches: readonly RecordBatch[]): ProducerCheck {
     const pending = new Map<bigint, { epoch: number; lastSeq: number }>();
     for (const batch of batches) {
-      if (!batch.hasProducerId || batch.isControl) continue;
+      if (!batch.hasProducerId) continue;
+      if (batch.isControl) {
+        const fenced = this.checkMarker(batch);
+        if (fenced !== null) return fenced;
+        continue;
+      }
       const pid = batch.producerId;
       const current = this.producers.get(pid);
       const firstSeq = batch.baseSequence;
@@ -144,6 +183,31 @@ export class ProducerStateManager {
     return { result: 'ok' };
   }
 
+  /**
+   * Kafka's ProducerAppendInfo.appendEndTxnMarker checks: a marker of an older producer epoch,
+   * or from an older transaction coordinator, is refused.
+   */
+  private checkMarker(batch: RecordBatch): ProducerCheck | null {
+    const current = this.producers.get(batch.producerId);
+    if (current === undefined) return null;
+    if (batch.producerEpoch < current.producerEpoch) {
+      return {
+        result: 'error',
+        code: 'INVALID_PRODUCER_EPOCH',
+        message: `marker of epoch ${batch.producerEpoch} for producer ${batch.producerId} is older than the current epoch ${current.producerEpoch}`,
+      };
+    }
+    const marker = markerOf(batch);
+    if (marker !== null && marker.coordinatorEpoch < current.coordinatorEpoch) {
+      return {
+        result: 'error',
+        code: 'TRANSACTION_COORDINATOR_FENCED',
+        message: `marker for producer ${batch.producerId} from coordinator epoch ${marker.coordinatorEpoch}, older than ${current.coordinatorEpoch}`,
+      };
+    }
+    return null;
+  }
+
   /** Like `check` but throws ProducerStateError; returns the duplicate if there is one. */
   checkOrThrow(batches: readonly RecordBatch[]): ProducerCheck & { result: 'ok' | 'duplicate' } {
     const r = this.check(batches);
@@ -151,11 +215,14 @@ export class ProducerStateManager {
     return r;
   }
 
-  /** Records an appended batch (offsets already assigned); `logAppendTimeMs` -1 for CreateTime. */
-  update(batch: RecordBatch, logAppendTimeMs: number): void {
+  /**
+   * Records an appended batch (offsets already assigned); `logAppendTimeMs` -1 for CreateTime.
+   * Returns the transaction a COMMIT or ABORT marker closed, else null.
+   */
+  update(batch: RecordBatch, logAppendTimeMs: number): CompletedTxn | null {
     const end = batch.nextOffset;
     if (end > this.mapEndOffset) this.mapEndOffset = end;
-    if (!batch.hasProducerId) return;
+    if (!batch.hasProducerId) return null;
     const pid = batch.producerId;
     const epoch = batch.producerEpoch;
     let entry = this.producers.get(pid);
@@ -169,12 +236,11 @@ export class ProducerStateManager {
     }
     const timestampMs = logAppendTimeMs >= 0 ? logAppendTimeMs : batch.maxTimestamp;
     entry.lastTimestampMs = timestampMs;
-    if (batch.isControl) {
-      // A commit or abort marker closes the producer's open transaction.
-      entry.currentTxnFirstOffset = -1;
-      return;
+    if (batch.isControl) return this.completeTxn(entry, batch);
+    if (batch.isTransactional && entry.currentTxnFirstOffset < 0) {
+      entry.currentTxnFirstOffset = batch.baseOffset;
+      this.ongoingTxns.set(pid, batch.baseOffset);
     }
-    if (batch.isTransactional && entry.currentTxnFirstOffset < 0) entry.currentTxnFirstOffset = batch.baseOffset;
     if (batch.baseSequence >= 0) {
       entry.batches.push({
         firstSeq: batch.baseSequence,
@@ -185,6 +251,40 @@ export class ProducerStateManager {
       });
       if (entry.batches.length > NUM_BATCHES_TO_RETAIN) entry.batches.shift();
     }
+    return null;
+  }
+
+  /** A commit or abort marker closes the producer's open transaction. */
+  private completeTxn(entry: ProducerStateEntry, batch: RecordBatch): CompletedTxn | null {
+    const marker = markerOf(batch);
+    if (marker === null) return null;
+    entry.coordinatorEpoch = marker.coordinatorEpoch;
+    const wasOpen = entry.currentTxnFirstOffset >= 0;
+    const firstOffset = wasOpen ? entry.currentTxnFirstOffset : batch.baseOffset;
+    entry.currentTxnFirstOffset = -1;
+    this.ongoingTxns.delete(entry.producerId);
+    let lastStableOffset = batch.baseOffset + 1;
+    for (const first of this.ongoingTxns.values()) lastStableOffset = Math.min(lastStableOffset, first);
+    if (wasOpen) this.unreplicatedTxns.push({ firstOffset, lastOffset: batch.baseOffset });
+    return { producerId: entry.producerId, firstOffset, lastOffset: batch.baseOffset, isAborted: !marker.commit, lastStableOffset };
+  }
+
+  /**
+   * The first offset a read_committed consumer may not read yet: the start of the oldest open
+   * transaction, or of a completed one whose marker the high watermark has not passed; null
+   * when there is none.
+   */
+  get firstUnstableOffset(): number | null {
+    let first: number | null = null;
+    for (const offset of this.ongoingTxns.values()) if (first === null || offset < first) first = offset;
+    for (const t of this.unreplicatedTxns) if (first === null || t.firstOffset < first) first = t.firstOffset;
+    return first;
+  }
+
+  /** The high watermark moved: completed transactions whose marker is below it are stable. */
+  onHighWatermarkUpdated(highWatermark: number): void {
+    if (this.unreplicatedTxns.length === 0) return;
+    this.unreplicatedTxns = this.unreplicatedTxns.filter((t) => t.lastOffset >= highWatermark);
   }
 
   /** The log start moved: forget batches below it and producers with nothing left. */
@@ -197,6 +297,8 @@ export class ProducerStateManager {
 
   reset(offset: number): void {
     this.producers.clear();
+    this.ongoingTxns.clear();
+    this.unreplicatedTxns = [];
     this.mapEndOffset = offset;
   }
 
@@ -339,5 +441,8 @@ export class ProducerStateManager {
       producers.set(producerId, { producerId, producerEpoch, batches, coordinatorEpoch, lastTimestampMs, currentTxnFirstOffset });
     }
     this.producers = producers;
+    this.ongoingTxns = new Map();
+    for (const e of producers.values()) if (e.currentTxnFirstOffset >= 0) this.ongoingTxns.set(e.producerId, e.currentTxnFirstOffset);
+    this.unreplicatedTxns = [];
   }
 }

@@ -12,6 +12,7 @@ import { type BackgroundErrorSink, removeFile, toStorageIOError } from './errors
 import { type FileHandlePool, readAt } from './file-pool.ts';
 import type { FileHandle } from './file-system.ts';
 import type { ReadBufferSource } from './read-buffers.ts';
+import { TXN_INDEX_SUFFIX, TransactionIndex } from './transaction-index.ts';
 
 export const LOG_SUFFIX = '.log';
 export const INDEX_SUFFIX = '.index';
@@ -107,16 +108,28 @@ export class LogSegment {
   // thousands of idle segments never need it.
   private logPathMemo: string | undefined;
 
+  /** The ABORT markers written in this segment (read_committed fetches list them). */
+  readonly txnIndex: TransactionIndex;
+
+  /**
+   * `txnIndex`: the index of the segment this one replaces (same base offset), or whether its
+   * `.txnindex` file exists.
+   */
   constructor(
     readonly dir: string,
     readonly baseOffset: number,
     sizeBytes: number,
     private readonly pool: FileHandlePool,
     createdMs: number,
+    txnIndex: TransactionIndex | boolean = false,
   ) {
     this.sizeBytes = sizeBytes;
     this.nextOffset = baseOffset;
     this.createdMs = createdMs;
+    this.txnIndex =
+      typeof txnIndex === 'boolean'
+        ? new TransactionIndex(join(dir, segmentFileName(baseOffset, TXN_INDEX_SUFFIX)), pool, txnIndex)
+        : txnIndex;
   }
 
   get logPath(): string {
@@ -305,6 +318,7 @@ export class LogSegment {
     });
     const truncated = size - r.validBytes;
     if (truncated > 0) await this.truncateFileTo(r.validBytes);
+    await this.txnIndex.truncateTo(expectNext);
     // The closing time index entry an inactive segment carries; harmless on the active one.
     this.maybeAppendTimeEntry();
     await this.rewriteIndexFiles();
@@ -324,7 +338,8 @@ export class LogSegment {
 
   /**
    * Walks the batches from `startPos` to `this.sizeBytes`. With `validate`, whole batches are read
-   * and checked (CRC-32C included) and passed as views; otherwise only headers are read.
+   * and checked (CRC-32C included) and passed as views; otherwise only headers are read, and
+   * control batches whole (the producer state needs their marker).
    * Stops at the first invalid or truncated batch or when `visit` returns false.
    */
   async scan(
@@ -363,6 +378,12 @@ export class LogSegment {
             throw err;
           }
           view = new RecordBatch(chunk, rel);
+        } else if (view.isControl && chunk.length - rel < size) {
+          chunk = await readAt(lease.handle, pos, size);
+          chunkPos = pos;
+          rel = 0;
+          if (chunk.length < size) break;
+          view = new RecordBatch(chunk, 0);
         }
         const extent = extentOf(view);
         if (!visit(extent, pos, view)) break;
@@ -621,6 +642,7 @@ export class LogSegment {
     if (found === null) return null;
     const position = found.position;
     await this.truncateFileTo(position);
+    await this.txnIndex.truncateTo(found.extent.baseOffset);
     // Drop index entries at or past the cut, then recompute the tail state by rescanning.
     const oi = this.offsets();
     let keep = 0;
@@ -716,9 +738,11 @@ export class LogSegment {
     await this.flushIndexes();
   }
 
-  /** fsyncs the log and both index files (at once: they are independent files). */
+  /** fsyncs the log and its index files (at once: they are independent files). */
   async fsync(): Promise<void> {
-    const results = await Promise.allSettled([this.logPath, this.indexPath, this.timeIndexPath].map((path) => this.fsyncFile(path)));
+    const paths = [this.logPath, this.indexPath, this.timeIndexPath];
+    if (!this.txnIndex.isEmpty) paths.push(this.txnIndex.path);
+    const results = await Promise.allSettled(paths.map((path) => this.fsyncFile(path)));
     for (const r of results) if (r.status === 'rejected') throw r.reason;
   }
 
@@ -766,7 +790,7 @@ export class LogSegment {
   }
 
   closeHandles(): void {
-    for (const p of [this.logPath, this.indexPath, this.timeIndexPath]) this.pool.invalidate(p);
+    for (const p of [this.logPath, this.indexPath, this.timeIndexPath, this.txnIndex.path]) this.pool.invalidate(p);
   }
 
   /**
@@ -775,7 +799,7 @@ export class LogSegment {
    */
   async markDeleted(delayMs: number, onError: BackgroundErrorSink): Promise<void> {
     this.closeHandles();
-    const paths = [this.logPath, this.indexPath, this.timeIndexPath];
+    const paths = [this.logPath, this.indexPath, this.timeIndexPath, this.txnIndex.path];
     const renamed: string[] = [];
     for (const p of paths) {
       try {

@@ -77,6 +77,7 @@ import {
   type QuorumServices,
 } from './quorum.ts';
 import type { HandlerRegistry } from './registry.ts';
+import { handleWriteTxnMarkers, type TxnMarkerServices } from './txn-markers.ts';
 import { handleCreatePartitions, handleCreateTopics, handleDeleteTopics } from './topics.ts';
 
 /** The data path's handlers: Produce, Fetch, offsets, log dirs, producer ids. */
@@ -86,7 +87,8 @@ export type DataPathHandlerServices = ProduceServices &
   DeleteRecordsServices &
   DescribeLogDirsServices &
   OffsetForLeaderEpochServices &
-  ProducerIdServices;
+  ProducerIdServices &
+  TxnMarkerServices;
 
 /** What the controller-side handlers reach: the admin APIs' services and the broker-to-controller RPCs'. */
 export interface ControllerSideServices {
@@ -275,6 +277,7 @@ function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandl
   registry.register(ApiKey.OffsetForLeaderEpoch, (_ctx, request) => handleOffsetForLeaderEpoch(dataPath, request));
   registry.register(ApiKey.InitProducerId, (_ctx, request) => handleInitProducerId(dataPath, request));
   registry.register(ApiKey.DescribeProducers, (_ctx, request) => handleDescribeProducers(dataPath, request));
+  registry.register(ApiKey.WriteTxnMarkers, (_ctx, request) => handleWriteTxnMarkers(dataPath, request));
 }
 
 function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServices): void {

@@ -103,6 +103,7 @@ export function createDataPath(options: DataPathOptions): DataPath {
     topicNameOf: (topicId) => metadata.image().topicById(topicId)?.name,
     topicIdOf: (topic) => metadata.image().topic(topic)?.id,
     fetchMaxBytes: () => config.getInt('fetch.max.bytes'),
+    requestTimeoutMs: () => config.getInt('request.timeout.ms'),
     fileSystem: options.logManager.pool.fileSystem,
     nodeEndpoint: (brokerId, listenerName) => liveNodeEndpoint(metadata.image(), brokerId, listenerName),
   };

@@ -24,6 +24,8 @@ export interface DataPathServices {
   topicIdOf(topic: string): string | undefined;
   /** fetch.max.bytes: the most a Fetch response carries, whatever the request asks for. */
   fetchMaxBytes(): number;
+  /** request.timeout.ms: how long a write on another's behalf (WriteTxnMarkers) waits to be committed. */
+  requestTimeoutMs(): number;
   /** Where the log dirs are (DescribeLogDirs reads their capacity); the real disk when absent. */
   readonly fileSystem?: FileSystem;
   /**

@@ -5,6 +5,7 @@
  */
 import type { TimestampAndOffset } from '../../storage/log.ts';
 import type { ProducerDescription } from '../../storage/producer-state.ts';
+import type { AbortedTxn } from '../../storage/transaction-index.ts';
 import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 import { hasDeletePolicy, isCompacted } from '../../storage/config.ts';
 import { type TopicConfigLookup, cleanupPolicyOf, topicConfigNumber, topicConfigValue } from '../config/topic-config.ts';
@@ -13,7 +14,7 @@ import { type TopicConfigLookup, cleanupPolicyOf, topicConfigNumber, topicConfig
  * A producer's state in one partition, as DescribeProducers reports it, and a record found
  * by time (ListOffsets): the storage engine's shapes.
  */
-export type { ProducerDescription, TimestampAndOffset };
+export type { AbortedTxn, ProducerDescription, TimestampAndOffset };
 
 /** What a leader append did. */
 export interface LeaderAppendInfo {
@@ -98,6 +99,15 @@ export interface ReplicaLog {
   readonly highWatermark: number;
   /** Sets the high watermark; the caller keeps it within [logStartOffset, logEndOffset]. */
   updateHighWatermark(offset: number): void;
+  /**
+   * The last stable offset (the high watermark, or below it the first offset of a transaction
+   * not yet decided); right once `loadProducerState` resolved, the high watermark before.
+   */
+  readonly lastStableOffset: number;
+  /** Loads the producer state if it is not yet (it is loaded lazily, on first use). */
+  loadProducerState(): MaybePromise<void>;
+  /** The aborted transactions overlapping [fetchOffset, upperBoundOffset), for read_committed fetches. */
+  abortedTransactions(fetchOffset: number, upperBoundOffset: number): MaybePromise<readonly AbortedTxn[]>;
   updateConfig(config: TopicConfigLookup): void;
 }
 

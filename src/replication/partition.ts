@@ -175,9 +175,9 @@ export class Partition {
     return this.log.highWatermark;
   }
 
-  /** Equal to the high watermark until transactions keep open ranges below it. */
+  /** The log's last stable offset: known once its producer state is loaded (ReplicaLog.loadProducerState). */
   get lastStableOffset(): number {
-    return this.log.highWatermark;
+    return this.log.lastStableOffset;
   }
 
   get logStartOffset(): number {

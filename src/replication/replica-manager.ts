@@ -11,6 +11,7 @@ import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-confi
 import { INTERNAL_TOPICS } from '../../protocol/internal-topics.ts';
 import { batchesIn } from '../../protocol/records/batch.ts';
 import { convertLegacyToV2 } from '../../protocol/records/legacy.ts';
+import { buildEndTxnMarker } from '../../protocol/records/control.ts';
 import {
   CorruptRecordError,
   LogClosedError,
@@ -174,6 +175,14 @@ export interface FetchPartitionResult {
   readonly leaderId: number;
   /** For a follower whose log diverged (lastFetchedEpoch, KIP-595): where the leader's epoch ends; null otherwise. */
   readonly divergingEpoch: { readonly epoch: number; readonly endOffset: number } | null;
+}
+
+/** A transaction's end, as WriteTxnMarkers carries it to one partition. */
+export interface TxnMarker {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  readonly commit: boolean;
+  readonly coordinatorEpoch: number;
 }
 
 export interface ListOffsetsResult {
@@ -578,6 +587,35 @@ export class ReplicaManager {
     return status.errorCode;
   }
 
+  /**
+   * Writes a transaction's COMMIT or ABORT marker to a partition this broker leads (the
+   * partition side of WriteTxnMarkers: Kafka's appendRecords with the coordinator's origin and
+   * acks=all). The producer state refuses a marker of an older producer epoch
+   * (INVALID_PRODUCER_EPOCH) or from an older coordinator (TRANSACTION_COORDINATOR_FENCED).
+   * Answers once the marker is committed, as an acks=all produce would.
+   */
+  async writeTxnMarker(topic: string, partitionIndex: number, marker: TxnMarker, timeoutMs: number): Promise<number> {
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    if (partition === null || errorCode !== Errors.NONE.code) return errorCode;
+    const batches = await buildEndTxnMarker({ ...marker, timestamp: this.clock.now() });
+    const outcome = await this.enqueueAppend(
+      partition,
+      {
+        batches,
+        batchCount: 1,
+        offsetCount: 1,
+        producerId: marker.producerId,
+        producerEpoch: marker.producerEpoch,
+        firstSequence: -1,
+        lastSequence: -1,
+        isTransactional: true,
+      },
+      timeoutMs,
+    );
+    if (!outcome.ok) return outcome.errorCode;
+    return this.awaitCommitted(topic, partitionIndex, outcome.nextOffset, timeoutMs);
+  }
+
   /** KIP-951: a NOT_LEADER_OR_FOLLOWER answer names who leads now, however the append found out. */
   private withCurrentLeaders(results: ProducePartitionResult[]): ProducePartitionResult[] {
     for (const result of results) {
@@ -905,18 +943,31 @@ export class ReplicaManager {
     }
 
     const log = partition.log;
+    const readCommitted = !fromFollower && params.isolationLevel === ISOLATION_READ_COMMITTED;
+    if (readCommitted) {
+      try {
+        await log.loadProducerState();
+      } catch (err) {
+        return fail(storageErrorToKafka(err).errorCode);
+      }
+    }
     const initialHighWatermark = partition.highWatermark;
+    const initialLastStableOffset = partition.lastStableOffset;
     const initialLogStartOffset = log.logStartOffset;
     const initialLogEndOffset = log.logEndOffset;
-    const answer = (records: Buffer, divergingEpoch: FetchPartitionResult['divergingEpoch']): FetchPartitionResult => ({
+    const answer = (
+      records: Buffer,
+      divergingEpoch: FetchPartitionResult['divergingEpoch'],
+      abortedTransactions: FetchPartitionResult['abortedTransactions'] = readCommitted ? [] : null,
+    ): FetchPartitionResult => ({
       topic: input.topic,
       partition: input.partition,
       errorCode: Errors.NONE.code,
       highWatermark: initialHighWatermark,
-      lastStableOffset: initialHighWatermark,
+      lastStableOffset: initialLastStableOffset,
       logStartOffset: initialLogStartOffset,
       records,
-      abortedTransactions: params.isolationLevel === ISOLATION_READ_COMMITTED ? [] : null,
+      abortedTransactions,
       leaderEpoch: partition.leaderEpoch,
       leaderId: partition.leaderId,
       divergingEpoch,
@@ -933,17 +984,19 @@ export class ReplicaManager {
     if (input.fetchOffset < initialLogStartOffset || input.fetchOffset > initialLogEndOffset) {
       return fail(Errors.OFFSET_OUT_OF_RANGE.code);
     }
-    const maxOffset = fromFollower
-      ? initialLogEndOffset
-      : params.isolationLevel === ISOLATION_READ_COMMITTED
-        ? partition.lastStableOffset
-        : initialHighWatermark;
+    const maxOffset = fromFollower ? initialLogEndOffset : readCommitted ? initialLastStableOffset : initialHighWatermark;
     let records: Buffer = EMPTY;
+    let aborted: { producerId: bigint; firstOffset: number }[] | null = readCommitted ? [] : null;
     if (input.fetchOffset < maxOffset) {
       try {
         const read = await log.read(input.fetchOffset, maxBytes, maxOffset, minOneBatch, params.readBuffers);
         const [only] = read.chunks;
         records = read.chunks.length > 1 ? Buffer.concat(read.chunks, read.sizeInBytes) : (only ?? EMPTY);
+        // Kafka's UnifiedLog.addAbortedTransactions: the ranges overlapping what was read.
+        if (readCommitted && records.length > 0) {
+          const found = await log.abortedTransactions(input.fetchOffset, nextOffsetAfter(records));
+          aborted = found.map((t) => ({ producerId: t.producerId, firstOffset: t.firstOffset }));
+        }
       } catch (err) {
         return fail(storageErrorToKafka(err).errorCode);
       }
@@ -964,7 +1017,7 @@ export class ReplicaManager {
       this.isrManager?.maybeExpandIsr(partition, params.replicaId);
       if (moved) this.wake(partition.key);
     }
-    return answer(records, null);
+    return answer(records, null, aborted);
   }
 
   // ---- offsets ----
@@ -982,11 +1035,15 @@ export class ReplicaManager {
     if (partition === null || errorCode !== Errors.NONE.code) return none(errorCode);
     const log = partition.log;
     const fromConsumer = replicaId < 0;
-    const lastFetchableOffset = !fromConsumer
-      ? log.logEndOffset
-      : isolationLevel === ISOLATION_READ_COMMITTED
-        ? partition.lastStableOffset
-        : partition.highWatermark;
+    const readCommitted = fromConsumer && isolationLevel === ISOLATION_READ_COMMITTED;
+    if (readCommitted) {
+      try {
+        await log.loadProducerState();
+      } catch (err) {
+        return none(storageErrorToKafka(err).errorCode);
+      }
+    }
+    const lastFetchableOffset = !fromConsumer ? log.logEndOffset : readCommitted ? partition.lastStableOffset : partition.highWatermark;
     // Kafka's Partition.fetchOffsetForTimestamp: a new leader's high watermark starts from its
     // checkpoint and can be below the one the previous leader answered. Everything a previous
     // leader exposed is below the start of this leader epoch, so until the high watermark
@@ -1133,6 +1190,13 @@ function offlineError(key: string): { errorCode: number; message: string } {
 
 function offlineOutcome(key: string): AppendOutcome {
   return { ok: false, ...offlineError(key) };
+}
+
+/** The offset after the last of the whole batches in `records` (not empty). */
+function nextOffsetAfter(records: Buffer): number {
+  let next = -1;
+  for (const batch of batchesIn(records)) next = batch.nextOffset;
+  return next;
 }
 
 /** Maps a storage failure to the partition error Kafka would answer. */

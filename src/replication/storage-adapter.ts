@@ -9,6 +9,7 @@ import type { PartitionLog } from '../../storage/log.ts';
 import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 import { type TopicConfigLookup, logConfigOf } from '../config/topic-config.ts';
 import type {
+  AbortedTxn,
   EpochEndOffset,
   FollowerAppendInfo,
   LeaderAppendInfo,
@@ -135,6 +136,19 @@ export class PartitionLogReplica implements ReplicaLog {
 
   updateHighWatermark(offset: number): void {
     this.log.highWatermark = offset;
+  }
+
+  get lastStableOffset(): number {
+    return this.log.lastStableOffset;
+  }
+
+  async loadProducerState(): Promise<void> {
+    const loading = this.log.loadProducerStateIfNeeded();
+    if (loading !== null) await this.guard('reading producer state', loading);
+  }
+
+  abortedTransactions(fetchOffset: number, upperBoundOffset: number): Promise<AbortedTxn[]> {
+    return this.guard('reading aborted transactions', this.log.abortedTransactions(fetchOffset, upperBoundOffset));
   }
 
   updateConfig(config: TopicConfigLookup): void {

@@ -105,6 +105,7 @@ describe('data-path handlers', function () {
       topicNameOf: (id) => (id === TOPIC_ID ? TOPIC : undefined),
       topicIdOf: (name) => (name === TOPIC ? TOPIC_ID : undefined),
       fetchMaxBytes: () => 57_671_680,
+      requestTimeoutMs: () => 30_000,
     };
   });
 

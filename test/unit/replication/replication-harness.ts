@@ -324,6 +324,7 @@ class FakeTransport implements ReplicaTransport {
       topicNameOf: (id: string) => (id === TOPIC_ID ? TOPIC : undefined),
       topicIdOf: (name: string) => (name === TOPIC ? TOPIC_ID : undefined),
       fetchMaxBytes: () => 50 << 20,
+      requestTimeoutMs: () => 30_000,
     };
   }
 

@@ -320,6 +320,7 @@ describe('replication', function () {
       topicNameOf: (id: string) => (id === TOPIC_ID ? TOPIC : undefined),
       topicIdOf: (name: string) => (name === TOPIC ? TOPIC_ID : undefined),
       fetchMaxBytes: () => 1 << 20,
+      requestTimeoutMs: () => 30_000,
       nodeEndpoint: (id: number, listener: string) =>
         listener === 'CLIENTS' ? { nodeId: id, host: `broker${id}`, port: 9092, rack: null } : undefined,
     };

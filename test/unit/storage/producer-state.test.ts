@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
-import { RecordBatch } from '../../../protocol/records/index.ts';
+import { RecordBatch, buildEndTxnMarker } from '../../../protocol/records/index.ts';
 import { ProducerStateManager } from '../../../storage/index.ts';
 import { BackgroundErrors, realDisk, simpleBatch, withTempDir } from '../../helpers/storage.ts';
 
@@ -59,14 +59,20 @@ describe('storage/producer-state', () => {
       const psm = new ProducerStateManager(realDisk(), dir, background.sink);
       await appended(psm, 5, { epoch: 0, seq: 0, txn: true });
       assert.equal(psm.describe()[0]!.currentTxnStartOffset, 5);
+      assert.equal(psm.firstUnstableOffset, 5);
       const marker = new RecordBatch(
-        await simpleBatch(1, 1000, 1, { producerId: 1n, producerEpoch: 0, isTransactional: true, isControl: true, baseSequence: -1 }),
+        await buildEndTxnMarker({ commit: false, coordinatorEpoch: 3, producerId: 1n, producerEpoch: 0, timestamp: 1000 }),
         0,
       );
       marker.setBaseOffset(6);
-      psm.update(marker, -1);
+      assert.deepEqual(psm.update(marker, -1), { producerId: 1n, firstOffset: 5, lastOffset: 6, isAborted: true, lastStableOffset: 7 });
       assert.equal(psm.describe()[0]!.currentTxnStartOffset, -1);
+      assert.equal(psm.describe()[0]!.coordinatorEpoch, 3);
       assert.equal(psm.describe()[0]!.lastSequence, 0);
+      // Until the high watermark passes the marker, a new leader might not have it.
+      assert.equal(psm.firstUnstableOffset, 5);
+      psm.onHighWatermarkUpdated(7);
+      assert.equal(psm.firstUnstableOffset, null);
     }));
 
   it('snapshots to %020d.snapshot and falls back past a corrupt one', () =>
