@@ -24,7 +24,8 @@ import { HandlerRegistry } from './handlers/registry.ts';
 import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
 import { GroupCoordinatorService } from './coordinator/service.ts';
 import { groupCoordinatorConfig } from './coordinator/config.ts';
-import { offsetsTopicAccess } from './coordinator/offsets-topic-access.ts';
+import { coordinatorTopicAccess } from './coordinator/topic-access.ts';
+import { offsetsTopicSpec } from './coordinator/internal-topics.ts';
 import { RequestProcessor } from './server/request-processor.ts';
 import { runGuarded } from './runtime/guard.ts';
 import { systemRuntime, type Runtime } from './runtime/index.ts';
@@ -355,7 +356,7 @@ export class Broker {
       config: groupCoordinatorConfig(this.config),
       clock: this.runtime.clock,
       random: this.runtime.random,
-      access: offsetsTopicAccess(this.config, this.metadata, dataPath.services.replicaManager, createTopics),
+      access: coordinatorTopicAccess(offsetsTopicSpec(this.config), this.metadata, dataPath.services.replicaManager, createTopics),
       onError: (err, what) => this.logger.error({ err }, `group coordinator: ${what} failed`),
       maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
     });

@@ -5,6 +5,7 @@
 import { OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC } from '../../protocol/internal-topics.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import type { CreatableTopic } from '../metadata/controller.ts';
+import type { CoordinatorTopicSpec } from './topic-access.ts';
 
 /** `__consumer_offsets` (GroupCoordinator.offsetsTopicConfigs). */
 export function offsetsTopicCreatable(config: BrokerConfig): CreatableTopic {
@@ -18,6 +19,16 @@ export function offsetsTopicCreatable(config: BrokerConfig): CreatableTopic {
       { name: 'compression.type', value: 'producer' },
       { name: 'segment.bytes', value: String(config.getInt('offsets.topic.segment.bytes')) },
     ],
+  };
+}
+
+/** The group coordinator's topic, with Kafka's offsets.* settings for its appends and loads. */
+export function offsetsTopicSpec(config: BrokerConfig): CoordinatorTopicSpec {
+  return {
+    topic: OFFSETS_TOPIC,
+    creatable: offsetsTopicCreatable(config),
+    appendTimeoutMs: config.getInt('offsets.commit.timeout.ms'),
+    loadBufferBytes: config.getInt('offsets.load.buffer.size'),
   };
 }
 

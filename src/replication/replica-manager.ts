@@ -9,7 +9,7 @@
 import { Errors } from '../../protocol/errors.ts';
 import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 import { INTERNAL_TOPICS } from '../../protocol/internal-topics.ts';
-import { batchesIn } from '../../protocol/records/batch.ts';
+import { type RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
 import { convertLegacyToV2 } from '../../protocol/records/legacy.ts';
 import { buildEndTxnMarker } from '../../protocol/records/control.ts';
 import {
@@ -589,31 +589,60 @@ export class ReplicaManager {
 
   /**
    * Writes a transaction's COMMIT or ABORT marker to a partition this broker leads (the
-   * partition side of WriteTxnMarkers: Kafka's appendRecords with the coordinator's origin and
-   * acks=all). The producer state refuses a marker of an older producer epoch
-   * (INVALID_PRODUCER_EPOCH) or from an older coordinator (TRANSACTION_COORDINATOR_FENCED).
-   * Answers once the marker is committed, as an acks=all produce would.
+   * partition side of WriteTxnMarkers). The producer state refuses a marker of an older
+   * producer epoch (INVALID_PRODUCER_EPOCH) or from an older coordinator
+   * (TRANSACTION_COORDINATOR_FENCED). Answers once the marker is committed.
    */
   async writeTxnMarker(topic: string, partitionIndex: number, marker: TxnMarker, timeoutMs: number): Promise<number> {
+    const batch = await buildEndTxnMarker({ ...marker, timestamp: this.clock.now() });
+    return (await this.appendAsCoordinator(topic, partitionIndex, batch, timeoutMs)).errorCode;
+  }
+
+  /**
+   * Kafka's appendRecords with AppendOrigin.COORDINATOR and acks=all: a coordinator appends
+   * batches it built itself (its records, a transaction marker) to a partition this broker
+   * leads, internal topics included, without the checks a client's batches get; the answer
+   * comes once they are committed, or with the error an acks=all produce would get.
+   */
+  async appendAsCoordinator(
+    topic: string,
+    partitionIndex: number,
+    batches: Buffer,
+    timeoutMs: number,
+  ): Promise<{ errorCode: number; errorMessage: string | null }> {
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
-    if (partition === null || errorCode !== Errors.NONE.code) return errorCode;
-    const batches = await buildEndTxnMarker({ ...marker, timestamp: this.clock.now() });
+    if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, errorMessage: null };
+    if (partition.isr.length < partition.settings.minInsyncReplicas) {
+      return {
+        errorCode: Errors.NOT_ENOUGH_REPLICAS.code,
+        errorMessage: `The size of the current ISR ${partition.isr.length} is insufficient to satisfy the min.isr requirement of ${partition.settings.minInsyncReplicas} for partition ${partition.key}`,
+      };
+    }
+    let batchCount = 0;
+    let offsetCount = 0;
+    let first: RecordBatch | undefined;
+    for (const batch of batchesIn(batches)) {
+      first ??= batch;
+      batchCount++;
+      offsetCount += batch.lastOffsetDelta + 1;
+    }
+    if (first === undefined) return { errorCode: Errors.INVALID_RECORD.code, errorMessage: 'no batch to append' };
     const outcome = await this.enqueueAppend(
       partition,
       {
         batches,
-        batchCount: 1,
-        offsetCount: 1,
-        producerId: marker.producerId,
-        producerEpoch: marker.producerEpoch,
-        firstSequence: -1,
-        lastSequence: -1,
-        isTransactional: true,
+        batchCount,
+        offsetCount,
+        producerId: first.producerId,
+        producerEpoch: first.producerEpoch,
+        firstSequence: first.baseSequence,
+        lastSequence: first.lastSequence,
+        isTransactional: first.isTransactional,
       },
       timeoutMs,
     );
-    if (!outcome.ok) return outcome.errorCode;
-    return this.awaitCommitted(topic, partitionIndex, outcome.nextOffset, timeoutMs);
+    if (!outcome.ok) return { errorCode: outcome.errorCode, errorMessage: outcome.message };
+    return { errorCode: await this.awaitCommitted(topic, partitionIndex, outcome.nextOffset, timeoutMs), errorMessage: null };
   }
 
   /** KIP-951: a NOT_LEADER_OR_FOLLOWER answer names who leads now, however the append found out. */

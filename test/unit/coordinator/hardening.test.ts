@@ -19,7 +19,8 @@ import {
 } from '../../../src/coordinator/offsets-topic-codec.ts';
 import type { CoordinatorRecord } from '../../../src/coordinator/records.ts';
 import { ManualClock } from '../../helpers/manual-clock.ts';
-import { GroupCoordinatorService, type OffsetsTopicAccess } from '../../../src/coordinator/service.ts';
+import { GroupCoordinatorService } from '../../../src/coordinator/service.ts';
+import type { CoordinatorTopicAccess } from '../../../src/coordinator/runtime.ts';
 import {
   expireTimestampFromCommitTimestamp,
   expireTimestampFromRetention,
@@ -279,14 +280,14 @@ describe('group coordinator hardening', () => {
     });
 
     function service(
-      readBatches: OffsetsTopicAccess['readBatches'],
-      awaitCommitted: OffsetsTopicAccess['awaitCommitted'] = async () => true,
+      readBatches: CoordinatorTopicAccess['readBatches'],
+      awaitCommitted: CoordinatorTopicAccess['awaitCommitted'] = async () => true,
     ) {
       const clock = new ManualClock(now);
       const failures: { what: string; err: unknown }[] = [];
-      const access: OffsetsTopicAccess = {
+      const access: CoordinatorTopicAccess = {
         partitionLeader: () => null,
-        createOffsetsTopic: async () => 0,
+        createTopic: async () => 0,
         partitionExists: () => true,
         append: async () => {},
         readBatches,
@@ -428,7 +429,7 @@ describe('group coordinator hardening', () => {
         clock,
         access: {
           partitionLeader: () => null,
-          createOffsetsTopic: async () => 0,
+          createTopic: async () => 0,
           partitionExists: () => true,
           append: async () => {},
           awaitCommitted: async () => true,

@@ -1,68 +1,67 @@
 /**
- * The coordinator's view of `__consumer_offsets` on this broker: metadata for leaders and
- * endpoints, the active controller to create the topic, the ReplicaManager to append to (the
- * path client data takes) and the partitions' logs to load them from.
+ * A coordinator's view of its internal topic on this broker: metadata for leaders and
+ * endpoints, the active controller to create the topic, the ReplicaManager to append to
+ * (with the coordinator's origin) and the partitions' logs to load them from.
  */
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
-import { OFFSETS_TOPIC } from '../../protocol/internal-topics.ts';
 import { batchesIn } from '../../protocol/records/batch.ts';
-import type { BrokerConfig } from '../config/broker-config.ts';
-import type { TopicCreator } from '../metadata/controller.ts';
+import type { CreatableTopic, TopicCreator } from '../metadata/controller.ts';
 import type { MetadataManager } from '../metadata/manager.ts';
 import type { ReplicaManager } from '../replication/replica-manager.ts';
-import { offsetsTopicCreatable } from './internal-topics.ts';
-import type { OffsetsTopicAccess } from './service.ts';
+import type { CoordinatorTopicAccess } from './runtime.ts';
 
-const PRODUCE_VERSION = 9;
+/** A coordinator's topic and the settings of its appends and loads. */
+export interface CoordinatorTopicSpec {
+  readonly topic: string;
+  /** The topic as the coordinator creates it on first use. */
+  readonly creatable: CreatableTopic;
+  /** How long an append waits to be committed (offsets.commit.timeout.ms, transaction.state.log's request timeout). */
+  readonly appendTimeoutMs: number;
+  /** The read chunk of a load (offsets.load.buffer.size, transaction.state.log.load.buffer.size). */
+  readonly loadBufferBytes: number;
+}
 
-export function offsetsTopicAccess(
-  config: BrokerConfig,
+export function coordinatorTopicAccess(
+  spec: CoordinatorTopicSpec,
   metadata: MetadataManager,
   replicaManager: ReplicaManager,
   createTopics: TopicCreator,
-): OffsetsTopicAccess {
+): CoordinatorTopicAccess {
+  const topic = spec.topic;
   return {
     partitionLeader(partition, listenerName) {
       const image = metadata.image();
-      const state = image.partition(OFFSETS_TOPIC, partition);
+      const state = image.partition(topic, partition);
       if (state === undefined) return null;
       const endpoint = image.brokers.get(state.leader)?.endpoints.find((e) => e.name === listenerName);
       if (state.leader < 0 || endpoint === undefined) return 'no-leader';
       return { leaderId: state.leader, host: endpoint.host, port: endpoint.port };
     },
 
-    async createOffsetsTopic() {
-      const [result] = await createTopics([offsetsTopicCreatable(config)]);
+    async createTopic() {
+      const [result] = await createTopics([spec.creatable]);
       if (result === undefined) return Errors.UNKNOWN_SERVER_ERROR.code;
       // Another request may have created it in the meantime.
       return result.errorCode === Errors.TOPIC_ALREADY_EXISTS.code ? Errors.NONE.code : result.errorCode;
     },
 
-    partitionExists(topic, partition) {
-      return metadata.image().partition(topic, partition) !== undefined;
+    partitionExists(name, partition) {
+      return metadata.image().partition(name, partition) !== undefined;
     },
 
     async append(partition, batch) {
-      const [result] = await replicaManager.appendRecords({
-        acks: -1,
-        timeoutMs: config.getInt('offsets.commit.timeout.ms'),
-        produceVersion: PRODUCE_VERSION,
-        entries: [{ topic: OFFSETS_TOPIC, partition, records: batch }],
-        internalTopicsAllowed: true,
-      });
-      const errorCode = result?.errorCode ?? Errors.UNKNOWN_SERVER_ERROR.code;
+      const { errorCode, errorMessage } = await replicaManager.appendAsCoordinator(topic, partition, batch, spec.appendTimeoutMs);
       if (errorCode !== Errors.NONE.code) {
-        const reason = result?.errorMessage ?? String(errorCode);
-        throw new KafkaError(errorByCode(errorCode), `append to ${OFFSETS_TOPIC}-${partition} failed: ${reason}`);
+        throw new KafkaError(errorByCode(errorCode), `append to ${topic}-${partition} failed: ${errorMessage ?? errorCode}`);
       }
     },
 
     async awaitCommitted(partition, offset) {
-      const errorCode = await replicaManager.awaitCommitted(OFFSETS_TOPIC, partition, offset, config.getInt('offsets.commit.timeout.ms'));
+      const errorCode = await replicaManager.awaitCommitted(topic, partition, offset, spec.appendTimeoutMs);
       // Below min.insync.replicas the high watermark still says what is committed.
       if (errorCode === Errors.NONE.code || errorCode === Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code) return true;
       if (errorCode === Errors.REQUEST_TIMED_OUT.code) return false;
-      throw new KafkaError(errorByCode(errorCode), `waiting for ${OFFSETS_TOPIC}-${partition} to commit offset ${offset}`);
+      throw new KafkaError(errorByCode(errorCode), `waiting for ${topic}-${partition} to commit offset ${offset}`);
     },
 
     async *readBatches(partition) {
@@ -71,9 +70,9 @@ export function offsetsTopicAccess(
       // followers fetch, so a load bounded by it would miss commits a previous leader
       // acknowledged. As the leader, this broker keeps everything its log holds; what it read
       // is served once committed (awaitCommitted).
-      const log = replicaManager.getPartition(OFFSETS_TOPIC, partition)?.log;
-      if (log === undefined) throw new KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, `${OFFSETS_TOPIC}-${partition} is not hosted here`);
-      const chunkBytes = config.getInt('offsets.load.buffer.size');
+      const log = replicaManager.getPartition(topic, partition)?.log;
+      if (log === undefined) throw new KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, `${topic}-${partition} is not hosted here`);
+      const chunkBytes = spec.loadBufferBytes;
       const endOffset = log.logEndOffset;
       let fetchOffset = log.logStartOffset;
       while (fetchOffset < endOffset) {

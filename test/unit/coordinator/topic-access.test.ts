@@ -8,13 +8,14 @@ import { buildUncompressedRecordBatch } from '../../../protocol/records/index.ts
 import { LogManager } from '../../../storage/log-manager.ts';
 import { BrokerConfig } from '../../../src/config/broker-config.ts';
 import { topicConfigLookup } from '../../../src/config/topic-config.ts';
-import { offsetsTopicAccess } from '../../../src/coordinator/offsets-topic-access.ts';
+import { offsetsTopicSpec } from '../../../src/coordinator/internal-topics.ts';
+import { coordinatorTopicAccess } from '../../../src/coordinator/topic-access.ts';
 import type { MetadataManager } from '../../../src/metadata/manager.ts';
 import { ReplicaManager } from '../../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
 import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
 
-describe('offsetsTopicAccess', () => {
+describe('coordinatorTopicAccess (__consumer_offsets)', () => {
   let dir: string;
   let logs: LogManager;
   let replicas: ReplicaManager;
@@ -51,7 +52,7 @@ describe('offsetsTopicAccess', () => {
       await log.appendAsLeader(buildUncompressedRecordBatch({}, [{ key: Buffer.from('k'), value: Buffer.from(value), timestamp: 1 }]), 1);
     }
     assert.equal(log.highWatermark, 0);
-    const access = offsetsTopicAccess(new BrokerConfig(), {} as MetadataManager, replicas, async () => []);
+    const access = coordinatorTopicAccess(offsetsTopicSpec(new BrokerConfig()), {} as MetadataManager, replicas, async () => []);
     const offsets: number[] = [];
     for await (const batch of access.readBatches(0)) offsets.push(batch.baseOffset);
     assert.deepEqual(offsets, [0, 1]);
@@ -75,7 +76,7 @@ describe('offsetsTopicAccess', () => {
       1,
     );
     const config = new BrokerConfig({ overrides: new Map([['offsets.commit.timeout.ms', '20']]) });
-    const access = offsetsTopicAccess(config, {} as MetadataManager, replicas, async () => []);
+    const access = coordinatorTopicAccess(offsetsTopicSpec(config), {} as MetadataManager, replicas, async () => []);
     assert.equal(await access.awaitCommitted(0, 1), false, 'the follower has not fetched it');
 
     const waiting = access.awaitCommitted(0, 1);
