@@ -16,7 +16,8 @@ export type Capability =
   | 'lz4'
   | 'zstd'
   | 'groups' // classic consumer groups and committed offsets
-  | 'idempotence'; // InitProducerId and sequence checks
+  | 'idempotence' // InitProducerId and sequence checks
+  | 'transactions'; // transactional producers (commit, abort), read_committed consumers
 
 export const ALL_CAPABILITIES: readonly Capability[] = [
   'api-versions',
@@ -33,6 +34,7 @@ export const ALL_CAPABILITIES: readonly Capability[] = [
   'zstd',
   'groups',
   'idempotence',
+  'transactions',
 ];
 
 export const SLUICE_CAPABILITIES: ReadonlySet<Capability> = new Set<Capability>([
@@ -50,4 +52,5 @@ export const SLUICE_CAPABILITIES: ReadonlySet<Capability> = new Set<Capability>(
   'zstd',
   'groups',
   'idempotence',
+  'transactions',
 ]);

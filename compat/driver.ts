@@ -54,7 +54,14 @@ export interface ConsumeOptions {
   count: number;
   // The broker-side long-poll wait the client asks for (fetch.max.wait.ms and friends).
   maxWaitMs?: number;
+  // isolation.level read_committed; the client's default when absent.
+  readCommitted?: boolean;
   timeoutMs: number;
+}
+
+export interface TransactionSpec {
+  records: ProducedRecord[];
+  commit: boolean;
 }
 
 export interface GroupConsumeOptions {
@@ -87,6 +94,8 @@ export interface DriverInfo {
     duplicateHeaderKeys: boolean;
     murmur2: boolean;
     idempotence: boolean;
+    // A transactional producer that commits or aborts each transaction on request.
+    transactions: boolean;
     admin: boolean;
     groups: boolean;
     listOffsets: boolean;
@@ -127,6 +136,9 @@ export interface Driver extends DriverInfo {
   // Resolves once every record is acknowledged (acks=all); rejects with the client's error.
   produce(topic: string, records: ProducedRecord[], options: ProduceOptions): Promise<Delivery[]>;
   consume(options: ConsumeOptions): Promise<ConsumedRecord[]>;
+  // One transactional producer (transactional.id `transactionalId`) sends each transaction's
+  // records and commits or aborts it, in order; resolves once the last one has ended.
+  produceTransactions?(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void>;
   listOffset?(topic: string, partition: number, spec: OffsetSpec): Promise<number | null>;
   groupConsume?(options: GroupConsumeOptions): Promise<GroupConsumeResult>;
   committedOffsets?(group: string, topic: string, partitions: number): Promise<(number | null)[]>;

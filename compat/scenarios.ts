@@ -370,6 +370,38 @@ const idempotentProducer = scenario({
   },
 });
 
+const transactions = scenario({
+  id: 'transactions',
+  requires: ['topics-admin', 'produce-fetch', 'idempotence', 'transactions'],
+  usesProducer: true,
+  usesConsumer: true,
+  notApplicable: (d) => (d.features.transactions ? null : 'no transactional producer that commits and aborts on request'),
+  timeoutMs: 120_000,
+  async run({ driver, fixture, name }) {
+    const topic = name();
+    const partitions = 2;
+    await fixture.createTopic(topic, partitions);
+    await driver.produceTransactions!(topic, name('txn'), [
+      { records: seqRecords(0, 50), commit: true },
+      { records: seqRecords(50, 50), commit: false },
+      { records: seqRecords(100, 50), commit: true },
+    ]);
+    const consumed = await driver.consume({
+      topic,
+      partitions: range(partitions),
+      from: 'earliest',
+      autoOffsetReset: 'earliest',
+      count: 100,
+      readCommitted: true,
+      timeoutMs: 60_000,
+    });
+    const committed = [...range(50), ...range(50).map((i) => i + 100)];
+    assert.deepEqual(seqsOf(consumed), committed, 'the committed records once each, none of the aborted ones');
+    // The aborted records and the commit and abort markers take offsets too.
+    assert.ok(sum(await fixture.endOffsets(topic)) > 150, 'the aborted records are in the log');
+  },
+});
+
 const offsetReset = scenario({
   id: 'offset-reset',
   requires: ['topics-admin', 'produce-fetch'],
@@ -412,6 +444,7 @@ export const SCENARIOS: readonly Scenario[] = [
   largeRecord,
   recordTooLarge,
   idempotentProducer,
+  transactions,
   offsetReset,
 ];
 

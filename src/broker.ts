@@ -11,7 +11,7 @@
  * runs the metadata quorum and serves its controller listeners only: no partition logs, no
  * data path, no group coordinator, no registration.
  */
-import { METADATA_TOPIC, OFFSETS_TOPIC } from '../protocol/internal-topics.ts';
+import { METADATA_TOPIC, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC } from '../protocol/internal-topics.ts';
 import { LogManager, createDirectory, type LogConfig } from '../storage/index.ts';
 import { LogDirFailureChannel } from '../storage/log-dir-failure.ts';
 import { topicLogConfig, type BrokerConfig, type Listener } from './config/index.ts';
@@ -23,9 +23,12 @@ import { registerControllerNodeHandlers, registerHandlers } from './handlers/ind
 import { HandlerRegistry } from './handlers/registry.ts';
 import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
 import { GroupCoordinatorService } from './coordinator/service.ts';
-import { groupCoordinatorConfig } from './coordinator/config.ts';
+import { groupCoordinatorConfig, transactionCoordinatorConfig } from './coordinator/config.ts';
 import { coordinatorTopicAccess } from './coordinator/topic-access.ts';
-import { offsetsTopicSpec } from './coordinator/internal-topics.ts';
+import { offsetsTopicSpec, transactionStateTopicSpec } from './coordinator/internal-topics.ts';
+import { TransactionCoordinatorService } from './coordinator/transaction-service.ts';
+import { BrokerMarkerSender, TxnMarkerChannel } from './coordinator/transaction-markers.ts';
+import { handleWriteTxnMarkers } from './handlers/txn-markers.ts';
 import { RequestProcessor } from './server/request-processor.ts';
 import { runGuarded } from './runtime/guard.ts';
 import { systemRuntime, type Runtime } from './runtime/index.ts';
@@ -65,6 +68,8 @@ export class Broker {
   private logManager: LogManager | null = null;
   private dataPath: DataPath | null = null;
   private groups: GroupCoordinatorService | null = null;
+  private transactions: TransactionCoordinatorService | null = null;
+  private markerSender: BrokerMarkerSender | null = null;
   private lifecycle: BrokerLifecycleManager | null = null;
   private readonly channels: ControllerChannelManager[] = [];
   private images: ImageWaiter | null = null;
@@ -246,7 +251,7 @@ export class Broker {
     this.metadata.onMetadataDelta((_delta, image) => {
       dataPath.publisher.whenIdle().then(() => images.published(image));
     });
-    const { groups, followLeadership } = this.startGroupCoordinator(this.dataPath, createTopics);
+    const { groups, transactions, followLeadership } = this.startCoordinators(this.dataPath, createTopics);
     // Every component exists now; no request can arrive before the listeners open below.
     registerHandlers(this.registry, {
       metadata: { nodeId: this.nodeId, config, metadata: this.metadata, createTopics },
@@ -255,6 +260,11 @@ export class Broker {
       quorum: this.metadata,
       dataPath: this.dataPath.services,
       groups,
+      transactions: {
+        coordinator: transactions.coordinator,
+        findCoordinator: (transactionalId, listenerName) => transactions.findCoordinator(transactionalId, listenerName),
+        partitionExists: (topic, partition) => this.metadata.image().partition(topic, partition) !== undefined,
+      },
     });
     await this.server.start(this.listenerSpecs());
     if (isBroker) {
@@ -343,52 +353,102 @@ export class Broker {
 
   /**
    * The group coordinator serves the groups of the `__consumer_offsets` partitions this node
-   * leads; it follows leadership as the data path applies each metadata change, so a
-   * partition's log is open before its groups load. `followLeadership` is for start(), once
-   * the data path hosts its first image.
+   * leads, the transaction coordinator the transactional ids of the `__transaction_state`
+   * partitions it leads; both follow leadership as the data path applies each metadata change,
+   * so a partition's log is open before its state loads. `followLeadership` is for start(),
+   * once the data path hosts its first image.
    */
-  private startGroupCoordinator(
+  private startCoordinators(
     dataPath: DataPath,
     createTopics: TopicCreator,
-  ): { groups: GroupCoordinatorService; followLeadership: () => void } {
+  ): { groups: GroupCoordinatorService; transactions: TransactionCoordinatorService; followLeadership: () => void } {
+    const replicaManager = dataPath.services.replicaManager;
+    const onError = (component: string) => (err: unknown, what: string) => this.logger.error({ err }, `${component}: ${what} failed`);
     const groups = new GroupCoordinatorService({
       nodeId: this.nodeId,
       config: groupCoordinatorConfig(this.config),
       clock: this.runtime.clock,
       random: this.runtime.random,
-      access: coordinatorTopicAccess(offsetsTopicSpec(this.config), this.metadata, dataPath.services.replicaManager, createTopics),
-      onError: (err, what) => this.logger.error({ err }, `group coordinator: ${what} failed`),
+      access: coordinatorTopicAccess(offsetsTopicSpec(this.config), this.metadata, replicaManager, createTopics),
+      onError: onError('group coordinator'),
       maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
     });
     this.groups = groups;
     groups.start();
-    const partitions = this.config.getInt('offsets.topic.num.partitions');
-    const replicaManager = dataPath.services.replicaManager;
+    const markerSender = new BrokerMarkerSender({
+      nodeId: this.nodeId,
+      local: (request) => handleWriteTxnMarkers(dataPath.services, request),
+      endpoint: (brokerId) => {
+        const endpoint = this.metadata
+          .image()
+          .brokers.get(brokerId)
+          ?.endpoints.find((e) => e.name === this.config.interBrokerListenerName);
+        return endpoint === undefined ? undefined : { host: endpoint.host, port: endpoint.port };
+      },
+      requestTimeoutMs: this.config.getInt('request.timeout.ms'),
+      network: this.runtime.network,
+      clock: this.runtime.clock,
+    });
+    this.markerSender = markerSender;
+    const transactions = new TransactionCoordinatorService({
+      nodeId: this.nodeId,
+      config: transactionCoordinatorConfig(this.config),
+      clock: this.runtime.clock,
+      access: coordinatorTopicAccess(transactionStateTopicSpec(this.config), this.metadata, replicaManager, createTopics),
+      producerIds: dataPath.services.producerIds,
+      markers: new TxnMarkerChannel(
+        {
+          leaderOf: (topic, partition) => this.metadata.image().partition(topic, partition)?.leader,
+          send: (brokerId, request) => markerSender.send(brokerId, request),
+        },
+        this.runtime.clock,
+        onError('transaction marker channel'),
+      ),
+      onError: onError('transaction coordinator'),
+      // As for __consumer_offsets: the partitions that load at once.
+      maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
+    });
+    this.transactions = transactions;
+    transactions.start();
+    const coordinatorTopics = [
+      {
+        topic: OFFSETS_TOPIC,
+        partitions: this.config.getInt('offsets.topic.num.partitions'),
+        follow: groups.onOffsetsPartitionLeadership.bind(groups),
+      },
+      {
+        topic: TRANSACTION_STATE_TOPIC,
+        partitions: this.config.getInt('transaction.state.log.num.partitions'),
+        follow: transactions.onPartitionLeadership.bind(transactions),
+      },
+    ];
     // The ReplicaManager's view, not the newest image: a partition counts once its log is open.
     const followLeadership = () => {
-      for (let p = 0; p < partitions; p++) {
-        const partition = replicaManager.getPartition(OFFSETS_TOPIC, p);
-        groups.onOffsetsPartitionLeadership(p, partition?.isLeader === true, partition?.leaderEpoch ?? -1);
+      for (const { topic, partitions, follow } of coordinatorTopics) {
+        for (let p = 0; p < partitions; p++) {
+          const partition = replicaManager.getPartition(topic, p);
+          follow(p, partition?.isLeader === true, partition?.leaderEpoch ?? -1);
+        }
       }
     };
-    // Only a delta that touches __consumer_offsets can move its leadership: other deltas (a
+    // Only a delta that touches a coordinator topic can move its leadership: other deltas (a
     // CreateTopics storm) cost nothing here. Guarded: a failure is logged, never thrown.
-    const onError = (err: unknown, what: string) => this.logger.error({ err }, `group coordinator: ${what} failed`);
+    const isCoordinatorTopic = (name: string) => name === OFFSETS_TOPIC || name === TRANSACTION_STATE_TOPIC;
     this.metadata.onMetadataDelta((delta) => {
       const touches =
-        delta.topicsDeleted.some((t) => t.name === OFFSETS_TOPIC) || delta.partitionsChanged.some((c) => c.topicName === OFFSETS_TOPIC);
+        delta.topicsDeleted.some((t) => isCoordinatorTopic(t.name)) || delta.partitionsChanged.some((c) => isCoordinatorTopic(c.topicName));
       // The wait starts a microtask later, once the delta reached every listener: the publisher
       // has queued it then, whatever order the listeners were registered in. Started before,
-      // it could end before the delta is applied, and the coordinator would miss the leadership
+      // it could end before the delta is applied, and a coordinator would miss the leadership
       // it brings (a partition never loaded, or one it lost still served) until the next delta.
       if (touches)
-        runGuarded(onError, 'following __consumer_offsets leadership', () =>
+        runGuarded(onError('coordinators'), 'following coordinator topic leadership', () =>
           Promise.resolve()
             .then(() => dataPath.publisher.whenIdle())
             .then(followLeadership),
         );
     });
-    return { groups, followLeadership };
+    return { groups, transactions, followLeadership };
   }
 
   /**
@@ -425,6 +485,8 @@ export class Broker {
     // requests in progress (a long-poll fetch) answer now instead of holding shutdown.
     const connectionsClosed = this.server.close();
     this.groups?.shutdown();
+    this.transactions?.shutdown();
+    this.markerSender?.close();
     await this.dataPath?.close();
     await connectionsClosed;
     // The partition logs and the metadata log are separate files: they flush at once. Both

@@ -64,6 +64,7 @@ const INFO: DriverInfo = {
     duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
+    transactions: true,
     admin: true,
     groups: true,
     listOffsets: true,

@@ -50,6 +50,7 @@ const INFO: DriverInfo = {
     duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
+    transactions: false,
     admin: true,
     groups: true,
     listOffsets: true,

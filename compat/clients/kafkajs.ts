@@ -22,6 +22,7 @@ import type {
   ProduceOptions,
   ProducedRecord,
   TopicDescription,
+  TransactionSpec,
 } from '../driver.ts';
 import { CODECS } from '../driver.ts';
 import { sleep } from '../support/process.ts';
@@ -109,6 +110,7 @@ const INFO: DriverInfo = {
     duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
+    transactions: true,
     admin: true,
     groups: true,
     listOffsets: true,
@@ -252,6 +254,7 @@ class KafkajsDriver implements Driver {
     const consumer = this.kafka.consumer({
       groupId: `compat-kafkajs-${randomUUID()}`,
       maxWaitTimeInMs: options.maxWaitMs ?? 500,
+      ...(options.readCommitted === undefined ? {} : { readUncommitted: !options.readCommitted }),
     });
     const records: ConsumedRecord[] = [];
     try {
@@ -272,6 +275,31 @@ class KafkajsDriver implements Driver {
       await consumer.disconnect();
     }
     return records;
+  }
+
+  async produceTransactions(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void> {
+    const producer = this.kafka.producer({
+      allowAutoTopicCreation: false,
+      transactionalId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+    });
+    await producer.connect();
+    try {
+      for (const spec of transactions) {
+        const txn = await producer.transaction();
+        await txn.send({
+          topic,
+          acks: -1,
+          messages: spec.records.map((r) => ({ key: r.key, value: r.value, headers: toHeaders(r.headers) })),
+        });
+        if (spec.commit) await txn.commit();
+        else await txn.abort();
+      }
+    } finally {
+      await producer.disconnect();
+    }
   }
 
   async listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {

@@ -53,6 +53,7 @@ const INFO: DriverInfo = {
     duplicateHeaderKeys: true,
     murmur2: true,
     idempotence: true,
+    transactions: false,
     admin: false,
     groups: true,
     listOffsets: true,

@@ -17,6 +17,7 @@ import type {
   ProduceOptions,
   ProducedRecord,
   TopicDescription,
+  TransactionSpec,
 } from '../driver.ts';
 import { CODECS } from '../driver.ts';
 import type { Operations } from '../platformatic/driver.ts';
@@ -42,6 +43,7 @@ const INFO: DriverInfo = {
     // compatibilityPartitioner is its Java-compatible (murmur2) partitioner.
     murmur2: true,
     idempotence: true,
+    transactions: true,
     admin: true,
     groups: true,
     listOffsets: true,
@@ -186,6 +188,10 @@ class PlatformaticHostDriver implements Driver {
 
   consume(options: ConsumeOptions): Promise<ConsumedRecord[]> {
     return this.call('consume', options);
+  }
+
+  async produceTransactions(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void> {
+    await this.call('produceTransactions', topic, transactionalId, transactions);
   }
 
   listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {

@@ -11,6 +11,7 @@ import type {
   ProduceOptions,
   ProducedRecord,
   TopicDescription,
+  TransactionSpec,
 } from '../driver.ts';
 import { run, tail } from '../support/process.ts';
 
@@ -91,6 +92,10 @@ export class ProcessDriver implements Driver {
 
   consume(options: ConsumeOptions): Promise<ConsumedRecord[]> {
     return this.call('consume', options, options.timeoutMs + 30_000);
+  }
+
+  async produceTransactions(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void> {
+    await this.call('produceTransactions', { topic, transactionalId, transactions });
   }
 
   listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {

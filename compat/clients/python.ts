@@ -41,6 +41,7 @@ export const confluentKafkaPython = pythonClient(
       duplicateHeaderKeys: true,
       murmur2: true,
       idempotence: true,
+      transactions: true,
       admin: true,
       groups: true,
       listOffsets: true,
@@ -71,6 +72,7 @@ export const kafkaPython = pythonClient(
       murmur2: true,
       // kafka-python 2.0.2 (Debian 12) has no idempotent producer.
       idempotence: false,
+      transactions: false,
       admin: true,
       groups: true,
       listOffsets: true,

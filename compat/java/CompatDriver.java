@@ -83,6 +83,7 @@ public final class CompatDriver {
       case "alterConfigs": return alterConfigs(p.get("topic").asText(), p.get("configs"));
       case "deleteTopic": return deleteTopic(p.get("topic").asText());
       case "produce": return produce(p);
+      case "produceTransactions": return produceTransactions(p);
       case "consume": return consume(p);
       case "listOffset": return listOffset(p);
       case "groupConsume": return groupConsume(p);
@@ -216,6 +217,32 @@ public final class CompatDriver {
     }
   }
 
+  private static Object produceTransactions(JsonNode p) throws Exception {
+    Properties props = new Properties();
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, p.get("transactionalId").asText());
+    props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
+    String topic = p.get("topic").asText();
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer())) {
+      producer.initTransactions();
+      for (JsonNode txn : p.get("transactions")) {
+        producer.beginTransaction();
+        for (JsonNode r : txn.get("records")) {
+          List<Header> headers = new ArrayList<>();
+          for (JsonNode h : r.get("headers")) headers.add(new RecordHeader(h.get(0).asText(), bytes(h.get(1).asText())));
+          byte[] key = r.get("key").isNull() ? null : bytes(r.get("key").asText());
+          producer.send(new ProducerRecord<>(topic, null, null, key, bytes(r.get("value").asText()), headers));
+        }
+        producer.flush();
+        if (txn.get("commit").asBoolean()) producer.commitTransaction();
+        else producer.abortTransaction();
+      }
+    }
+    return NullNode.instance;
+  }
+
   private static ObjectNode record(ConsumerRecord<byte[], byte[]> r) {
     ObjectNode out = JSON.createObjectNode();
     out.put("partition", r.partition()).put("offset", r.offset()).put("key", text(r.key()));
@@ -236,6 +263,9 @@ public final class CompatDriver {
 
   private static Object consume(JsonNode p) {
     Properties props = consumerProps(null, p.get("autoOffsetReset").asText());
+    if (p.hasNonNull("readCommitted")) {
+      props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, p.get("readCommitted").asBoolean() ? "read_committed" : "read_uncommitted");
+    }
     if (p.hasNonNull("maxWaitMs")) {
       props.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, p.get("maxWaitMs").asText());
       props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(p.get("maxWaitMs").asInt() * 2));

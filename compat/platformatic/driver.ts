@@ -24,6 +24,7 @@ import type {
   ProduceOptions,
   ProducedRecord,
   TopicDescription,
+  TransactionSpec,
 } from '../driver.ts';
 import { sleep } from '../support/process.ts';
 
@@ -158,6 +159,37 @@ export class PlatformaticDriver implements Required<Operations> {
     return [];
   }
 
+  async produceTransactions(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void> {
+    const producer = new Producer({
+      ...this.base('producer'),
+      serializers: { key: stringSerializer, value: stringSerializer },
+      transactionalId,
+      idempotent: true,
+      acks: -1,
+      partitioner: compatibilityPartitioner,
+    });
+    try {
+      for (const spec of transactions) {
+        const txn = await producer.beginTransaction();
+        await txn.send({
+          acks: -1,
+          messages: spec.records.map((r) => ({
+            topic,
+            key: r.key ?? undefined,
+            value: r.value,
+            headers: new Map(r.headers.map(([k, v]) => [Buffer.from(k), Buffer.from(v)])),
+          })),
+        });
+        if (spec.commit) await txn.commit();
+        else await txn.abort();
+      }
+    } catch (error) {
+      throw new Error(describe(error));
+    } finally {
+      await producer.close();
+    }
+  }
+
   async consume(options: ConsumeOptions): Promise<ConsumedRecord[]> {
     const consumer = this.consumer(`compat-platformatic-${randomUUID()}`, options.maxWaitMs);
     const records: ConsumedRecord[] = [];
@@ -169,6 +201,7 @@ export class PlatformaticDriver implements Required<Operations> {
         mode: typeof from === 'object' ? 'manual' : from,
         // Where to start without a committed offset, and (2.x) after OFFSET_OUT_OF_RANGE.
         fallbackMode: options.autoOffsetReset,
+        ...(options.readCommitted === undefined ? {} : { isolationLevel: options.readCommitted ? 1 : 0 }),
         offsets:
           typeof from === 'object'
             ? options.partitions.map((partition) => ({ topic: options.topic, partition, offset: BigInt(from.offset) }))

@@ -29,6 +29,7 @@ const METHODS = new Set<string>([
   'describeConfigs',
   'alterConfigs',
   'deleteTopic',
+  'produceTransactions',
   'produce',
   'consume',
   'listOffset',

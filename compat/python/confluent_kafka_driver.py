@@ -108,6 +108,31 @@ def produce(topic, records, codec, idempotent, murmur2):
     return deliveries
 
 
+def produce_transactions(topic, transactionalId, transactions):
+    producer = Producer({
+        "bootstrap.servers": BOOTSTRAP,
+        "transactional.id": transactionalId,
+        "partitioner": "murmur2_random",
+        "linger.ms": 5,
+    })
+    producer.init_transactions(60)
+    for txn in transactions:
+        producer.begin_transaction()
+        for r in txn["records"]:
+            kwargs = {"value": r["value"].encode("utf-8"), "headers": [(k, v.encode("utf-8")) for k, v in r["headers"]]}
+            if r["key"] is not None:
+                kwargs["key"] = r["key"].encode("utf-8")
+            producer.produce(topic, **kwargs)
+            producer.poll(0)
+        if producer.flush(60):
+            raise RuntimeError("records of a transaction not delivered in 60 s")
+        if txn["commit"]:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+    return None
+
+
 def to_record(msg):
     return {
         "partition": msg.partition(),
@@ -127,13 +152,15 @@ def start_offset(start):
     return start["offset"]
 
 
-def consume(topic, partitions, count, timeoutMs, autoOffsetReset, maxWaitMs=None, **_):
+def consume(topic, partitions, count, timeoutMs, autoOffsetReset, maxWaitMs=None, readCommitted=None, **_):
     config = {
         "bootstrap.servers": BOOTSTRAP,
         "group.id": "compat-confluent-%s" % uuid.uuid4(),
         "enable.auto.commit": False,
         "auto.offset.reset": autoOffsetReset,
     }
+    if readCommitted is not None:
+        config["isolation.level"] = "read_committed" if readCommitted else "read_uncommitted"
     if maxWaitMs:
         config["fetch.wait.max.ms"] = maxWaitMs
     consumer = Consumer(config)
@@ -244,6 +271,7 @@ serve({name: with_bootstrap(fn) for name, fn in {
     "alterConfigs": alter_configs,
     "deleteTopic": delete_topic,
     "produce": produce,
+    "produceTransactions": produce_transactions,
     "consume": consume,
     "listOffset": list_offset,
     "groupConsume": group_consume,

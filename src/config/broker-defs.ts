@@ -634,6 +634,27 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     { validate: atLeast(1) },
   ),
   def(
+    'transaction.state.log.load.buffer.size',
+    'int',
+    '5242880',
+    'Batch size for reading from the transaction log segments when loading producer ids and transactions into the cache (soft-limit, overridden if records are too large).',
+    { validate: atLeast(1) },
+  ),
+  def(
+    'transaction.abort.timed.out.transaction.cleanup.interval.ms',
+    'int',
+    '10000',
+    'The interval at which to rollback transactions that have timed out.',
+    { validate: atLeast(1) },
+  ),
+  def(
+    'transaction.remove.expired.transaction.cleanup.interval.ms',
+    'int',
+    '3600000',
+    'The interval at which to remove transactions that have expired due to <code>transactional.id.expiration.ms</code> passing.',
+    { validate: atLeast(1) },
+  ),
+  def(
     'transactional.id.expiration.ms',
     'int',
     '604800000',

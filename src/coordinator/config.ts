@@ -1,5 +1,6 @@
 import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 import type { GroupCoordinatorConfig } from './group-coordinator.ts';
+import type { TransactionCoordinatorConfig } from './transaction-coordinator.ts';
 
 /** The group coordinator's settings, from Kafka's broker properties of the same meaning. */
 export function groupCoordinatorConfig(config: BrokerConfig): GroupCoordinatorConfig {
@@ -19,3 +20,14 @@ export function groupCoordinatorConfig(config: BrokerConfig): GroupCoordinatorCo
 export const DEFAULT_GROUP_COORDINATOR_CONFIG: Readonly<GroupCoordinatorConfig> = Object.freeze(
   groupCoordinatorConfig(DEFAULT_BROKER_CONFIG),
 );
+
+/** The transaction coordinator's settings, from Kafka's transaction.* broker properties. */
+export function transactionCoordinatorConfig(config: BrokerConfig): TransactionCoordinatorConfig {
+  return {
+    transactionStatePartitions: config.getInt('transaction.state.log.num.partitions'),
+    maxTimeoutMs: config.getInt('transaction.max.timeout.ms'),
+    idExpirationMs: config.getInt('transactional.id.expiration.ms'),
+    abortTimedOutIntervalMs: config.getInt('transaction.abort.timed.out.transaction.cleanup.interval.ms'),
+    removeExpiredIntervalMs: config.getInt('transaction.remove.expired.transaction.cleanup.interval.ms'),
+  };
+}

@@ -47,3 +47,13 @@ export function transactionStateTopicCreatable(config: BrokerConfig): CreatableT
     ],
   };
 }
+
+/** The transaction coordinator's topic; its appends wait request.timeout.ms, as Kafka's TransactionStateManager's do. */
+export function transactionStateTopicSpec(config: BrokerConfig): CoordinatorTopicSpec {
+  return {
+    topic: TRANSACTION_STATE_TOPIC,
+    creatable: transactionStateTopicCreatable(config),
+    appendTimeoutMs: config.getInt('request.timeout.ms'),
+    loadBufferBytes: config.getInt('transaction.state.log.load.buffer.size'),
+  };
+}

@@ -49,8 +49,11 @@ export interface CoordinatorRecordCodec<R> {
 
 /** A coordinator's state of the partitions this broker leads (Kafka's CoordinatorShard). */
 export interface CoordinatorShard<R> {
-  /** The partition's keys answer COORDINATOR_LOAD_IN_PROGRESS from now until it is loaded. */
-  beginLoading(partition: number): void;
+  /**
+   * The partition's keys answer COORDINATOR_LOAD_IN_PROGRESS from now until it is loaded.
+   * `leaderEpoch`: the partition's leader epoch, the coordinator epoch of what loads (-1 when unknown).
+   */
+  beginLoading(partition: number, leaderEpoch: number): void;
   /**
    * Applies records read back from a loading partition, in log order, chunk by chunk. A record
    * that cannot be applied goes to `onSkipped` with its index. Returns how many were skipped.
@@ -170,7 +173,7 @@ export class CoordinatorRuntime<R> {
         skippedRecords: 0,
         nextAttemptAtMs: null,
       });
-      this.options.shard.beginLoading(partition);
+      this.options.shard.beginLoading(partition, leaderEpoch);
       this.enqueue(partition, `loading ${where}`, () => this.load(partition, epoch));
     } else if (!isLeader && this.led.has(partition)) {
       this.led.delete(partition);

@@ -15,7 +15,7 @@ import type { ListGroupsRequest, ListGroupsResponse } from '../../protocol/messa
 import type { DescribeGroupsRequest, DescribeGroupsResponse } from '../../protocol/messages/describe-groups.ts';
 import type { DeleteGroupsRequest, DeleteGroupsResponse } from '../../protocol/messages/delete-groups.ts';
 import type { OffsetDeleteRequest, OffsetDeleteResponse } from '../../protocol/messages/offset-delete.ts';
-import type { GroupCoordinatorService } from '../coordinator/service.ts';
+import type { CoordinatorEndpoint, GroupCoordinatorService } from '../coordinator/service.ts';
 import type { OffsetCommitEntry, TopicPartition } from '../coordinator/group-coordinator.ts';
 import { expireTimestampFromCommitTimestamp, expireTimestampFromRetention, NO_TIMESTAMP } from '../coordinator/timestamps.ts';
 import type { RequestContext } from '../server/session.ts';
@@ -51,16 +51,34 @@ export type GroupHandlerServices = Pick<
   'coordinator' | 'findCoordinator' | 'partitionExists' | 'offsetsRetentionMs' | 'subscribedTopics' | 'clock'
 >;
 
+/** FindCoordinator serves both coordinators: the group's and the transactional id's. */
+export interface TransactionCoordinatorLookup {
+  findCoordinator(transactionalId: string, listenerName: string): Promise<CoordinatorEndpoint>;
+}
+
 export async function handleFindCoordinator(
   groups: GroupHandlerServices,
+  transactions: TransactionCoordinatorLookup,
   ctx: RequestContext,
   request: FindCoordinatorRequest,
   version: number,
 ): Promise<FindCoordinatorResponse> {
   const find = async (key: string) => {
     if (request.keyType === KEY_TYPE_GROUP) return { key, ...(await groups.findCoordinator(key, ctx.session.listenerName)) };
-    const error = request.keyType === KEY_TYPE_TRANSACTION ? Errors.COORDINATOR_NOT_AVAILABLE : Errors.INVALID_REQUEST;
-    return { key, errorCode: error.code, errorMessage: error.message, nodeId: -1, host: '', port: -1 };
+    if (request.keyType === KEY_TYPE_TRANSACTION) {
+      // Kafka: an empty transactional id is an invalid request, not a key.
+      if (key === '')
+        return {
+          key,
+          errorCode: Errors.INVALID_REQUEST.code,
+          errorMessage: Errors.INVALID_REQUEST.message,
+          nodeId: -1,
+          host: '',
+          port: -1,
+        };
+      return { key, ...(await transactions.findCoordinator(key, ctx.session.listenerName)) };
+    }
+    return { key, errorCode: Errors.INVALID_REQUEST.code, errorMessage: Errors.INVALID_REQUEST.message, nodeId: -1, host: '', port: -1 };
   };
   if (version >= 4) {
     const coordinators = await Promise.all(request.coordinatorKeys.map(find));

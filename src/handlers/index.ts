@@ -78,6 +78,14 @@ import {
 } from './quorum.ts';
 import type { HandlerRegistry } from './registry.ts';
 import { handleWriteTxnMarkers, type TxnMarkerServices } from './txn-markers.ts';
+import {
+  handleAddPartitionsToTxn,
+  handleDescribeTransactions,
+  handleEndTxn,
+  handleListTransactions,
+  type TransactionHandlerServices,
+} from './transactions.ts';
+import type { TransactionCoordinatorLookup } from './groups.ts';
 import { handleCreatePartitions, handleCreateTopics, handleDeleteTopics } from './topics.ts';
 
 /** The data path's handlers: Produce, Fetch, offsets, log dirs, producer ids. */
@@ -104,6 +112,8 @@ export interface HandlerServices extends ControllerSideServices {
   readonly quorum: QuorumServices;
   readonly dataPath: DataPathHandlerServices;
   readonly groups: GroupHandlerServices;
+  /** The transaction coordinator: FindCoordinator for transactional ids and the transaction APIs. */
+  readonly transactions: TransactionHandlerServices & TransactionCoordinatorLookup;
   /** The admin APIs on broker listeners: the channel to the active controller, the local image. */
   readonly forwarding: ForwardingServices;
 }
@@ -115,8 +125,9 @@ export function registerHandlers(registry: HandlerRegistry, services: HandlerSer
   registerForwardedApis(registry, services.forwarding);
   registerControllerApis(registry, controllerSideHandlers(services));
   registerQuorumApis(registry, services.quorum);
-  registerDataPathApis(registry, services.dataPath);
-  registerGroupApis(registry, services.groups);
+  registerDataPathApis(registry, { ...services.dataPath, transactions: services.transactions.coordinator });
+  registerGroupApis(registry, services.groups, services.transactions);
+  registerTransactionApis(registry, services.transactions);
 }
 
 /** What a controller-only node serves: no data path, no groups, no forwarding. */
@@ -275,13 +286,13 @@ function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandl
   registry.register(ApiKey.DeleteRecords, (_ctx, request) => handleDeleteRecords(dataPath, request));
   registry.register(ApiKey.DescribeLogDirs, (_ctx, request) => handleDescribeLogDirs(dataPath, request));
   registry.register(ApiKey.OffsetForLeaderEpoch, (_ctx, request) => handleOffsetForLeaderEpoch(dataPath, request));
-  registry.register(ApiKey.InitProducerId, (_ctx, request) => handleInitProducerId(dataPath, request));
+  registry.register(ApiKey.InitProducerId, (_ctx, request, version) => handleInitProducerId(dataPath, request, version));
   registry.register(ApiKey.DescribeProducers, (_ctx, request) => handleDescribeProducers(dataPath, request));
   registry.register(ApiKey.WriteTxnMarkers, (_ctx, request) => handleWriteTxnMarkers(dataPath, request));
 }
 
-function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServices): void {
-  registry.register(ApiKey.FindCoordinator, (ctx, request, version) => handleFindCoordinator(groups, ctx, request, version));
+function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServices, transactions: TransactionCoordinatorLookup): void {
+  registry.register(ApiKey.FindCoordinator, (ctx, request, version) => handleFindCoordinator(groups, transactions, ctx, request, version));
   registry.register(ApiKey.JoinGroup, (ctx, request, version) => handleJoinGroup(groups, ctx, request, version));
   registry.register(ApiKey.SyncGroup, (_ctx, request) => handleSyncGroup(groups, request));
   registry.register(ApiKey.Heartbeat, (_ctx, request) => handleHeartbeat(groups, request));
@@ -292,4 +303,18 @@ function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServic
   registry.register(ApiKey.DescribeGroups, (_ctx, request) => handleDescribeGroups(groups, request));
   registry.register(ApiKey.DeleteGroups, (_ctx, request) => handleDeleteGroups(groups, request));
   registry.register(ApiKey.OffsetDelete, (_ctx, request) => handleOffsetDelete(groups, request));
+}
+
+/**
+ * The transaction coordinator's APIs at the versions of transaction version 1: AddPartitionsToTxn
+ * v4+ is the broker-to-coordinator verification of KIP-890 and EndTxn v5 bumps the epoch per
+ * transaction (transaction version 2), neither of which this coordinator does yet.
+ */
+function registerTransactionApis(registry: HandlerRegistry, transactions: TransactionHandlerServices): void {
+  registry.register(ApiKey.AddPartitionsToTxn, (_ctx, request, version) => handleAddPartitionsToTxn(transactions, request, version), {
+    maxVersion: 3,
+  });
+  registry.register(ApiKey.EndTxn, (_ctx, request, version) => handleEndTxn(transactions, request, version), { maxVersion: 4 });
+  registry.register(ApiKey.DescribeTransactions, (_ctx, request) => handleDescribeTransactions(transactions, request));
+  registry.register(ApiKey.ListTransactions, (_ctx, request, version) => handleListTransactions(transactions, request, version));
 }

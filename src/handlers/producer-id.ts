@@ -18,26 +18,36 @@ import {
 import { Errors } from '../../protocol/errors.ts';
 import type { DataPathServices } from '../replication/index.ts';
 import type { ReplicaManager } from '../replication/replica-manager.ts';
+import type { TransactionCoordinator } from '../coordinator/transaction-coordinator.ts';
+import { fencedForVersion } from './transactions.ts';
 
 /** What InitProducerId and DescribeProducers need: producer ids, producer state, the transaction coordinator. */
-export interface ProducerIdServices extends Pick<DataPathServices, 'producerIds' | 'transactionalInitProducerId'> {
+export interface ProducerIdServices extends Pick<DataPathServices, 'producerIds'> {
   readonly replicaManager: Pick<ReplicaManager, 'describeProducers'>;
+  /** InitProducerId with a transactional id belongs to it; absent, such a request is answered COORDINATOR_NOT_AVAILABLE. */
+  readonly transactions?: Pick<TransactionCoordinator, 'initProducerId'>;
 }
 
-export async function handleInitProducerId(services: ProducerIdServices, request: InitProducerIdRequest): Promise<InitProducerIdResponse> {
+export async function handleInitProducerId(
+  services: ProducerIdServices,
+  request: InitProducerIdRequest,
+  version = Number.MAX_SAFE_INTEGER,
+): Promise<InitProducerIdResponse> {
   const fail = (errorCode: number): InitProducerIdResponse => makeInitProducerIdResponse({ errorCode, producerId: -1n, producerEpoch: -1 });
   // KafkaApis.handleInitProducerIdRequest: id and epoch are given together or not at all.
   if ((request.producerId === -1n) !== (request.producerEpoch === -1)) return fail(Errors.INVALID_REQUEST.code);
   if (request.transactionalId !== null) {
     if (request.transactionalId === '') return fail(Errors.INVALID_REQUEST.code);
-    if (services.transactionalInitProducerId === undefined) return fail(Errors.COORDINATOR_NOT_AVAILABLE.code);
-    const r = await services.transactionalInitProducerId({
-      transactionalId: request.transactionalId,
-      transactionTimeoutMs: request.transactionTimeoutMs,
-      producerId: request.producerId,
-      producerEpoch: request.producerEpoch,
-    });
-    return makeInitProducerIdResponse(r);
+    if (services.transactions === undefined) return fail(Errors.COORDINATOR_NOT_AVAILABLE.code);
+    const expected = request.producerId === -1n ? null : { producerId: request.producerId, producerEpoch: request.producerEpoch };
+    try {
+      return makeInitProducerIdResponse(
+        await services.transactions.initProducerId(request.transactionalId, request.transactionTimeoutMs, expected),
+      );
+    } catch {
+      // Producer ids come in blocks from the controller: none to hand out now, retry.
+      return fail(Errors.COORDINATOR_LOAD_IN_PROGRESS.code);
+    }
   }
   // A non-transactional producer always gets a new id, whatever id/epoch it sent (KIP-360
   // epoch bumps are for transactional ids).

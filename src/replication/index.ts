@@ -33,16 +33,6 @@ export interface DataPathServices {
    * is), undefined when it is unknown or fenced; '' is the first listener.
    */
   readonly nodeEndpoint?: (brokerId: number, listenerName: string) => NodeEndpoint | undefined;
-  /**
-   * InitProducerId with a transactional id belongs to the transaction coordinator; absent
-   * until it exists (the request is then answered COORDINATOR_NOT_AVAILABLE).
-   */
-  readonly transactionalInitProducerId?: (request: {
-    transactionalId: string;
-    transactionTimeoutMs: number;
-    producerId: bigint;
-    producerEpoch: number;
-  }) => Promise<{ errorCode: number; producerId: bigint; producerEpoch: number }>;
 }
 
 export { ReplicaManager } from './replica-manager.ts';

@@ -69,6 +69,7 @@ describe('handler registrations', () => {
     quorum: {},
     dataPath: {},
     groups: {},
+    transactions: {},
     forwarding: {
       nodeId: 1,
       forwardTimeoutMs: 1000,

@@ -1,0 +1,272 @@
+// Transactions end to end against the real broker process: transactional producers of kafkajs
+// and confluent-kafka-python (librdkafka) commit and abort through the transaction coordinator,
+// which writes the markers; read_committed consumers see committed records only. A second
+// instance of a transactional id fences the first and aborts its open transaction; the
+// coordinator aborts a transaction past its timeout; a coordinator restarted by SIGKILL
+// mid-transaction still holds the transaction open, and a new instance aborts it.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { Errors } from '../../../protocol/errors.ts';
+import { ApiKey } from '../../../protocol/messages/index.ts';
+import { makeDescribeTransactionsRequest, type DescribeTransactionsResponse } from '../../../protocol/messages/describe-transactions.ts';
+import { makeListTransactionsRequest, type ListTransactionsResponse } from '../../../protocol/messages/list-transactions.ts';
+import {
+  makeListOffsetsRequest,
+  makeListOffsetsRequestListOffsetsPartition,
+  makeListOffsetsRequestListOffsetsTopic,
+  type ListOffsetsResponse,
+} from '../../../protocol/messages/list-offsets.ts';
+import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
+import { RawClient } from '../../helpers/raw-client.ts';
+import { call } from '../../helpers/raw-requests.ts';
+import { eventually } from '../../helpers/wait.ts';
+
+const PYTHON = '/usr/bin/python3';
+const READ_UNCOMMITTED = 0;
+const READ_COMMITTED = 1;
+
+describe('Transactions through the transaction coordinator (real broker process, real clients)', function () {
+  this.timeout(180_000);
+  let broker: BrokerProcess;
+  let kafka: Kafka;
+  let client: RawClient;
+  const producers: Producer[] = [];
+
+  before(async () => {
+    broker = await spawnBroker({ overrides: { 'transaction.abort.timed.out.transaction.cleanup.interval.ms': 200 } });
+    kafka = new Kafka({ clientId: 'txn-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+    client = await RawClient.connect(broker.port, broker.host);
+  });
+
+  afterEach(async () => {
+    for (const p of producers.splice(0)) await p.disconnect().catch(() => undefined);
+  });
+
+  after(async () => {
+    client?.close();
+    await broker?.cleanup();
+  });
+
+  async function reconnect(): Promise<void> {
+    client.close();
+    client = await RawClient.connect(broker.port, broker.host);
+    kafka = new Kafka({ clientId: 'txn-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+  }
+
+  async function createTopic(topic: string, numPartitions: number): Promise<void> {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: true });
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  async function transactionalProducer(transactionalId: string, transactionTimeout = 60_000): Promise<Producer> {
+    const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout });
+    producers.push(producer);
+    await producer.connect();
+    return producer;
+  }
+
+  async function offsets(topic: string, partitions: number, isolationLevel: number): Promise<number[]> {
+    const res = await call<ListOffsetsResponse>(
+      client,
+      ApiKey.ListOffsets,
+      7,
+      makeListOffsetsRequest({
+        replicaId: -1,
+        isolationLevel,
+        topics: [
+          makeListOffsetsRequestListOffsetsTopic({
+            name: topic,
+            partitions: Array.from({ length: partitions }, (_, partitionIndex) =>
+              makeListOffsetsRequestListOffsetsPartition({ partitionIndex, timestamp: -1n }),
+            ),
+          }),
+        ],
+      }),
+    );
+    return res.topics[0]!.partitions.sort((a, b) => a.partitionIndex - b.partitionIndex).map((p) => {
+      assert.equal(p.errorCode, Errors.NONE.code);
+      return Number(p.offset);
+    });
+  }
+
+  async function describe(transactionalId: string): Promise<DescribeTransactionsResponse['transactionStates'][number]> {
+    const res = await call<DescribeTransactionsResponse>(
+      client,
+      ApiKey.DescribeTransactions,
+      0,
+      makeDescribeTransactionsRequest({ transactionalIds: [transactionalId] }),
+    );
+    return res.transactionStates[0]!;
+  }
+
+  /** Every value a kafkajs consumer of its own group reads from the start within `waitMs` of quiet. */
+  async function readValues(topic: string, readUncommitted: boolean, expectedCount: number): Promise<string[]> {
+    const consumer = kafka.consumer({ groupId: `reader-${topic}-${readUncommitted}-${Date.now()}`, readUncommitted, maxWaitTimeInMs: 100 });
+    const values: string[] = [];
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          values.push(message.value!.toString());
+        },
+      });
+      await eventually(`${expectedCount} records read (have ${values.length})`, () => values.length >= expectedCount, 30_000);
+      // Anything beyond what is expected would arrive with the same fetches: give it a moment.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      await consumer.disconnect();
+    }
+    return values.sort();
+  }
+
+  it('kafkajs: committed transactions reach read_committed consumers, aborted ones only read_uncommitted ones, over every partition', async () => {
+    const topic = 'txn-kafkajs';
+    await createTopic(topic, 3);
+    const producer = await transactionalProducer('kafkajs-tx');
+    const messages = (prefix: string) => Array.from({ length: 6 }, (_, i) => ({ key: `k${i}`, value: `${prefix}-${i}` }));
+    let txn = await producer.transaction();
+    await txn.send({ topic, messages: messages('committed-a') });
+    await txn.commit();
+    txn = await producer.transaction();
+    await txn.send({ topic, messages: messages('aborted') });
+    await txn.abort();
+    txn = await producer.transaction();
+    await txn.send({ topic, messages: messages('committed-b') });
+    await txn.commit();
+
+    const committed = [...messages('committed-a'), ...messages('committed-b')].map((m) => m.value).sort();
+    assert.deepEqual(await readValues(topic, false, 12), committed);
+    assert.deepEqual(await readValues(topic, true, 18), [...committed, ...messages('aborted').map((m) => m.value)].sort());
+    // Every marker is written: nothing holds the last stable offset back.
+    assert.deepEqual(await offsets(topic, 3, READ_COMMITTED), await offsets(topic, 3, READ_UNCOMMITTED));
+
+    const state = await describe('kafkajs-tx');
+    assert.equal(state.errorCode, Errors.NONE.code);
+    assert.equal(state.transactionState, 'CompleteCommit');
+    assert.deepEqual(state.topics, []);
+    const listed = await call<ListTransactionsResponse>(
+      client,
+      ApiKey.ListTransactions,
+      1,
+      makeListTransactionsRequest({ stateFilters: ['CompleteCommit', 'NoSuchState'], producerIdFilters: [], durationFilter: -1n }),
+    );
+    assert.ok(listed.transactionStates.some((t) => t.transactionalId === 'kafkajs-tx' && t.transactionState === 'CompleteCommit'));
+    assert.deepEqual(listed.unknownStateFilters, ['NoSuchState']);
+    assert.equal((await describe('no-such-transactional-id')).errorCode, Errors.TRANSACTIONAL_ID_NOT_FOUND.code);
+  });
+
+  it('a second instance of a transactional id fences the first and aborts its open transaction', async () => {
+    const topic = 'txn-fencing';
+    await createTopic(topic, 1);
+    const first = await transactionalProducer('fenced-tx');
+    const open = await first.transaction();
+    await open.send({ topic, messages: [{ value: 'from-the-fenced-instance' }] });
+    const [held] = await offsets(topic, 1, READ_COMMITTED);
+    assert.equal(held, 0, 'the open transaction holds the last stable offset');
+
+    const second = await transactionalProducer('fenced-tx');
+    const txn = await second.transaction();
+    await txn.send({ topic, messages: [{ value: 'from-the-new-instance' }] });
+    await txn.commit();
+    await assert.rejects(open.commit(), /fenced|epoch/i);
+    assert.deepEqual(await readValues(topic, false, 1), ['from-the-new-instance']);
+  });
+
+  it('the coordinator aborts a transaction left open past transaction.timeout.ms', async () => {
+    const topic = 'txn-timeout';
+    await createTopic(topic, 1);
+    const producer = await transactionalProducer('timed-out-tx', 1000);
+    const txn = await producer.transaction();
+    await txn.send({ topic, messages: [{ value: 'never-committed' }] });
+    await eventually(
+      'the timed-out transaction is aborted',
+      async () => (await describe('timed-out-tx')).transactionState === 'CompleteAbort',
+      20_000,
+    );
+    const [stable] = await offsets(topic, 1, READ_COMMITTED);
+    const [end] = await offsets(topic, 1, READ_UNCOMMITTED);
+    assert.equal(stable, end);
+    await assert.rejects(txn.commit(), /fenced|epoch/i);
+  });
+
+  it('confluent-kafka-python (librdkafka): commit and abort, read back by its read_committed consumer', async function () {
+    if (spawnSync(PYTHON, ['-c', 'import confluent_kafka'], { stdio: 'ignore' }).status !== 0) {
+      const why = `${PYTHON} cannot import confluent_kafka (apt-get install -y python3-confluent-kafka)`;
+      if (process.env.CI === 'true') throw new Error(why);
+      console.error(`\n    !!!!! SKIP: ${why} !!!!!\n`);
+      this.skip();
+    }
+    const topic = 'txn-librdkafka';
+    await createTopic(topic, 2);
+    const script = `
+import sys, json
+from confluent_kafka import Producer, Consumer
+bootstrap, topic = sys.argv[1], sys.argv[2]
+p = Producer({'bootstrap.servers': bootstrap, 'transactional.id': 'librdkafka-tx'})
+p.init_transactions(30)
+for name, commit in (('committed-1', True), ('aborted', False), ('committed-2', True)):
+    p.begin_transaction()
+    for i in range(4):
+        p.produce(topic, key=str(i), value='%s-%d' % (name, i))
+    p.flush(30)
+    if commit:
+        p.commit_transaction(30)
+    else:
+        p.abort_transaction(30)
+c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'librdkafka-reader', 'auto.offset.reset': 'earliest', 'enable.partition.eof': True})
+c.subscribe([topic])
+values, eofs = [], set()
+while len(eofs) < 2:
+    m = c.poll(30)
+    if m is None:
+        raise SystemExit('no message within 30 s')
+    if m.error():
+        if m.error().code() == -191:
+            eofs.add(m.partition())
+            continue
+        raise SystemExit(str(m.error()))
+    values.append(m.value().decode())
+c.close()
+print(json.dumps(sorted(values)))
+`;
+    const run = spawnSync(PYTHON, ['-c', script, broker.bootstrap, topic], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(run.status, 0, run.stderr);
+    const expected = ['committed-1', 'committed-2'].flatMap((name) => [0, 1, 2, 3].map((i) => `${name}-${i}`)).sort();
+    assert.deepEqual(JSON.parse(run.stdout.trim().split('\n').pop()!), expected);
+  });
+
+  it('SIGKILL mid-transaction: the restarted coordinator still holds it open, and a new instance aborts it', async () => {
+    const topic = 'txn-restart';
+    await createTopic(topic, 2);
+    const first = await transactionalProducer('restart-tx');
+    const open = await first.transaction();
+    await open.send({
+      topic,
+      messages: [
+        { key: 'a', value: 'lost-1' },
+        { key: 'b', value: 'lost-2' },
+      ],
+    });
+    producers.splice(0);
+
+    await broker.stop('SIGKILL');
+    broker = await broker.restart();
+    await reconnect();
+
+    await eventually('the transaction is loaded again', async () => (await describe('restart-tx')).errorCode === Errors.NONE.code, 30_000);
+    assert.equal((await describe('restart-tx')).transactionState, 'Ongoing');
+    const second = await transactionalProducer('restart-tx');
+    const txn = await second.transaction();
+    await txn.send({ topic, messages: [{ key: 'a', value: 'kept' }] });
+    await txn.commit();
+    assert.deepEqual(await readValues(topic, false, 1), ['kept']);
+    assert.deepEqual(await offsets(topic, 2, READ_COMMITTED), await offsets(topic, 2, READ_UNCOMMITTED));
+  });
+});
