@@ -24,16 +24,14 @@
 // Run: node --import tsx scripts/bench/fanout.ts [--rounds=N] [--gib=N] [--hot-seconds=N]
 //      [--producers=N] [--no-kafka]
 // (--gib=0.1 --rounds=1 --hot-seconds=5 is a smoke run of about a minute.)
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { brokerSettings, kafkaInstalled } from '../../compat/targets.ts';
+import { kafkaInstalled } from '../../compat/targets.ts';
 import { PYTHON } from '../../test/cluster/clients.ts';
-import { spawnBroker } from '../../test/helpers/broker-process.ts';
 import { REPO } from '../../test/helpers/sluice-cli.ts';
 import { cpuSeconds, spread } from './measure.ts';
+import { type Broker, lastJson, run as runCommand, startKafka, startSluice } from './side-by-side.ts';
 
 const CLIENT = join(REPO, 'scripts/bench/fanout_client.py');
 /** Writes the fan-out topic: the same producer as the consume bench's. */
@@ -61,16 +59,6 @@ const PROBE_RATE_PER_S = 200;
 
 /** Bounds every client process, whatever the broker does. */
 const CLIENT_TIMEOUT_MS = 15 * 60_000;
-const BROKER_STOP_TIMEOUT_MS = 30_000;
-
-interface Broker {
-  name: string;
-  bootstrap: string;
-  pid: number;
-  /** The end of the broker's own log, for a failure report. */
-  logTail(): Promise<string>;
-  stop(): Promise<void>;
-}
 
 interface FanoutRound {
   singleMibPerS: number;
@@ -114,58 +102,7 @@ interface ProbeResult {
   first_errors: string[];
 }
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return new Promise((done, fail) => {
-    execFile(command, args, { env, maxBuffer: 16 * MIB, timeout: CLIENT_TIMEOUT_MS }, (err, stdout, stderr) =>
-      err ? fail(new Error(`${command} ${args.join(' ')}: ${err.message}\n${stderr}`)) : done(stdout),
-    );
-  });
-}
-
-const lastJson = <T>(out: string): T => JSON.parse(out.trim().split('\n').pop()!) as T;
-
-async function startSluice(): Promise<Broker> {
-  const overrides = { ...Object.fromEntries(brokerSettings()), 'log.level': 'warn' };
-  const dataDir = await mkdtemp(join(tmpdir(), 'fanout-bench-sluice-'));
-  const broker = await spawnBroker({ dataDir, overrides, readyTimeoutMs: 60_000 }).catch(async (err: Error) => {
-    await rm(dataDir, { recursive: true, force: true });
-    throw err;
-  });
-  return {
-    name: 'Sluice',
-    bootstrap: broker.bootstrap,
-    pid: broker.child.pid!,
-    logTail: async () => `${broker.stdout().slice(-4000)}${broker.stderr().slice(-4000)}`,
-    async stop() {
-      const stopped = broker.stop().then((code) => {
-        if (code !== 0) process.stderr.write(`fanout: Sluice exited with ${code}\n${broker.stderr().slice(-4000)}\n`);
-      });
-      await Promise.race([stopped, new Promise((done) => setTimeout(done, BROKER_STOP_TIMEOUT_MS).unref())]);
-      await broker.cleanup();
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function startKafka(): Promise<Broker> {
-  const state = await mkdtemp(join(tmpdir(), 'fanout-bench-kafka-'));
-  const env = { ...process.env, KAFKA_REFERENCE_STATE: state };
-  const script = join(REPO, 'scripts/kafka-reference.sh');
-  const stop = async (): Promise<void> => {
-    await run('bash', [script, 'stop'], env).catch(() => undefined);
-    await rm(state, { recursive: true, force: true });
-  };
-  try {
-    const bootstrap = (await run('bash', [script, 'start'], env)).trim().split('\n').pop()!;
-    const dataDir = (await readFile(join(state, 'data-dir'), 'utf8')).trim();
-    const logTail = async (): Promise<string> =>
-      (await readFile(join(dataDir, 'server.log'), 'utf8').catch((err: Error) => err.message)).slice(-8000);
-    return { name: 'Kafka', bootstrap, pid: Number((await readFile(join(state, 'pid'), 'utf8')).trim()), logTail, stop };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-}
+const run = (command: string, args: string[]): Promise<string> => runCommand(command, args, { timeoutMs: CLIENT_TIMEOUT_MS });
 
 /** A client process that prints "ready", starts work on a line on stdin and ends with a JSON line. */
 interface Client {
@@ -362,8 +299,8 @@ async function main(): Promise<void> {
   const fanout = new Map<string, FanoutRound[]>();
   const hot = new Map<string, HotRound[]>();
   try {
-    brokers.push(await startSluice());
-    if (!argv.includes('--no-kafka') && kafkaInstalled()) brokers.push(await startKafka());
+    brokers.push(await startSluice('fanout'));
+    if (!argv.includes('--no-kafka') && kafkaInstalled()) brokers.push(await startKafka('fanout'));
     else process.stderr.write('fanout: Apache Kafka is not installed (scripts/install-test-clients.sh): Sluice alone\n');
     const order = (round: number): Broker[] => (round % 2 === 0 ? brokers : [...brokers].reverse());
     for (const broker of brokers) {

@@ -41,7 +41,7 @@ export class TxnMarkerChannel implements TxnMarkerWriter {
     isCurrent: () => boolean,
   ): Promise<'written' | 'fenced' | 'abandoned'> {
     let pending = [...partitions];
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       if (!isCurrent()) return 'abandoned';
       const byLeader = new Map<number, TopicPartitionRef[]>();
       const next: TopicPartitionRef[] = [];
@@ -51,7 +51,9 @@ export class TxnMarkerChannel implements TxnMarkerWriter {
         if (leader < 0) next.push(tp);
         else byLeader.set(leader, [...(byLeader.get(leader) ?? []), tp]);
       }
-      const answers = await Promise.all([...byLeader].map(([brokerId, tps]) => this.sendTo(brokerId, marker, tps)));
+      // A broker down for long is reported on attempts 1, 10, 100, ...: not every 100 ms.
+      const report = Number.isInteger(Math.log10(attempt));
+      const answers = await Promise.all([...byLeader].map(([brokerId, tps]) => this.sendTo(brokerId, marker, tps, report)));
       for (const answer of answers) {
         for (const { tp, errorCode } of answer) {
           if (errorCode === Errors.NONE.code) continue;
@@ -72,6 +74,7 @@ export class TxnMarkerChannel implements TxnMarkerWriter {
     brokerId: number,
     marker: TxnMarkerSpec,
     tps: TopicPartitionRef[],
+    report: boolean,
   ): Promise<{ tp: TopicPartitionRef; errorCode: number }[]> {
     const byTopic = new Map<string, number[]>();
     for (const tp of tps) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
@@ -89,7 +92,7 @@ export class TxnMarkerChannel implements TxnMarkerWriter {
         ],
       });
     } catch (err) {
-      this.onError(err, `sending transaction markers of producer ${marker.producerId} to broker ${brokerId}`);
+      if (report) this.onError(err, `sending transaction markers of producer ${marker.producerId} to broker ${brokerId}`);
       return tps.map((tp) => ({ tp, errorCode: Errors.NETWORK_EXCEPTION.code }));
     }
     const codes = new Map<string, number>();

@@ -31,7 +31,7 @@ export interface ProducerIdServices extends Pick<DataPathServices, 'producerIds'
 export async function handleInitProducerId(
   services: ProducerIdServices,
   request: InitProducerIdRequest,
-  version = Number.MAX_SAFE_INTEGER,
+  version: number,
 ): Promise<InitProducerIdResponse> {
   const fail = (errorCode: number): InitProducerIdResponse => makeInitProducerIdResponse({ errorCode, producerId: -1n, producerEpoch: -1 });
   // KafkaApis.handleInitProducerIdRequest: id and epoch are given together or not at all.
@@ -41,9 +41,8 @@ export async function handleInitProducerId(
     if (services.transactions === undefined) return fail(Errors.COORDINATOR_NOT_AVAILABLE.code);
     const expected = request.producerId === -1n ? null : { producerId: request.producerId, producerEpoch: request.producerEpoch };
     try {
-      return makeInitProducerIdResponse(
-        await services.transactions.initProducerId(request.transactionalId, request.transactionTimeoutMs, expected),
-      );
+      const r = await services.transactions.initProducerId(request.transactionalId, request.transactionTimeoutMs, expected);
+      return makeInitProducerIdResponse({ ...r, errorCode: fencedForVersion(r.errorCode, version, 4) });
     } catch {
       // Producer ids come in blocks from the controller: none to hand out now, retry.
       return fail(Errors.COORDINATOR_LOAD_IN_PROGRESS.code);

@@ -1,5 +1,5 @@
-// Transactions end to end against the real broker process: transactional producers of kafkajs
-// and confluent-kafka-python (librdkafka) commit and abort through the transaction coordinator,
+// Transactions end to end against the real broker process: transactional producers of kafkajs,
+// confluent-kafka-python and kcat (librdkafka) commit and abort through the transaction coordinator,
 // which writes the markers; read_committed consumers see committed records only. A second
 // instance of a transactional id fences the first and aborts its open transaction; the
 // coordinator aborts a transaction past its timeout; a coordinator restarted by SIGKILL
@@ -20,6 +20,7 @@ import {
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
 import { call } from '../../helpers/raw-requests.ts';
+import { hasCommand, missingTool } from '../../helpers/runtimes.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const PYTHON = '/usr/bin/python3';
@@ -240,6 +241,20 @@ print(json.dumps(sorted(values)))
     assert.equal(run.status, 0, run.stderr);
     const expected = ['committed-1', 'committed-2'].flatMap((name) => [0, 1, 2, 3].map((i) => `${name}-${i}`)).sort();
     assert.deepEqual(JSON.parse(run.stdout.trim().split('\n').pop()!), expected);
+  });
+
+  it('kcat (librdkafka): -X transactional.id sends its input in one transaction, committed at its end', async function () {
+    if (!hasCommand('kcat')) missingTool(this, 'kcat', 'apt-get install kcat');
+    const topic = 'txn-kcat';
+    await createTopic(topic, 1);
+    const run = spawnSync('kcat', ['-b', broker.bootstrap, '-P', '-t', topic, '-X', 'transactional.id=kcat-tx'], {
+      input: 'line-1\nline-2\nline-3\n',
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(await readValues(topic, false, 3), ['line-1', 'line-2', 'line-3']);
+    assert.equal((await describe('kcat-tx')).transactionState, 'CompleteCommit');
   });
 
   it('SIGKILL mid-transaction: the restarted coordinator still holds it open, and a new instance aborts it', async () => {

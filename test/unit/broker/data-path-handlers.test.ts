@@ -225,7 +225,7 @@ describe('data-path handlers', function () {
   it('a retried idempotent batch is answered with its original base offset and not appended twice', async () => {
     const init = wire(
       ApiKey.InitProducerId,
-      await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: null, producerId: -1n, producerEpoch: -1 })),
+      await handleInitProducerId(services, makeInitProducerIdRequest({ transactionalId: null, producerId: -1n, producerEpoch: -1 }), 4),
       4,
     );
     assert.equal(init.errorCode, Errors.NONE.code);
@@ -556,6 +556,7 @@ describe('data-path handlers', function () {
       const r = await handleInitProducerId(
         services,
         makeInitProducerIdRequest({ transactionalId: null, producerId: -1n, producerEpoch: -1 }),
+        4,
       );
       assert.equal(r.producerEpoch, 0);
       ids.push(r.producerId);
@@ -564,16 +565,19 @@ describe('data-path handlers', function () {
     const again = await handleInitProducerId(
       services,
       makeInitProducerIdRequest({ transactionalId: null, producerId: 0n, producerEpoch: 0 }),
+      4,
     );
     assert.equal(again.producerId, 3n, 'a non-transactional producer gets a new id, as Kafka does');
     const mismatched = await handleInitProducerId(
       services,
       makeInitProducerIdRequest({ transactionalId: null, producerId: 5n, producerEpoch: -1 }),
+      4,
     );
     assert.equal(mismatched.errorCode, Errors.INVALID_REQUEST.code);
     const txn = await handleInitProducerId(
       services,
       makeInitProducerIdRequest({ transactionalId: 'tx', producerId: -1n, producerEpoch: -1 }),
+      4,
     );
     assert.equal(txn.errorCode, Errors.COORDINATOR_NOT_AVAILABLE.code);
   });

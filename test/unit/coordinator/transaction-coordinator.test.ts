@@ -188,7 +188,7 @@ describe('TransactionCoordinator', () => {
         txnStartTimestampMs: 1,
       },
     };
-    const { coordinator, markers, states } = setup({ loaded: [prepared] });
+    const { markers, states } = setup({ loaded: [prepared] });
     await settle();
     assert.deepEqual(markers, [
       { marker: { producerId: 5n, producerEpoch: 2, commit: false, coordinatorEpoch: 3 }, partitions: prepared.value!.partitions },
