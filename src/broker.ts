@@ -264,6 +264,7 @@ export class Broker {
         coordinator: transactions.coordinator,
         findCoordinator: (transactionalId, listenerName) => transactions.findCoordinator(transactionalId, listenerName),
         partitionExists: (topic, partition) => this.metadata.image().partition(topic, partition) !== undefined,
+        offsetsPartitionFor: (groupId) => groups.coordinator.partitionFor(groupId),
       },
     });
     await this.server.start(this.listenerSpecs());
@@ -377,7 +378,7 @@ export class Broker {
     groups.start();
     const markerSender = new BrokerMarkerSender({
       nodeId: this.nodeId,
-      local: (request) => handleWriteTxnMarkers(dataPath.services, request),
+      local: (request) => handleWriteTxnMarkers(dataPath.services, groups.coordinator, request),
       endpoint: (brokerId) => {
         const endpoint = this.metadata
           .image()

@@ -71,7 +71,10 @@ export interface AppendOptions {
    * after the log end.
    */
   assignOffsets?: boolean;
-  /** 'client' enforces producer id/epoch/sequence checks; other origins only record them. */
+  /**
+   * 'client' enforces producer id/epoch/sequence checks, 'coordinator' the epochs only (its
+   * batches carry no sequence), 'replication' only records them.
+   */
   origin?: AppendOrigin;
 }
 
@@ -542,8 +545,8 @@ export class PartitionLog {
       };
     }
     if (!this.producerStateLoaded) await this.ensureProducerState();
-    if (origin === 'client') {
-      const check = this.producerState.checkOrThrow(views);
+    if (origin !== 'replication') {
+      const check = this.producerState.checkOrThrow(views, origin);
       if (check.result === 'duplicate') {
         return {
           firstOffset: check.firstOffset,

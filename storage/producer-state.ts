@@ -129,8 +129,11 @@ export class ProducerStateManager {
   /**
    * Checks the batches of one append from a client against the state, in order (a request
    * may hold several batches of the same producer). Returns the first duplicate or error.
+   * A coordinator's batches (origin 'coordinator': transactional offset commits, markers) are
+   * checked for their epoch only: they carry no sequence (Kafka's ProducerAppendInfo checks
+   * sequences for client appends alone).
    */
-  check(batches: readonly RecordBatch[]): ProducerCheck {
+  check(batches: readonly RecordBatch[], origin: AppendOrigin = 'client'): ProducerCheck {
     const pending = new Map<bigint, { epoch: number; lastSeq: number }>();
     for (const batch of batches) {
       if (!batch.hasProducerId) continue;
@@ -144,6 +147,16 @@ export class ProducerStateManager {
       const firstSeq = batch.baseSequence;
       const epoch = batch.producerEpoch;
       const seen = pending.get(pid);
+      if (origin === 'coordinator') {
+        if (current !== undefined && epoch < current.producerEpoch) {
+          return {
+            result: 'error',
+            code: 'INVALID_PRODUCER_EPOCH',
+            message: `epoch ${epoch} of producer ${pid} is older than the current epoch ${current.producerEpoch}`,
+          };
+        }
+        continue;
+      }
       if (seen === undefined && current !== undefined && epoch === current.producerEpoch) {
         const dup = current.batches.find((b) => b.firstSeq === firstSeq && b.lastSeq === batch.lastSequence);
         if (dup !== undefined) {
@@ -209,8 +222,8 @@ export class ProducerStateManager {
   }
 
   /** Like `check` but throws ProducerStateError; returns the duplicate if there is one. */
-  checkOrThrow(batches: readonly RecordBatch[]): ProducerCheck & { result: 'ok' | 'duplicate' } {
-    const r = this.check(batches);
+  checkOrThrow(batches: readonly RecordBatch[], origin: AppendOrigin = 'client'): ProducerCheck & { result: 'ok' | 'duplicate' } {
+    const r = this.check(batches, origin);
     if (r.result === 'error') throw new ProducerStateError(r.code, r.message);
     return r;
   }

@@ -8,7 +8,9 @@ import { Group, GroupState, Member, uniqueProtocols } from './group.ts';
 import type { JoinResult, Protocol, SyncResult } from './group.ts';
 import type { Clock, TimerHandle } from '../runtime/clock.ts';
 import { systemRandom, type Random } from '../runtime/random.ts';
-import type { CoordinatorRecord, GroupSnapshot, OffsetAndMetadata } from './records.ts';
+import type { CoordinatorRecord, GroupSnapshot } from './records.ts';
+import { OffsetStore } from './offset-store.ts';
+import type { ReplayedBatch, TransactionalProducer } from './runtime.ts';
 import { coordinatorPartitionFor } from './partitioning.ts';
 import { NO_TIMESTAMP, retentionPassed } from './timestamps.ts';
 import { guarded, runGuarded, type FailureSink } from '../runtime/guard.ts';
@@ -24,9 +26,13 @@ export interface GroupCoordinatorConfig {
   offsetsRetentionCheckIntervalMs: number;
 }
 
-/** Where the coordinator's records go: the leader of a `__consumer_offsets` partition. */
+/**
+ * Where the coordinator's records go: the leader of a `__consumer_offsets` partition. Resolves
+ * with the offset of the first record once committed; `producer`: the records belong to its
+ * open transaction.
+ */
 export interface CoordinatorLog {
-  append(partition: number, records: CoordinatorRecord[]): Promise<void>;
+  append(partition: number, records: CoordinatorRecord[], producer?: TransactionalProducer): Promise<number>;
 }
 
 export interface JoinGroupParams {
@@ -109,13 +115,14 @@ const stderrSink: FailureSink = (err, what) => {
   console.error(`group coordinator: ${what} failed:`, err);
 };
 
-function offsetKey(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
-}
-
 export class GroupCoordinator {
   private readonly groups = new Map<string, Group>();
-  private readonly offsets = new Map<string, Map<string, OffsetAndMetadata>>();
+  private readonly offsets = new OffsetStore();
+  /**
+   * Transactions whose marker reached a partition while it was loading, applied once it is
+   * loaded: the load may have read the log before the marker was appended.
+   */
+  private readonly completedWhileLoading = new Map<number, { producerId: bigint; commit: boolean }[]>();
   private readonly loadedPartitions = new Set<number>();
   private readonly loadingPartitions = new Set<number>();
   private readonly heartbeatTimers = new Map<string, TimerHandle>();
@@ -239,6 +246,7 @@ export class GroupCoordinator {
 
   beginLoading(partition: number): void {
     this.loadingPartitions.add(partition);
+    this.completedWhileLoading.delete(partition);
   }
 
   /**
@@ -253,12 +261,13 @@ export class GroupCoordinator {
     records: Iterable<CoordinatorRecord>,
     onSkipped: (index: number, err: unknown) => void = (index, err) =>
       this.onError(err, `replaying record ${index} of offsets partition ${partition} (skipped)`),
+    batch?: ReplayedBatch,
   ): number {
     let skipped = 0;
     let index = 0;
     for (const record of records) {
       try {
-        this.replay(record);
+        this.replay(record, batch?.offsets[index] ?? -1, batch?.transactionalProducerId ?? null);
       } catch (err) {
         skipped++;
         onSkipped(index, err);
@@ -274,6 +283,10 @@ export class GroupCoordinator {
    */
   completeLoading(partition: number, records: Iterable<CoordinatorRecord>, onSkipped?: (index: number, err: unknown) => void): number {
     const skipped = this.replayLoading(partition, records, onSkipped);
+    for (const { producerId, commit } of this.completedWhileLoading.get(partition) ?? []) {
+      this.replayEndTransaction(partition, producerId, commit);
+    }
+    this.completedWhileLoading.delete(partition);
     const nowMs = this.clock.now();
     for (const group of this.groups.values()) {
       if (this.partitionFor(group.groupId) !== partition) continue;
@@ -290,6 +303,7 @@ export class GroupCoordinator {
    */
   abandonLoading(partition: number): void {
     this.forgetGroupsOf(partition);
+    this.completedWhileLoading.delete(partition);
     this.loadedPartitions.delete(partition);
     this.loadingPartitions.add(partition);
   }
@@ -298,6 +312,7 @@ export class GroupCoordinator {
   unload(partition: number): void {
     this.loadedPartitions.delete(partition);
     this.loadingPartitions.delete(partition);
+    this.completedWhileLoading.delete(partition);
     this.forgetGroupsOf(partition);
   }
 
@@ -313,23 +328,22 @@ export class GroupCoordinator {
       this.cancelTimer(this.joinTimers, groupId);
       this.cancelTimer(this.syncTimers, groupId);
       this.groups.delete(groupId);
-      this.offsets.delete(groupId);
+      this.offsets.forgetGroup(groupId);
     }
     // Offsets of groups that only exist as offsets (replay always creates a group, but a
     // failed replay may stop in between).
-    for (const groupId of [...this.offsets.keys()]) {
-      if (this.partitionFor(groupId) === partition) this.offsets.delete(groupId);
+    for (const groupId of this.offsets.groupIds()) {
+      if (this.partitionFor(groupId) === partition) this.offsets.forgetGroup(groupId);
     }
   }
 
-  private replay(record: CoordinatorRecord): void {
+  /**
+   * A record of the log: `recordOffset` is where it is in `__consumer_offsets`, `producerId`
+   * the transactional producer that wrote it (null outside a transaction).
+   */
+  private replay(record: CoordinatorRecord, recordOffset: number, producerId: bigint | null): void {
     if (record.type === 'offset') {
-      const groupOffsets = this.offsets.get(record.groupId) ?? new Map<string, OffsetAndMetadata>();
-      const key = offsetKey(record.topic, record.partition);
-      if (record.value === null) groupOffsets.delete(key);
-      else groupOffsets.set(key, record.value);
-      if (groupOffsets.size > 0) this.offsets.set(record.groupId, groupOffsets);
-      else this.offsets.delete(record.groupId);
+      this.offsets.replay(record.groupId, record.topic, record.partition, record.value, recordOffset, producerId);
       if (record.value !== null && !this.groups.has(record.groupId)) {
         this.groups.set(record.groupId, new Group(record.groupId, this.clock.now()));
       }
@@ -951,10 +965,44 @@ export class GroupCoordinator {
       if (generationId !== group.generationId) return all(Errors.ILLEGAL_GENERATION.code);
       this.scheduleHeartbeatExpiration(group, member, this.clock.now());
     }
-    return this.storeOffsets(group, entries);
+    return this.storeOffsets(group, entries, null);
   }
 
-  private async storeOffsets(group: Group, entries: OffsetCommitEntry[]): Promise<number[]> {
+  /**
+   * TxnOffsetCommit (KIP-447): offsets a transactional producer commits for a group, held
+   * pending until its transaction's marker reaches the group's `__consumer_offsets` partition.
+   * A member (v3+: member id, generation, group instance id) must still be in the group's
+   * current generation, so a zombie that lost its partitions in a rebalance cannot commit;
+   * a producer without group metadata (generation -1) commits as a simple consumer would.
+   * Kafka's ClassicGroup.validateOffsetCommit for a transactional commit.
+   */
+  async txnCommitOffsets(
+    groupId: string,
+    producer: TransactionalProducer,
+    member: { memberId: string; groupInstanceId: string | null; generationId: number },
+    entries: OffsetCommitEntry[],
+  ): Promise<number[]> {
+    const all = (code: number) => entries.map(() => code);
+    const error = this.validateGroupRequest(groupId);
+    if (error !== NO_ERROR) return all(error);
+    let group = this.groups.get(groupId);
+    if (!group) {
+      if (member.generationId >= 0) return all(Errors.ILLEGAL_GENERATION.code);
+      group = new Group(groupId, this.clock.now());
+      this.groups.set(groupId, group);
+    }
+    if (group.is(GroupState.Dead)) return all(Errors.COORDINATOR_NOT_AVAILABLE.code);
+    if (!(member.generationId < 0 && group.is(GroupState.Empty))) {
+      if (member.generationId >= 0 || member.memberId !== '' || member.groupInstanceId !== null) {
+        if (group.isStaticMemberFenced(member.groupInstanceId, member.memberId)) return all(Errors.FENCED_INSTANCE_ID.code);
+        if (!group.members.has(member.memberId)) return all(Errors.UNKNOWN_MEMBER_ID.code);
+        if (member.generationId !== group.generationId) return all(Errors.ILLEGAL_GENERATION.code);
+      }
+    }
+    return this.storeOffsets(group, entries, producer);
+  }
+
+  private async storeOffsets(group: Group, entries: OffsetCommitEntry[], producer: TransactionalProducer | null): Promise<number[]> {
     const nowMs = this.clock.now();
     const codes: number[] = [];
     const records: CoordinatorRecord[] = [];
@@ -979,9 +1027,9 @@ export class GroupCoordinator {
       });
     }
     if (records.length === 0) return codes;
-    const error = await this.append(group.groupId, records);
-    if (error !== NO_ERROR) return codes.map((c) => (c === NO_ERROR ? error : c));
-    this.replayAppended(group, records);
+    const { errorCode, baseOffset } = await this.append(group.groupId, records, producer ?? undefined);
+    if (errorCode !== NO_ERROR) return codes.map((c) => (c === NO_ERROR ? errorCode : c));
+    this.replayAppended(group, records, baseOffset, producer?.producerId ?? null);
     return codes;
   }
 
@@ -991,40 +1039,67 @@ export class GroupCoordinator {
    * into a newer load they could overwrite a later commit it read, as Kafka's commit callback
    * skips a group that is no longer the one it appended for.
    */
-  private replayAppended(group: Group, records: readonly CoordinatorRecord[]): void {
+  private replayAppended(group: Group, records: readonly CoordinatorRecord[], baseOffset: number, producerId: bigint | null = null): void {
     if (this.groups.get(group.groupId) !== group || !this.loadedPartitions.has(this.partitionFor(group.groupId))) return;
-    for (const r of records) this.replay(r);
+    records.forEach((r, i) => {
+      this.replay(r, baseOffset < 0 ? -1 : baseOffset + i, producerId);
+    });
   }
 
-  /** Committed offsets of a group: the given partitions, or all of them when null. */
-  fetchOffsets(groupId: string, partitions: TopicPartition[] | null): { errorCode: number; offsets: OffsetFetchEntry[] } {
+  /**
+   * A transaction's COMMIT or ABORT marker is committed in `__consumer_offsets` partition
+   * `partition`: the offsets the producer committed in that partition's groups become
+   * committed, or are dropped (Kafka's onTransactionCompleted).
+   */
+  completeTransaction(partition: number, producerId: bigint, commit: boolean): void {
+    if (this.loadingPartitions.has(partition)) {
+      const completed = this.completedWhileLoading.get(partition) ?? [];
+      completed.push({ producerId, commit });
+      this.completedWhileLoading.set(partition, completed);
+      return;
+    }
+    if (this.loadedPartitions.has(partition)) this.replayEndTransaction(partition, producerId, commit);
+  }
+
+  /** Also what a load does for a marker it reads back. */
+  replayEndTransaction(partition: number, producerId: bigint, commit: boolean): void {
+    this.offsets.replayEndTransaction(producerId, commit, (groupId) => this.partitionFor(groupId) === partition);
+  }
+
+  /**
+   * Committed offsets of a group: the given partitions, or all of them when null. With
+   * `requireStable` (OffsetFetch v7+, read_committed consumers), a partition an open
+   * transaction committed an offset of answers UNSTABLE_OFFSET_COMMIT, and the consumer asks
+   * again once the transaction ends.
+   */
+  fetchOffsets(
+    groupId: string,
+    partitions: TopicPartition[] | null,
+    requireStable = false,
+  ): { errorCode: number; offsets: OffsetFetchEntry[] } {
     const error = this.validateGroupRequest(groupId);
     if (error !== NO_ERROR) return { errorCode: error, offsets: [] };
-    const committed = this.offsets.get(groupId);
-    if (partitions === null) {
-      const offsets: OffsetFetchEntry[] = [];
-      for (const [key, value] of committed ?? []) {
-        const [topic, partition] = key.split('\u0000') as [string, string];
-        offsets.push({
-          topic,
-          partition: Number(partition),
-          offset: value.offset,
-          leaderEpoch: value.leaderEpoch,
-          metadata: value.metadata,
-          errorCode: NO_ERROR,
-        });
+    const unstable = (topic: string, partition: number) => requireStable && this.offsets.hasPendingOffsets(groupId, topic, partition);
+    const entry = (topic: string, partition: number): OffsetFetchEntry => {
+      if (unstable(topic, partition)) {
+        return { topic, partition, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: Errors.UNSTABLE_OFFSET_COMMIT.code };
       }
-      return { errorCode: NO_ERROR, offsets };
-    }
-    return {
-      errorCode: NO_ERROR,
-      offsets: partitions.map(({ topic, partition }) => {
-        const value = committed?.get(offsetKey(topic, partition));
-        return value
-          ? { topic, partition, offset: value.offset, leaderEpoch: value.leaderEpoch, metadata: value.metadata, errorCode: NO_ERROR }
-          : { topic, partition, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: NO_ERROR };
-      }),
+      const stored = this.offsets.get(groupId, topic, partition);
+      return stored
+        ? {
+            topic,
+            partition,
+            offset: stored.value.offset,
+            leaderEpoch: stored.value.leaderEpoch,
+            metadata: stored.value.metadata,
+            errorCode: NO_ERROR,
+          }
+        : { topic, partition, offset: -1n, leaderEpoch: -1, metadata: '', errorCode: NO_ERROR };
     };
+    if (partitions === null) {
+      return { errorCode: NO_ERROR, offsets: this.offsets.committedOffsets(groupId).map((o) => entry(o.topic, o.partition)) };
+    }
+    return { errorCode: NO_ERROR, offsets: partitions.map(({ topic, partition }) => entry(topic, partition)) };
   }
 
   async deleteOffsets(
@@ -1044,14 +1119,13 @@ export class GroupCoordinator {
       ...tp,
       errorCode: subscribed?.has(tp.topic) ? Errors.GROUP_SUBSCRIBED_TO_TOPIC.code : NO_ERROR,
     }));
-    const committed = this.offsets.get(groupId);
     const records: CoordinatorRecord[] = results
-      .filter((r) => r.errorCode === NO_ERROR && committed?.has(offsetKey(r.topic, r.partition)))
+      .filter((r) => r.errorCode === NO_ERROR && this.offsets.get(groupId, r.topic, r.partition) !== undefined)
       .map((r) => ({ type: 'offset', groupId, topic: r.topic, partition: r.partition, value: null }));
     if (records.length > 0) {
-      const appendError = await this.append(groupId, records);
-      if (appendError !== NO_ERROR) return { errorCode: appendError, partitions: [] };
-      this.replayAppended(group, records);
+      const appended = await this.append(groupId, records);
+      if (appended.errorCode !== NO_ERROR) return { errorCode: appended.errorCode, partitions: [] };
+      this.replayAppended(group, records, appended.baseOffset);
     }
     return { errorCode: NO_ERROR, partitions: results };
   }
@@ -1120,19 +1194,22 @@ export class GroupCoordinator {
     return results;
   }
 
-  /** Writes tombstones for the group and its offsets, then forgets it. */
+  /** Writes tombstones for the group and its offsets (pending ones too, as Kafka does), then forgets it. */
   private async removeGroup(group: Group): Promise<number> {
     const records: CoordinatorRecord[] = [];
-    for (const key of this.offsets.get(group.groupId)?.keys() ?? []) {
-      const [topic, partition] = key.split('\u0000') as [string, string];
-      records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
+    const partitions = new Map<string, { topic: string; partition: number }>();
+    for (const tp of [...this.offsets.committedOffsets(group.groupId), ...this.offsets.pendingPartitions(group.groupId)]) {
+      partitions.set(`${tp.topic}\u0000${tp.partition}`, tp);
+    }
+    for (const { topic, partition } of partitions.values()) {
+      records.push({ type: 'offset', groupId: group.groupId, topic, partition, value: null });
     }
     records.push({ type: 'group', groupId: group.groupId, value: null });
-    const error = await this.append(group.groupId, records);
-    if (error !== NO_ERROR) return error;
+    const { errorCode } = await this.append(group.groupId, records);
+    if (errorCode !== NO_ERROR) return errorCode;
     group.transitionTo(GroupState.Dead, this.clock.now());
     this.groups.delete(group.groupId);
-    this.offsets.delete(group.groupId);
+    this.offsets.forgetGroup(group.groupId);
     return NO_ERROR;
   }
 
@@ -1163,9 +1240,10 @@ export class GroupCoordinator {
   }
 
   private async expireGroupOffsets(group: Group, nowMs: number): Promise<void> {
-    const committed = this.offsets.get(group.groupId);
     const records: CoordinatorRecord[] = [];
-    for (const [key, value] of committed ?? []) {
+    for (const { topic, partition, value } of this.offsets.committedOffsets(group.groupId)) {
+      // Kafka keeps an offset an open transaction may still replace.
+      if (this.offsets.hasPendingOffsets(group.groupId, topic, partition)) continue;
       // Kafka's OffsetExpirationConditionImpl: an explicit expiry (OffsetCommit v1-v4) is
       // due at that instant; otherwise the retention counts from the base timestamp.
       const base = group.protocolType !== null ? group.stateTimestampMs : value.commitTimestampMs;
@@ -1174,13 +1252,18 @@ export class GroupCoordinator {
           ? nowMs >= value.expireTimestampMs
           : retentionPassed(nowMs, base, this.config.offsetsRetentionMs);
       if (!expired) continue;
-      const [topic, partition] = key.split('\u0000') as [string, string];
-      records.push({ type: 'offset', groupId: group.groupId, topic, partition: Number(partition), value: null });
+      records.push({ type: 'offset', groupId: group.groupId, topic, partition, value: null });
     }
-    if (records.length > 0 && (await this.append(group.groupId, records)) === NO_ERROR) {
-      for (const r of records) this.replay(r);
+    if (records.length > 0) {
+      const appended = await this.append(group.groupId, records);
+      if (appended.errorCode === NO_ERROR) this.replayAppended(group, records, appended.baseOffset);
     }
-    if (!this.offsets.has(group.groupId) && group.is(GroupState.Empty) && group.generationId >= 0) {
+    if (
+      !this.offsets.hasCommittedOffsets(group.groupId) &&
+      !this.offsets.hasPendingOffsets(group.groupId) &&
+      group.is(GroupState.Empty) &&
+      group.generationId >= 0
+    ) {
       await this.removeGroup(group);
     }
   }
@@ -1213,22 +1296,42 @@ export class GroupCoordinator {
     };
   }
 
-  private storeGroup(group: Group, assignments?: Map<string, Buffer>): Promise<number> {
-    return this.append(group.groupId, [{ type: 'group', groupId: group.groupId, value: this.snapshot(group, assignments) }]);
+  private async storeGroup(group: Group, assignments?: Map<string, Buffer>): Promise<number> {
+    const { errorCode } = await this.append(group.groupId, [
+      { type: 'group', groupId: group.groupId, value: this.snapshot(group, assignments) },
+    ]);
+    return errorCode;
   }
 
-  private async append(groupId: string, records: CoordinatorRecord[]): Promise<number> {
+  private async append(
+    groupId: string,
+    records: CoordinatorRecord[],
+    producer?: TransactionalProducer,
+  ): Promise<{ errorCode: number; baseOffset: number }> {
     try {
-      await this.log.append(this.partitionFor(groupId), records);
-      return NO_ERROR;
+      return { errorCode: NO_ERROR, baseOffset: await this.log.append(this.partitionFor(groupId), records, producer) };
     } catch (err) {
       const code = err instanceof KafkaError ? err.code : undefined;
-      // Kafka maps storage failures of the offsets topic to errors clients retry elsewhere.
-      if (code === Errors.NOT_LEADER_OR_FOLLOWER.code || code === Errors.UNKNOWN_TOPIC_OR_PARTITION.code)
-        return Errors.NOT_COORDINATOR.code;
-      if (code === Errors.MESSAGE_TOO_LARGE.code || code === Errors.RECORD_LIST_TOO_LARGE.code)
-        return Errors.INVALID_COMMIT_OFFSET_SIZE.code;
-      return Errors.COORDINATOR_NOT_AVAILABLE.code;
+      return { errorCode: appendErrorCode(code), baseOffset: -1 };
     }
+  }
+}
+
+/**
+ * Kafka maps storage failures of the offsets topic to errors clients retry elsewhere; a
+ * transactional commit of a fenced producer epoch is answered as such.
+ */
+function appendErrorCode(code: number | undefined): number {
+  switch (code) {
+    case Errors.NOT_LEADER_OR_FOLLOWER.code:
+    case Errors.UNKNOWN_TOPIC_OR_PARTITION.code:
+      return Errors.NOT_COORDINATOR.code;
+    case Errors.MESSAGE_TOO_LARGE.code:
+    case Errors.RECORD_LIST_TOO_LARGE.code:
+      return Errors.INVALID_COMMIT_OFFSET_SIZE.code;
+    case Errors.INVALID_PRODUCER_EPOCH.code:
+      return Errors.INVALID_PRODUCER_EPOCH.code;
+    default:
+      return Errors.COORDINATOR_NOT_AVAILABLE.code;
   }
 }

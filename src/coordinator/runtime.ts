@@ -9,7 +9,15 @@
  * coordinator's origin, and FindCoordinator. What a partition's records mean is the shard's.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { buildRecordBatch, iterateRecords, decompressedRecords, type RecordBatch } from '../../protocol/records/index.ts';
+import {
+  buildRecordBatch,
+  decompressedRecords,
+  endTxnMarkerOf,
+  iterateRecords,
+  readControlRecord,
+  type EndTxnMarker,
+  type RecordBatch,
+} from '../../protocol/records/index.ts';
 import type { Clock, TimerHandle } from '../runtime/clock.ts';
 import { guarded } from '../runtime/guard.ts';
 
@@ -28,8 +36,11 @@ export interface CoordinatorTopicAccess {
   /** Creates the topic; resolves with a Kafka error code (0 when created or already there). */
   createTopic(): Promise<number>;
   partitionExists(topic: string, partition: number): boolean;
-  /** Appends one batch as leader with acks=all; throws an error carrying `errorCode` on failure. */
-  append(partition: number, batch: Buffer): Promise<void>;
+  /**
+   * Appends one batch as leader with acks=all; resolves with its base offset once committed,
+   * throws an error carrying `errorCode` on failure.
+   */
+  append(partition: number, batch: Buffer): Promise<number>;
   /** The partition's batches from its log start to its log end (as its leader), in order. */
   readBatches(partition: number): AsyncIterable<RecordBatch>;
   /**
@@ -47,6 +58,20 @@ export interface CoordinatorRecordCodec<R> {
   decode(key: Buffer, value: Buffer | null): R | null;
 }
 
+/** Where the records a load replays come from. */
+export interface ReplayedBatch {
+  /** The log offset of each record. */
+  readonly offsets: readonly number[];
+  /** The producer whose open transaction the records belong to; null outside a transaction. */
+  readonly transactionalProducerId: bigint | null;
+}
+
+/** A transactional producer a coordinator writes records for (its transaction holds them until its marker). */
+export interface TransactionalProducer {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+}
+
 /** A coordinator's state of the partitions this broker leads (Kafka's CoordinatorShard). */
 export interface CoordinatorShard<R> {
   /**
@@ -58,7 +83,12 @@ export interface CoordinatorShard<R> {
    * Applies records read back from a loading partition, in log order, chunk by chunk. A record
    * that cannot be applied goes to `onSkipped` with its index. Returns how many were skipped.
    */
-  replayLoading(partition: number, records: readonly R[], onSkipped: (index: number, err: unknown) => void): number;
+  replayLoading(partition: number, records: readonly R[], onSkipped: (index: number, err: unknown) => void, batch: ReplayedBatch): number;
+  /**
+   * A COMMIT or ABORT marker read back: the transaction of `producerId` ended. Only shards that
+   * write transactional records (the group coordinator's offset commits, KIP-447) need it.
+   */
+  replayEndTransaction?(partition: number, producerId: bigint, commit: boolean): void;
   /** Everything read back is applied and committed: serve the partition's keys. */
   completeLoading(partition: number): void;
   /** A load failed part way: forget what it replayed, keep answering COORDINATOR_LOAD_IN_PROGRESS. */
@@ -189,14 +219,20 @@ export class CoordinatorRuntime<R> {
     await Promise.all([...this.runningSteps]);
   }
 
-  /** Appends `records` to a partition this broker leads, with acks=all, as one batch. */
-  async append(partition: number, records: readonly R[]): Promise<void> {
+  /**
+   * Appends `records` to a partition this broker leads, with acks=all, as one batch: a
+   * transactional one of `producer` when given. Resolves with the offset of the first record.
+   */
+  async append(partition: number, records: readonly R[], producer?: TransactionalProducer): Promise<number> {
     const nowMs = this.options.clock.now();
     const batch = await buildRecordBatch(
-      {},
+      producer === undefined
+        ? {}
+        : // Sequence 0, as Kafka's coordinators write: a coordinator's batches are not checked for sequence.
+          { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: 0, isTransactional: true },
       records.map((r) => ({ ...this.options.codec.encode(r), timestamp: nowMs })),
     );
-    await this.options.access.append(partition, batch);
+    return this.options.access.append(partition, batch);
   }
 
   /**
@@ -275,12 +311,26 @@ export class CoordinatorRuntime<R> {
         // No longer the leader: stop reading. The unload queued behind forgets what was replayed.
         if (!this.isCurrent(partition, epoch)) return null;
         replayedTo = batch.nextOffset;
-        if (batch.isControl) continue;
+        if (batch.isControl) {
+          let marker: EndTxnMarker | null = null;
+          try {
+            marker = endTxnMarkerOf(batch, await readControlRecord(batch));
+          } catch (err) {
+            skip(batch.baseOffset, err);
+          }
+          if (marker !== null) this.options.shard.replayEndTransaction?.(partition, batch.producerId, marker.commit);
+          continue;
+        }
         const { records, offsets, unreadable } = await decodeBatch(batch, this.options.codec, skip);
         skipped += unreadable;
-        skipped += this.options.shard.replayLoading(partition, records, (index, err) => {
-          this.options.onError(err, `replaying the record at offset ${offsets[index]} of ${where} (skipped)`);
-        });
+        skipped += this.options.shard.replayLoading(
+          partition,
+          records,
+          (index, err) => {
+            this.options.onError(err, `replaying the record at offset ${offsets[index]} of ${where} (skipped)`);
+          },
+          { offsets, transactionalProducerId: batch.isTransactional ? batch.producerId : null },
+        );
       }
     } catch (err) {
       this.loadFailed(partition, epoch, err);

@@ -46,7 +46,7 @@ export class GroupCoordinatorService {
   private readonly runtime: CoordinatorRuntime<CoordinatorRecord>;
 
   constructor(private readonly options: GroupCoordinatorServiceOptions) {
-    const log: CoordinatorLog = { append: (partition, records) => this.runtime.append(partition, records) };
+    const log: CoordinatorLog = { append: (partition, records, producer) => this.runtime.append(partition, records, producer) };
     const coordinator = new GroupCoordinator(options.config, options.clock, log, options.onError, options.random);
     this.coordinator = coordinator;
     this.runtime = new CoordinatorRuntime<CoordinatorRecord>({
@@ -57,7 +57,8 @@ export class GroupCoordinatorService {
       codec: { encode: encodeCoordinatorRecord, decode: decodeCoordinatorRecord },
       shard: {
         beginLoading: (partition) => coordinator.beginLoading(partition),
-        replayLoading: (partition, records, onSkipped) => coordinator.replayLoading(partition, records, onSkipped),
+        replayLoading: (partition, records, onSkipped, batch) => coordinator.replayLoading(partition, records, onSkipped, batch),
+        replayEndTransaction: (partition, producerId, commit) => coordinator.replayEndTransaction(partition, producerId, commit),
         completeLoading: (partition) => coordinator.completeLoading(partition, []),
         abandonLoading: (partition) => coordinator.abandonLoading(partition),
         unload: (partition) => coordinator.unload(partition),

@@ -50,10 +50,16 @@ export function coordinatorTopicAccess(
     },
 
     async append(partition, batch) {
-      const { errorCode, errorMessage } = await replicaManager.appendAsCoordinator(topic, partition, batch, spec.appendTimeoutMs);
+      const { errorCode, errorMessage, baseOffset } = await replicaManager.appendAsCoordinator(
+        topic,
+        partition,
+        batch,
+        spec.appendTimeoutMs,
+      );
       if (errorCode !== Errors.NONE.code) {
         throw new KafkaError(errorByCode(errorCode), `append to ${topic}-${partition} failed: ${errorMessage ?? errorCode}`);
       }
+      return baseOffset;
     },
 
     async awaitCommitted(partition, offset) {

@@ -39,7 +39,11 @@ export class TransactionCoordinatorService {
   private readonly runtime: CoordinatorRuntime<TxnLogRecord>;
 
   constructor(options: TransactionCoordinatorServiceOptions) {
-    const log: TransactionLog = { append: (partition, records) => this.runtime.append(partition, records) };
+    const log: TransactionLog = {
+      append: async (partition, records) => {
+        await this.runtime.append(partition, records);
+      },
+    };
     const coordinator = new TransactionCoordinator(
       options.config,
       options.clock,

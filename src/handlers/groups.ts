@@ -1,6 +1,6 @@
 /**
  * Consumer group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
- * OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete): thin
+ * OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete): thin
  * translations between each version's wire shape and the GroupCoordinator.
  */
 import { Errors } from '../../protocol/errors.ts';
@@ -11,6 +11,7 @@ import type { HeartbeatRequest, HeartbeatResponse } from '../../protocol/message
 import type { LeaveGroupRequest, LeaveGroupResponse } from '../../protocol/messages/leave-group.ts';
 import type { OffsetCommitRequest, OffsetCommitResponse } from '../../protocol/messages/offset-commit.ts';
 import type { OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartitions } from '../../protocol/messages/offset-fetch.ts';
+import type { TxnOffsetCommitRequest, TxnOffsetCommitResponse } from '../../protocol/messages/txn-offset-commit.ts';
 import type { ListGroupsRequest, ListGroupsResponse } from '../../protocol/messages/list-groups.ts';
 import type { DescribeGroupsRequest, DescribeGroupsResponse } from '../../protocol/messages/describe-groups.ts';
 import type { DeleteGroupsRequest, DeleteGroupsResponse } from '../../protocol/messages/delete-groups.ts';
@@ -212,11 +213,65 @@ export async function handleOffsetCommit(
   };
 }
 
+/**
+ * TxnOffsetCommit: a transactional producer commits a group's offsets within its transaction
+ * (they become visible when it commits). Partitions that do not exist fail alone, as in
+ * KafkaApis; v0-v2 carry no member, and commit as a producer outside the group would.
+ */
+export async function handleTxnOffsetCommit(
+  groups: GroupHandlerServices,
+  request: TxnOffsetCommitRequest,
+): Promise<TxnOffsetCommitResponse> {
+  const entries: OffsetCommitEntry[] = [];
+  const unknown = new Set<string>();
+  for (const topic of request.topics) {
+    for (const p of topic.partitions) {
+      if (!groups.partitionExists(topic.name, p.partitionIndex)) {
+        unknown.add(`${topic.name}:${p.partitionIndex}`);
+        continue;
+      }
+      entries.push({
+        topic: topic.name,
+        partition: p.partitionIndex,
+        offset: p.committedOffset,
+        leaderEpoch: p.committedLeaderEpoch,
+        metadata: p.committedMetadata,
+        expireTimestampMs: NO_TIMESTAMP,
+      });
+    }
+  }
+  const codes =
+    entries.length > 0
+      ? await groups.coordinator.txnCommitOffsets(
+          request.groupId,
+          { producerId: request.producerId, producerEpoch: request.producerEpoch },
+          { memberId: request.memberId, groupInstanceId: request.groupInstanceId, generationId: request.generationId },
+          entries,
+        )
+      : [];
+  const byPartition = new Map(entries.map((e, i) => [`${e.topic}:${e.partition}`, codes[i]!]));
+  return {
+    throttleTimeMs: 0,
+    topics: request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((p) => {
+        const key = `${topic.name}:${p.partitionIndex}`;
+        return {
+          partitionIndex: p.partitionIndex,
+          errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)!,
+        };
+      }),
+    })),
+  };
+}
+
 export function handleOffsetFetch(groups: GroupHandlerServices, request: OffsetFetchRequest, version: number): OffsetFetchResponse {
+  // v7+: a read_committed consumer asks not to be answered an offset an open transaction may replace.
+  const requireStable = version >= 7 && request.requireStable;
   const fetchGroup = (groupId: string, topics: { name: string; partitionIndexes: number[] }[] | null) => {
     const partitions: TopicPartition[] | null =
       topics === null ? null : topics.flatMap((t) => t.partitionIndexes.map((partition) => ({ topic: t.name, partition })));
-    const result = groups.coordinator.fetchOffsets(groupId, partitions);
+    const result = groups.coordinator.fetchOffsets(groupId, partitions, requireStable);
     const entries =
       result.errorCode === 0
         ? result.offsets

@@ -55,6 +55,7 @@ import {
   handleOffsetCommit,
   handleOffsetDelete,
   handleOffsetFetch,
+  handleTxnOffsetCommit,
   handleSyncGroup,
   type GroupHandlerServices,
 } from './groups.ts';
@@ -79,6 +80,7 @@ import {
 import type { HandlerRegistry } from './registry.ts';
 import { handleWriteTxnMarkers, type TxnMarkerServices } from './txn-markers.ts';
 import {
+  handleAddOffsetsToTxn,
   handleAddPartitionsToTxn,
   handleDescribeTransactions,
   handleEndTxn,
@@ -128,6 +130,9 @@ export function registerHandlers(registry: HandlerRegistry, services: HandlerSer
   registerDataPathApis(registry, { ...services.dataPath, transactions: services.transactions.coordinator });
   registerGroupApis(registry, services.groups, services.transactions);
   registerTransactionApis(registry, services.transactions);
+  registry.register(ApiKey.WriteTxnMarkers, (_ctx, request) =>
+    handleWriteTxnMarkers(services.dataPath, services.groups.coordinator, request),
+  );
 }
 
 /** What a controller-only node serves: no data path, no groups, no forwarding. */
@@ -288,7 +293,6 @@ function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandl
   registry.register(ApiKey.OffsetForLeaderEpoch, (_ctx, request) => handleOffsetForLeaderEpoch(dataPath, request));
   registry.register(ApiKey.InitProducerId, (_ctx, request, version) => handleInitProducerId(dataPath, request, version));
   registry.register(ApiKey.DescribeProducers, (_ctx, request) => handleDescribeProducers(dataPath, request));
-  registry.register(ApiKey.WriteTxnMarkers, (_ctx, request) => handleWriteTxnMarkers(dataPath, request));
 }
 
 function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServices, transactions: TransactionCoordinatorLookup): void {
@@ -298,6 +302,7 @@ function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServic
   registry.register(ApiKey.Heartbeat, (_ctx, request) => handleHeartbeat(groups, request));
   registry.register(ApiKey.LeaveGroup, (_ctx, request, version) => handleLeaveGroup(groups, request, version));
   registry.register(ApiKey.OffsetCommit, (_ctx, request, version) => handleOffsetCommit(groups, request, version));
+  registry.register(ApiKey.TxnOffsetCommit, (_ctx, request) => handleTxnOffsetCommit(groups, request));
   registry.register(ApiKey.OffsetFetch, (_ctx, request, version) => handleOffsetFetch(groups, request, version));
   registry.register(ApiKey.ListGroups, (_ctx, request, version) => handleListGroups(groups, request, version));
   registry.register(ApiKey.DescribeGroups, (_ctx, request) => handleDescribeGroups(groups, request));
@@ -314,6 +319,7 @@ function registerTransactionApis(registry: HandlerRegistry, transactions: Transa
   registry.register(ApiKey.AddPartitionsToTxn, (_ctx, request, version) => handleAddPartitionsToTxn(transactions, request, version), {
     maxVersion: 3,
   });
+  registry.register(ApiKey.AddOffsetsToTxn, (_ctx, request, version) => handleAddOffsetsToTxn(transactions, request, version));
   registry.register(ApiKey.EndTxn, (_ctx, request, version) => handleEndTxn(transactions, request, version), { maxVersion: 4 });
   registry.register(ApiKey.DescribeTransactions, (_ctx, request) => handleDescribeTransactions(transactions, request));
   registry.register(ApiKey.ListTransactions, (_ctx, request, version) => handleListTransactions(transactions, request, version));

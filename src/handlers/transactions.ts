@@ -1,21 +1,25 @@
 /**
- * The transaction coordinator's APIs (AddPartitionsToTxn up to v3, EndTxn, DescribeTransactions,
- * ListTransactions; InitProducerId with a transactional id reaches it through the data path's
+ * The transaction coordinator's APIs (AddPartitionsToTxn up to v3, AddOffsetsToTxn, EndTxn,
+ * DescribeTransactions, ListTransactions; InitProducerId with a transactional id reaches it through the data path's
  * hook): thin translations between each version's wire shape and the TransactionCoordinator,
  * with the checks KafkaApis makes before it (partitions that do not exist).
  */
 import { Errors } from '../../protocol/errors.ts';
+import type { AddOffsetsToTxnRequest, AddOffsetsToTxnResponse } from '../../protocol/messages/add-offsets-to-txn.ts';
 import type { AddPartitionsToTxnRequest, AddPartitionsToTxnResponse } from '../../protocol/messages/add-partitions-to-txn.ts';
+import { OFFSETS_TOPIC } from '../../protocol/internal-topics.ts';
 import type { DescribeTransactionsRequest, DescribeTransactionsResponse } from '../../protocol/messages/describe-transactions.ts';
 import type { EndTxnRequest, EndTxnResponse } from '../../protocol/messages/end-txn.ts';
 import type { ListTransactionsRequest, ListTransactionsResponse } from '../../protocol/messages/list-transactions.ts';
 import type { TransactionCoordinator } from '../coordinator/transaction-coordinator.ts';
 import { TRANSACTION_STATE_NAMES, type TopicPartitionRef } from '../coordinator/transaction-metadata.ts';
 
-/** What the transaction APIs need: the coordinator, and which partitions exist. */
+/** What the transaction APIs need: the coordinator, which partitions exist, where a group's offsets go. */
 export interface TransactionHandlerServices {
   readonly coordinator: Pick<TransactionCoordinator, 'initProducerId' | 'addPartitions' | 'endTransaction' | 'describe' | 'list'>;
   partitionExists(topic: string, partition: number): boolean;
+  /** The `__consumer_offsets` partition of a group. */
+  offsetsPartitionFor(groupId: string): number;
 }
 
 const KNOWN_STATES = new Set(Object.values(TRANSACTION_STATE_NAMES));
@@ -70,6 +74,22 @@ export async function handleAddPartitionsToTxn(
       })),
     })),
   };
+}
+
+/**
+ * AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the transaction, so that
+ * its marker makes the offsets TxnOffsetCommit stores there committed or dropped.
+ */
+export async function handleAddOffsetsToTxn(
+  services: TransactionHandlerServices,
+  request: AddOffsetsToTxnRequest,
+  version: number,
+): Promise<AddOffsetsToTxnResponse> {
+  const partition = { topic: OFFSETS_TOPIC, partition: services.offsetsPartitionFor(request.groupId) };
+  const errorCode = await services.coordinator.addPartitions(request.transactionalId, request.producerId, request.producerEpoch, [
+    partition,
+  ]);
+  return { throttleTimeMs: 0, errorCode: fencedForVersion(errorCode, version, 2) };
 }
 
 export async function handleEndTxn(services: TransactionHandlerServices, request: EndTxnRequest, version: number): Promise<EndTxnResponse> {

@@ -56,8 +56,10 @@ export interface ReplicaLog {
    * end offset by rewriting baseOffset and partitionLeaderEpoch in place, checks idempotent
    * batches against its producer state (throwing the storage ProducerStateError, or answering
    * a retried duplicate with its original offsets), and updates the leader-epoch cache.
+   * `origin` 'coordinator': a coordinator's own batches, whose producers are checked for their
+   * epoch only.
    */
-  appendAsLeader(batches: Buffer, leaderEpoch: number): MaybePromise<LeaderAppendInfo>;
+  appendAsLeader(batches: Buffer, leaderEpoch: number, origin?: 'client' | 'coordinator'): MaybePromise<LeaderAppendInfo>;
   /**
    * Appends batches fetched from the leader as they are: offsets and leader epochs kept, the
    * first at or after the log end; the producer state and the leader-epoch cache learn them

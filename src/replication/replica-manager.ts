@@ -601,19 +601,21 @@ export class ReplicaManager {
   /**
    * Kafka's appendRecords with AppendOrigin.COORDINATOR and acks=all: a coordinator appends
    * batches it built itself (its records, a transaction marker) to a partition this broker
-   * leads, internal topics included, without the checks a client's batches get; the answer
-   * comes once they are committed, or with the error an acks=all produce would get.
+   * leads, internal topics included, without the checks a client's batches get (a producer's
+   * epoch is still checked); the answer comes once they are committed, with the offset of the
+   * first, or with the error an acks=all produce would get.
    */
   async appendAsCoordinator(
     topic: string,
     partitionIndex: number,
     batches: Buffer,
     timeoutMs: number,
-  ): Promise<{ errorCode: number; errorMessage: string | null }> {
+  ): Promise<{ errorCode: number; errorMessage: string | null; baseOffset: number }> {
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
-    if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, errorMessage: null };
+    if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, errorMessage: null, baseOffset: -1 };
     if (partition.isr.length < partition.settings.minInsyncReplicas) {
       return {
+        baseOffset: -1,
         errorCode: Errors.NOT_ENOUGH_REPLICAS.code,
         errorMessage: `The size of the current ISR ${partition.isr.length} is insufficient to satisfy the min.isr requirement of ${partition.settings.minInsyncReplicas} for partition ${partition.key}`,
       };
@@ -626,7 +628,7 @@ export class ReplicaManager {
       batchCount++;
       offsetCount += batch.lastOffsetDelta + 1;
     }
-    if (first === undefined) return { errorCode: Errors.INVALID_RECORD.code, errorMessage: 'no batch to append' };
+    if (first === undefined) return { errorCode: Errors.INVALID_RECORD.code, errorMessage: 'no batch to append', baseOffset: -1 };
     const outcome = await this.enqueueAppend(
       partition,
       {
@@ -638,11 +640,16 @@ export class ReplicaManager {
         firstSequence: first.baseSequence,
         lastSequence: first.lastSequence,
         isTransactional: first.isTransactional,
+        origin: 'coordinator',
       },
       timeoutMs,
     );
-    if (!outcome.ok) return { errorCode: outcome.errorCode, errorMessage: outcome.message };
-    return { errorCode: await this.awaitCommitted(topic, partitionIndex, outcome.nextOffset, timeoutMs), errorMessage: null };
+    if (!outcome.ok) return { errorCode: outcome.errorCode, errorMessage: outcome.message, baseOffset: -1 };
+    return {
+      errorCode: await this.awaitCommitted(topic, partitionIndex, outcome.nextOffset, timeoutMs),
+      errorMessage: null,
+      baseOffset: outcome.baseOffset,
+    };
   }
 
   /** KIP-951: a NOT_LEADER_OR_FOLLOWER answer names who leads now, however the append found out. */
@@ -825,9 +832,11 @@ export class ReplicaManager {
     let info: LeaderAppendInfo;
     try {
       const [only] = buffers;
+      // A coordinator's batch carries a producer id, so it is appended alone.
       info = await log.appendAsLeader(
         buffers.length === 1 && only !== undefined ? only : Buffer.concat(buffers, bytes),
         partition.leaderEpoch,
+        group.length === 1 ? group[0]?.validated.origin : undefined,
       );
     } catch (err) {
       // One bad batch fails a shared append before anything is written: retry each request alone

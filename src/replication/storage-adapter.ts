@@ -70,8 +70,8 @@ export class PartitionLogReplica implements ReplicaLog {
     return this.log.highWatermark;
   }
 
-  async appendAsLeader(batches: Buffer, leaderEpoch: number): Promise<LeaderAppendInfo> {
-    const info = await this.guard('append', this.log.append(batches, { leaderEpoch, assignOffsets: true, origin: 'client' }));
+  async appendAsLeader(batches: Buffer, leaderEpoch: number, origin: 'client' | 'coordinator' = 'client'): Promise<LeaderAppendInfo> {
+    const info = await this.guard('append', this.log.append(batches, { leaderEpoch, assignOffsets: true, origin }));
     return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, duplicate: info.duplicate };
   }
 

@@ -45,6 +45,8 @@ export interface ValidatedRecords {
   readonly firstSequence: number;
   readonly lastSequence: number;
   readonly isTransactional: boolean;
+  /** 'coordinator': batches a coordinator built (its records, markers); 'client' otherwise. */
+  readonly origin?: 'client' | 'coordinator';
 }
 
 export interface ValidationContext {

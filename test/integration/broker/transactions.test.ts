@@ -5,8 +5,9 @@
 // coordinator aborts a transaction past its timeout; a coordinator restarted by SIGKILL
 // mid-transaction still holds the transaction open, and a new instance aborts it.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { Kafka, logLevel, type Producer, type Transaction } from 'kafkajs';
 import { Errors } from '../../../protocol/errors.ts';
 import { ApiKey } from '../../../protocol/messages/index.ts';
 import { makeDescribeTransactionsRequest, type DescribeTransactionsResponse } from '../../../protocol/messages/describe-transactions.ts';
@@ -17,6 +18,8 @@ import {
   makeListOffsetsRequestListOffsetsTopic,
   type ListOffsetsResponse,
 } from '../../../protocol/messages/list-offsets.ts';
+import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../../protocol/messages/offset-fetch.ts';
+import { JVM_OPTIONS, javaClasspath, javaUnavailable } from '../../../compat/clients/java.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
 import { call } from '../../helpers/raw-requests.ts';
@@ -283,5 +286,137 @@ print(json.dumps(sorted(values)))
     await txn.commit();
     assert.deepEqual(await readValues(topic, false, 1), ['kept']);
     assert.deepEqual(await offsets(topic, 2, READ_COMMITTED), await offsets(topic, 2, READ_UNCOMMITTED));
+  });
+
+  /** OffsetFetch v7 of one partition: its error code and offset, with or without requireStable. */
+  async function fetchCommitted(groupId: string, topic: string, requireStable: boolean): Promise<[number, number]> {
+    const res = await call<OffsetFetchResponse>(
+      client,
+      ApiKey.OffsetFetch,
+      7,
+      makeOffsetFetchRequest({ groupId, topics: [{ name: topic, partitionIndexes: [0] }], requireStable }),
+    );
+    assert.equal(res.errorCode, Errors.NONE.code);
+    const p = res.topics[0]!.partitions[0]!;
+    return [p.errorCode, Number(p.committedOffset)];
+  }
+
+  it('kafkajs sendOffsets: the group offsets commit with the transaction, stay out of an aborted one, and survive a SIGKILL while pending', async () => {
+    const input = 'ctp-in';
+    const output = 'ctp-out';
+    const groupId = 'ctp-group';
+    await createTopic(input, 1);
+    await createTopic(output, 1);
+    const process = async (producer: Producer, from: number, to: number, open?: Transaction) => {
+      const txn = open ?? (await producer.transaction());
+      await txn.send({
+        topic: output,
+        messages: Array.from({ length: to - from }, (_, i) => ({ value: `out-${from + i}` })),
+      });
+      await txn.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: input, partitions: [{ partition: 0, offset: String(to) }] }] });
+      return txn;
+    };
+
+    // EndTxn is answered once the commit is prepared; the offsets become stable with the markers.
+    const stable = async (offset: number) => {
+      await eventually(
+        `offset ${offset} committed and stable`,
+        async () => (await fetchCommitted(groupId, input, true))[0] === Errors.NONE.code,
+        30_000,
+      );
+      assert.deepEqual(await fetchCommitted(groupId, input, true), [Errors.NONE.code, offset]);
+    };
+    const producer = await transactionalProducer('ctp-tx');
+    await (await process(producer, 0, 5)).commit();
+    await stable(5);
+
+    const aborted = await process(producer, 5, 10);
+    assert.deepEqual(await fetchCommitted(groupId, input, true), [Errors.UNSTABLE_OFFSET_COMMIT.code, -1]);
+    assert.deepEqual(await fetchCommitted(groupId, input, false), [Errors.NONE.code, 5], 'without requireStable: the committed offset');
+    await aborted.abort();
+    await stable(5);
+
+    await process(producer, 5, 10);
+    producers.splice(0);
+    await broker.stop('SIGKILL');
+    broker = await broker.restart();
+    await reconnect();
+    await eventually(
+      'the pending offsets are loaded again',
+      async () => {
+        try {
+          return (await fetchCommitted(groupId, input, true))[0] === Errors.UNSTABLE_OFFSET_COMMIT.code;
+        } catch {
+          return false;
+        }
+      },
+      30_000,
+    );
+    const next = await transactionalProducer('ctp-tx');
+    // kafkajs initializes the transactional id with its first transaction: that fences the old instance.
+    const fencing = await next.transaction();
+    await stable(5);
+    await (await process(next, 5, 10, fencing)).commit();
+    await stable(10);
+    assert.deepEqual(await readValues(output, false, 10), Array.from({ length: 10 }, (_, i) => `out-${i}`).sort());
+  });
+
+  /** Runs compat/java/TransformProcessor; resolves with the process and the events it prints, as they come. */
+  async function transformProcessor(
+    args: string[],
+  ): Promise<{ child: ChildProcess; events: { event: string; records: number }[]; stderr: () => string }> {
+    const classpath = await javaClasspath('TransformProcessor');
+    const child = spawn('java', [...JVM_OPTIONS, '-cp', classpath, 'TransformProcessor', broker.bootstrap, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const events: { event: string; records: number }[] = [];
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.startsWith('{')) events.push(JSON.parse(line) as { event: string; records: number });
+    });
+    return { child, events, stderr: () => stderr };
+  }
+
+  it("Java's consume-transform-produce loop (sendOffsetsToTransaction, read_committed): a SIGKILLed instance is fenced, its transaction aborted, every input record is output once", async function () {
+    const why = javaUnavailable();
+    if (why !== null) missingTool(this, `the Java client (${why})`, 'scripts/install-test-clients.sh');
+    const input = 'eos-in';
+    const output = 'eos-out';
+    const records = 30;
+    await createTopic(input, 3);
+    await createTopic(output, 3);
+    const plain = kafka.producer();
+    await plain.connect();
+    await plain.send({ topic: input, messages: Array.from({ length: records }, (_, i) => ({ key: `k${i}`, value: `v${i}` })) });
+    await plain.disconnect();
+
+    const zombie = await transformProcessor([input, output, 'eos-group', 'eos-tx', 'open', String(records)]);
+    await eventually('the first instance holds a transaction open', () => zombie.events.some((e) => e.event === 'open'), 60_000);
+    const inFlight = zombie.events.find((e) => e.event === 'open')!.records;
+    assert.ok(inFlight > 0);
+    zombie.child.kill('SIGKILL');
+    assert.deepEqual(await offsets(output, 3, READ_COMMITTED), [0, 0, 0], 'nothing of the open transaction is stable');
+
+    const successor = await transformProcessor([input, output, 'eos-group', 'eos-tx', 'run', String(records)]);
+    const exitCode = await new Promise<number | null>((resolve) => successor.child.on('exit', resolve));
+    assert.equal(exitCode, 0, successor.stderr());
+    assert.deepEqual(successor.events.at(-1), { event: 'done', records });
+
+    const expected = Array.from({ length: records }, (_, i) => `v${i}-out`).sort();
+    assert.deepEqual(await readValues(output, false, records), expected, 'read_committed: every input record exactly once');
+    const uncommitted = await readValues(output, true, records + inFlight);
+    assert.equal(uncommitted.length, records + inFlight, 'read_uncommitted also sees the aborted transaction');
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const [committed] = await admin.fetchOffsets({ groupId: 'eos-group', topics: [input] });
+      const total = committed!.partitions.reduce((n, p) => n + Number(p.offset), 0);
+      assert.equal(total, records, "the group's offsets committed with the output are at the end of the input");
+    } finally {
+      await admin.disconnect();
+    }
   });
 });

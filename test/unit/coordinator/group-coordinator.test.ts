@@ -3,6 +3,7 @@ import { Errors, KafkaError, errorByCode } from '../../../protocol/errors.ts';
 import { DEFAULT_GROUP_COORDINATOR_CONFIG } from '../../../src/coordinator/config.ts';
 import { GroupCoordinator } from '../../../src/coordinator/group-coordinator.ts';
 import type { CoordinatorLog, JoinGroupParams } from '../../../src/coordinator/group-coordinator.ts';
+import type { TransactionalProducer } from '../../../src/coordinator/runtime.ts';
 import { GroupState } from '../../../src/coordinator/group.ts';
 import type { JoinResult } from '../../../src/coordinator/group.ts';
 import type { CoordinatorRecord } from '../../../src/coordinator/records.ts';
@@ -10,11 +11,14 @@ import { ManualClock } from '../../helpers/manual-clock.ts';
 import { coordinatorPartitionFor, javaStringHashCode } from '../../../src/coordinator/partitioning.ts';
 
 class MemoryLog implements CoordinatorLog {
-  readonly records: { partition: number; record: CoordinatorRecord }[] = [];
+  readonly records: { partition: number; record: CoordinatorRecord; producer?: TransactionalProducer }[] = [];
   failWith: number | null = null;
-  async append(partition: number, records: CoordinatorRecord[]): Promise<void> {
+  /** The log offset of a record is its index in `records`. */
+  async append(partition: number, records: CoordinatorRecord[], producer?: TransactionalProducer): Promise<number> {
     if (this.failWith !== null) throw new KafkaError(errorByCode(this.failWith), 'append failed');
-    for (const record of records) this.records.push({ partition, record });
+    const baseOffset = this.records.length;
+    for (const record of records) this.records.push({ partition, record, producer });
+    return baseOffset;
   }
   forPartition(partition: number): CoordinatorRecord[] {
     return this.records.filter((r) => r.partition === partition).map((r) => r.record);
@@ -482,5 +486,80 @@ describe('group coordinator (classic protocol)', () => {
     ]);
     assert.deepEqual(codes, [Errors.NOT_COORDINATOR.code]);
     assert.equal(coordinator.fetchOffsets('simple', null).offsets.length, 0);
+  });
+});
+
+describe('group coordinator: transactional offset commits (KIP-447)', () => {
+  const producer = { producerId: 7n, producerEpoch: 2 };
+  const offset = (value: bigint) => ({ topic: 't', partition: 0, offset: value, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 });
+  const fetch = (coordinator: GroupCoordinator, requireStable: boolean) =>
+    coordinator.fetchOffsets(GROUP, [{ topic: 't', partition: 0 }], requireStable).offsets[0]!;
+
+  it('holds a transactional commit pending until its marker: UNSTABLE_OFFSET_COMMIT for stable reads, then visible or dropped', async () => {
+    const ctx = await stableGroup(1);
+    const member = ctx.results[0]!;
+    const partition = ctx.coordinator.partitionFor(GROUP);
+    const identity = { memberId: member.memberId, groupInstanceId: null, generationId: member.generationId };
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, producer, identity, [offset(10n)]), [0]);
+    const written = ctx.log.records.at(-1)!;
+    assert.deepEqual(written.producer, producer, 'the record belongs to the producer transaction');
+    assert.equal(fetch(ctx.coordinator, false).offset, -1n);
+    assert.equal(fetch(ctx.coordinator, true).errorCode, Errors.UNSTABLE_OFFSET_COMMIT.code);
+    ctx.coordinator.completeTransaction((partition + 1) % ctx.config.offsetsTopicPartitions, producer.producerId, true);
+    assert.equal(fetch(ctx.coordinator, true).errorCode, Errors.UNSTABLE_OFFSET_COMMIT.code, "another partition's marker");
+    ctx.coordinator.completeTransaction(partition, producer.producerId, true);
+    assert.deepEqual([fetch(ctx.coordinator, true).errorCode, fetch(ctx.coordinator, true).offset], [0, 10n]);
+
+    await ctx.coordinator.txnCommitOffsets(GROUP, producer, identity, [offset(20n)]);
+    ctx.coordinator.completeTransaction(partition, producer.producerId, false);
+    assert.deepEqual([fetch(ctx.coordinator, true).errorCode, fetch(ctx.coordinator, true).offset], [0, 10n], 'aborted');
+  });
+
+  it('refuses a zombie (unknown member, stale generation); a producer outside the group commits to an empty one', async () => {
+    const ctx = await stableGroup(1);
+    const member = ctx.results[0]!;
+    const as = (memberId: string, generationId: number, groupInstanceId: string | null = null) => ({
+      memberId,
+      generationId,
+      groupInstanceId,
+    });
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, producer, as('gone', member.generationId), [offset(1n)]), [
+      Errors.UNKNOWN_MEMBER_ID.code,
+    ]);
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, producer, as(member.memberId, member.generationId - 1), [offset(1n)]), [
+      Errors.ILLEGAL_GENERATION.code,
+    ]);
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets('no-such-group', producer, as('m', 3), [offset(1n)]), [
+      Errors.ILLEGAL_GENERATION.code,
+    ]);
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets('no-such-group', producer, as('', -1), [offset(1n)]), [0]);
+  });
+
+  it('reads pending offsets and markers back from the log, and applies a marker that reached a loading partition', async () => {
+    const ctx = await stableGroup(1);
+    const member = ctx.results[0]!;
+    const partition = ctx.coordinator.partitionFor(GROUP);
+    const identity = { memberId: member.memberId, groupInstanceId: null, generationId: member.generationId };
+    await ctx.coordinator.txnCommitOffsets(GROUP, producer, identity, [offset(30n)]);
+
+    const load = (completeDuringLoad: boolean) => {
+      const restarted = new GroupCoordinator(ctx.config, ctx.clock, new MemoryLog());
+      restarted.beginLoading(partition);
+      ctx.log.records.forEach((r, at) => {
+        if (r.partition !== partition) return;
+        restarted.replayLoading(partition, [r.record], undefined, {
+          offsets: [at],
+          transactionalProducerId: r.producer?.producerId ?? null,
+        });
+      });
+      if (completeDuringLoad) restarted.completeTransaction(partition, producer.producerId, true);
+      restarted.completeLoading(partition, []);
+      return restarted;
+    };
+    assert.equal(fetch(load(false), true).errorCode, Errors.UNSTABLE_OFFSET_COMMIT.code);
+    assert.equal(fetch(load(true), true).offset, 30n);
+    const fromMarker = load(false);
+    fromMarker.replayEndTransaction(partition, producer.producerId, true);
+    assert.equal(fetch(fromMarker, true).offset, 30n);
   });
 });

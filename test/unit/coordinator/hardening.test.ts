@@ -29,7 +29,7 @@ import {
   saturateOptionalTimestampMs,
 } from '../../../src/coordinator/timestamps.ts';
 
-const nullLog: CoordinatorLog = { append: async () => {} };
+const nullLog: CoordinatorLog = { append: async () => 0 };
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 const config = { ...DEFAULT_GROUP_COORDINATOR_CONFIG, offsetsTopicPartitions: 1, initialRebalanceDelayMs: 3000 };
 
@@ -139,6 +139,7 @@ describe('group coordinator hardening', () => {
       const log: CoordinatorLog = {
         append: async () => {
           if (fail) throw new Error('disk');
+          return 0;
         },
       };
       const coordinator = new GroupCoordinator({ ...config, offsetsRetentionCheckIntervalMs: 1000 }, clock, log, (_e, what) =>
@@ -289,7 +290,7 @@ describe('group coordinator hardening', () => {
         partitionLeader: () => null,
         createTopic: async () => 0,
         partitionExists: () => true,
-        append: async () => {},
+        append: async () => 0,
         readBatches,
         awaitCommitted,
       };
@@ -431,7 +432,7 @@ describe('group coordinator hardening', () => {
           partitionLeader: () => null,
           createTopic: async () => 0,
           partitionExists: () => true,
-          append: async () => {},
+          append: async () => 0,
           awaitCommitted: async () => true,
           async *readBatches(partition) {
             started.push(partition);
@@ -546,7 +547,7 @@ describe('group coordinator hardening', () => {
     it('a commit whose append completes after the partition was unloaded and loaded again does not overwrite what the load read', async () => {
       const clock = new ManualClock(now);
       let release: () => void = () => {};
-      const log: CoordinatorLog = { append: () => new Promise<void>((resolve) => (release = resolve)) };
+      const log: CoordinatorLog = { append: () => new Promise<number>((resolve) => (release = () => resolve(0))) };
       const coordinator = new GroupCoordinator(config, clock, log, () => {});
       coordinator.beginLoading(0);
       coordinator.completeLoading(0, []);

@@ -36,7 +36,11 @@ function services(errorCode: number, existing: (topic: string, partition: number
       return { errorCode: Errors.NONE.code, transactions: [] };
     },
   };
-  return { calls, handlers: { coordinator, partitionExists: existing } satisfies TransactionHandlerServices, coordinator };
+  return {
+    calls,
+    handlers: { coordinator, partitionExists: existing, offsetsPartitionFor: () => 0 } satisfies TransactionHandlerServices,
+    coordinator,
+  };
 }
 
 describe('transaction handlers', () => {
