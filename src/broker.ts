@@ -27,7 +27,9 @@ import { groupCoordinatorConfig, transactionCoordinatorConfig } from './coordina
 import { coordinatorTopicAccess } from './coordinator/topic-access.ts';
 import { offsetsTopicSpec, transactionStateTopicSpec } from './coordinator/internal-topics.ts';
 import { TransactionCoordinatorService } from './coordinator/transaction-service.ts';
-import { BrokerMarkerSender, TxnMarkerChannel } from './coordinator/transaction-markers.ts';
+import { TxnMarkerChannel } from './coordinator/transaction-markers.ts';
+import { TransactionVerifier } from './coordinator/transaction-verifier.ts';
+import { InterBrokerChannel } from './client/inter-broker.ts';
 import { handleWriteTxnMarkers } from './handlers/txn-markers.ts';
 import { RequestProcessor } from './server/request-processor.ts';
 import { runGuarded } from './runtime/guard.ts';
@@ -69,7 +71,8 @@ export class Broker {
   private dataPath: DataPath | null = null;
   private groups: GroupCoordinatorService | null = null;
   private transactions: TransactionCoordinatorService | null = null;
-  private markerSender: BrokerMarkerSender | null = null;
+  private interBroker: InterBrokerChannel | null = null;
+  private transactionVerifier: TransactionVerifier | null = null;
   private lifecycle: BrokerLifecycleManager | null = null;
   private readonly channels: ControllerChannelManager[] = [];
   private images: ImageWaiter | null = null;
@@ -239,6 +242,10 @@ export class Broker {
       network: this.runtime.network,
       alterPartition: (request) => isrChanges.send(ApiKey.AlterPartition, request, ALTER_PARTITION_VERSION, requestTimeoutMs),
       brokerEpoch,
+      // The coordinators start once the data path exists: until then no transaction is known.
+      verifyTransaction: (transactionalId, producerId, producerEpoch, topic, partition) =>
+        this.transactionVerifier?.verify(transactionalId, producerId, producerEpoch, topic, partition) ??
+        Promise.resolve(Errors.COORDINATOR_NOT_AVAILABLE.code),
       replicaEndpoint: (brokerId) => {
         const endpoint = this.metadata
           .image()
@@ -347,6 +354,25 @@ export class Broker {
     }));
   }
 
+  /** Requests to other brokers on the inter-broker listener (markers, transaction verification). */
+  private interBrokerChannel(): InterBrokerChannel {
+    this.interBroker ??= new InterBrokerChannel({
+      nodeId: this.nodeId,
+      purpose: 'coordinator-requests',
+      endpoint: (brokerId) => {
+        const endpoint = this.metadata
+          .image()
+          .brokers.get(brokerId)
+          ?.endpoints.find((e) => e.name === this.config.interBrokerListenerName);
+        return endpoint === undefined ? undefined : { host: endpoint.host, port: endpoint.port };
+      },
+      requestTimeoutMs: this.config.getInt('request.timeout.ms'),
+      network: this.runtime.network,
+      clock: this.runtime.clock,
+    });
+    return this.interBroker;
+  }
+
   /** A topic's log config for the storage engine. */
   private logConfigOf(topic: string): LogConfig {
     return topicLogConfig(this.metadata.image().topicConfigs(topic), this.config);
@@ -376,21 +402,7 @@ export class Broker {
     });
     this.groups = groups;
     groups.start();
-    const markerSender = new BrokerMarkerSender({
-      nodeId: this.nodeId,
-      local: (request) => handleWriteTxnMarkers(dataPath.services, groups.coordinator, request),
-      endpoint: (brokerId) => {
-        const endpoint = this.metadata
-          .image()
-          .brokers.get(brokerId)
-          ?.endpoints.find((e) => e.name === this.config.interBrokerListenerName);
-        return endpoint === undefined ? undefined : { host: endpoint.host, port: endpoint.port };
-      },
-      requestTimeoutMs: this.config.getInt('request.timeout.ms'),
-      network: this.runtime.network,
-      clock: this.runtime.clock,
-    });
-    this.markerSender = markerSender;
+    const interBroker = this.interBrokerChannel();
     const transactions = new TransactionCoordinatorService({
       nodeId: this.nodeId,
       config: transactionCoordinatorConfig(this.config),
@@ -400,7 +412,11 @@ export class Broker {
       markers: new TxnMarkerChannel(
         {
           leaderOf: (topic, partition) => this.metadata.image().partition(topic, partition)?.leader,
-          send: (brokerId, request) => markerSender.send(brokerId, request),
+          // Markers for partitions this broker leads need no socket.
+          send: (brokerId, request) =>
+            brokerId === this.nodeId
+              ? handleWriteTxnMarkers(dataPath.services, groups.coordinator, request)
+              : interBroker.send(brokerId, ApiKey.WriteTxnMarkers, request),
         },
         this.runtime.clock,
         onError('transaction marker channel'),
@@ -411,6 +427,14 @@ export class Broker {
     });
     this.transactions = transactions;
     transactions.start();
+    this.transactionVerifier = new TransactionVerifier({
+      nodeId: this.nodeId,
+      partitionFor: (transactionalId) => transactions.coordinator.partitionFor(transactionalId),
+      coordinatorLeader: (partition) => this.metadata.image().partition(TRANSACTION_STATE_TOPIC, partition)?.leader,
+      verifyLocally: (transactionalId, producerId, producerEpoch, partitions) =>
+        transactions.coordinator.verifyPartitions(transactionalId, producerId, producerEpoch, partitions),
+      channel: interBroker,
+    });
     const coordinatorTopics = [
       {
         topic: OFFSETS_TOPIC,
@@ -487,7 +511,7 @@ export class Broker {
     const connectionsClosed = this.server.close();
     this.groups?.shutdown();
     this.transactions?.shutdown();
-    this.markerSender?.close();
+    this.interBroker?.close();
     await this.dataPath?.close();
     await connectionsClosed;
     // The partition logs and the metadata log are separate files: they flush at once. Both

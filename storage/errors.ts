@@ -69,7 +69,11 @@ export class StorageIOError extends StorageError {
   }
 }
 
-export type ProducerErrorCode = 'OUT_OF_ORDER_SEQUENCE_NUMBER' | 'INVALID_PRODUCER_EPOCH' | 'TRANSACTION_COORDINATOR_FENCED';
+export type ProducerErrorCode =
+  | 'OUT_OF_ORDER_SEQUENCE_NUMBER'
+  | 'INVALID_PRODUCER_EPOCH'
+  | 'TRANSACTION_COORDINATOR_FENCED'
+  | 'INVALID_TXN_STATE';
 
 /** An idempotent/transactional batch refused by the producer state (Kafka's error names). */
 export class ProducerStateError extends StorageError {

@@ -36,7 +36,15 @@ export type { BackgroundErrorSink, ProducerErrorCode } from './errors.ts';
 export { LeaderEpochCache, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts';
 export type { EpochEntry } from './leader-epoch-cache.ts';
 export { ProducerStateManager, NUM_BATCHES_TO_RETAIN } from './producer-state.ts';
-export type { ProducerCheck, ProducerDescription, ProducerStateEntry, BatchMetadata, AppendOrigin } from './producer-state.ts';
+export type {
+  ProducerCheck,
+  ProducerDescription,
+  ProducerStateEntry,
+  BatchMetadata,
+  AppendOrigin,
+  TransactionVerification,
+  VerificationGuard,
+} from './producer-state.ts';
 export { LogCleaner, CLEANER_MAX_MAP_KEYS, CLEANER_SLICE_MS } from './cleaner.ts';
 export type { CleanerOptions, CleanResult } from './cleaner.ts';
 export { FileHandlePool, DEFAULT_MAX_OPEN_FILES, DEFAULT_SYNC_READ_MAX_BYTES } from './file-pool.ts';

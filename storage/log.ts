@@ -23,7 +23,14 @@ import { FileHandlePool } from './file-pool.ts';
 import type { FileSystem } from './file-system.ts';
 import { LEADER_EPOCH_CHECKPOINT, LeaderEpochCache } from './leader-epoch-cache.ts';
 import { ProducerStateManager } from './producer-state.ts';
-import type { AppendOrigin, CompletedTxn, ProducerCheck, ProducerDescription } from './producer-state.ts';
+import type {
+  AppendOrigin,
+  CompletedTxn,
+  ProducerCheck,
+  ProducerDescription,
+  TransactionVerification,
+  VerificationGuard,
+} from './producer-state.ts';
 import { type AbortedTxn, TXN_INDEX_SUFFIX } from './transaction-index.ts';
 import { type BatchExtent, INDEX_SUFFIX, LOG_SUFFIX, LogSegment, TIME_INDEX_SUFFIX, extentOf, segmentFileName } from './segment.ts';
 import { firstRecordAtOrAfter, offsetOfMaxTimestamp } from './records.ts';
@@ -76,6 +83,11 @@ export interface AppendOptions {
    * batches carry no sequence), 'replication' only records them.
    */
   origin?: AppendOrigin;
+  /**
+   * KIP-890 part 1, client appends: the first transactional batch of a producer's transaction
+   * is appended only with the verification guard its producer state still holds.
+   */
+  verification?: TransactionVerification;
 }
 
 export interface LogAppendInfo {
@@ -485,6 +497,12 @@ export class PartitionLog {
     return this.producerState.check(views);
   }
 
+  /** Starts verifying the producer's transaction on this partition (ProducerStateManager.startVerification). */
+  async startTransactionVerification(producerId: bigint, producerEpoch: number): Promise<VerificationGuard | null> {
+    await this.ensureProducerState();
+    return this.producerState.startVerification(producerId, producerEpoch);
+  }
+
   /** Producer state for DescribeProducers. */
   async activeProducers(): Promise<ProducerDescription[]> {
     await this.ensureProducerState();
@@ -546,7 +564,7 @@ export class PartitionLog {
     }
     if (!this.producerStateLoaded) await this.ensureProducerState();
     if (origin !== 'replication') {
-      const check = this.producerState.checkOrThrow(views, origin);
+      const check = this.producerState.checkOrThrow(views, origin, opts.verification);
       if (check.result === 'duplicate') {
         return {
           firstOffset: check.firstOffset,

@@ -79,6 +79,23 @@ function markerOf(batch: RecordBatch): { commit: boolean; coordinatorEpoch: numb
 
 export type AppendOrigin = 'client' | 'replication' | 'coordinator';
 
+/**
+ * KIP-890 part 1: the token a broker holds while it asks the transaction coordinator whether a
+ * partition is in a producer's transaction. The first transactional batch of a producer's
+ * transaction on the partition is appended only with the guard the state still holds: a
+ * marker written meanwhile (the transaction ended) drops it, so a late batch cannot open a
+ * transaction that would never end (a hanging transaction).
+ */
+export interface VerificationGuard {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+}
+
+/** An append's verification: required, with the guard obtained (null when there was none). */
+export interface TransactionVerification {
+  readonly guard: VerificationGuard | null;
+}
+
 function inSequence(lastSeq: number, nextSeq: number): boolean {
   return nextSeq === lastSeq + 1 || (nextSeq === 0 && lastSeq === INT32_MAX);
 }
@@ -99,6 +116,7 @@ export class ProducerStateManager {
   private unreplicatedTxns: { firstOffset: number; lastOffset: number }[] = [];
   /** The state reflects the log up to (not including) this offset. */
   mapEndOffset = 0;
+  private readonly verificationGuards = new Map<bigint, VerificationGuard>();
 
   /** `onError`: where unreadable snapshots (skipped) and failed snapshot deletions are reported. */
   constructor(
@@ -133,7 +151,7 @@ export class ProducerStateManager {
    * checked for their epoch only: they carry no sequence (Kafka's ProducerAppendInfo checks
    * sequences for client appends alone).
    */
-  check(batches: readonly RecordBatch[], origin: AppendOrigin = 'client'): ProducerCheck {
+  check(batches: readonly RecordBatch[], origin: AppendOrigin = 'client', verification?: TransactionVerification): ProducerCheck {
     const pending = new Map<bigint, { epoch: number; lastSeq: number }>();
     for (const batch of batches) {
       if (!batch.hasProducerId) continue;
@@ -191,9 +209,37 @@ export class ProducerStateManager {
           };
         }
       }
+      if (
+        verification !== undefined &&
+        batch.isTransactional &&
+        seen === undefined &&
+        !this.hasOngoingTransaction(pid, epoch) &&
+        (verification.guard === null || verification.guard !== this.verificationGuards.get(pid))
+      ) {
+        return { result: 'error', code: 'INVALID_TXN_STATE', message: `record of producer ${pid} was not part of an ongoing transaction` };
+      }
       pending.set(pid, { epoch, lastSeq: batch.lastSequence });
     }
     return { result: 'ok' };
+  }
+
+  /** Whether the producer, at this epoch, has a transaction open on the partition. */
+  hasOngoingTransaction(producerId: bigint, producerEpoch: number): boolean {
+    const entry = this.producers.get(producerId);
+    return entry !== undefined && entry.currentTxnFirstOffset >= 0 && entry.producerEpoch === producerEpoch;
+  }
+
+  /**
+   * Starts (or joins) the verification of the producer's transaction on the partition; null
+   * when its transaction is open here already and needs none (Kafka's maybeStartTransactionVerification).
+   */
+  startVerification(producerId: bigint, producerEpoch: number): VerificationGuard | null {
+    if (this.hasOngoingTransaction(producerId, producerEpoch)) return null;
+    const existing = this.verificationGuards.get(producerId);
+    if (existing !== undefined && existing.producerEpoch >= producerEpoch) return existing;
+    const guard: VerificationGuard = { producerId, producerEpoch };
+    this.verificationGuards.set(producerId, guard);
+    return guard;
   }
 
   /**
@@ -222,8 +268,12 @@ export class ProducerStateManager {
   }
 
   /** Like `check` but throws ProducerStateError; returns the duplicate if there is one. */
-  checkOrThrow(batches: readonly RecordBatch[], origin: AppendOrigin = 'client'): ProducerCheck & { result: 'ok' | 'duplicate' } {
-    const r = this.check(batches, origin);
+  checkOrThrow(
+    batches: readonly RecordBatch[],
+    origin: AppendOrigin = 'client',
+    verification?: TransactionVerification,
+  ): ProducerCheck & { result: 'ok' | 'duplicate' } {
+    const r = this.check(batches, origin, verification);
     if (r.result === 'error') throw new ProducerStateError(r.code, r.message);
     return r;
   }
@@ -249,8 +299,13 @@ export class ProducerStateManager {
     }
     const timestampMs = logAppendTimeMs >= 0 ? logAppendTimeMs : batch.maxTimestamp;
     entry.lastTimestampMs = timestampMs;
-    if (batch.isControl) return this.completeTxn(entry, batch);
+    if (batch.isControl) {
+      // The transaction ended: a verification begun before cannot open the next one.
+      this.verificationGuards.delete(pid);
+      return this.completeTxn(entry, batch);
+    }
     if (batch.isTransactional && entry.currentTxnFirstOffset < 0) {
+      this.verificationGuards.delete(pid);
       entry.currentTxnFirstOffset = batch.baseOffset;
       this.ongoingTxns.set(pid, batch.baseOffset);
     }
@@ -309,6 +364,7 @@ export class ProducerStateManager {
   }
 
   reset(offset: number): void {
+    this.verificationGuards.clear();
     this.producers.clear();
     this.ongoingTxns.clear();
     this.unreplicatedTxns = [];

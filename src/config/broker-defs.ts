@@ -606,6 +606,12 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     { validate: atLeast(1) },
   ),
   def(
+    'transaction.partition.verification.enable',
+    'boolean',
+    'true',
+    'Enable verification that checks that the partition has been added to the transaction before writing transactional records to the partition.',
+  ),
+  def(
     'transaction.state.log.num.partitions',
     'int',
     '50',

@@ -349,6 +349,26 @@ export class TransactionCoordinator {
     return this.persist(md, owned.coordinatorEpoch, target);
   }
 
+  /**
+   * KIP-890 part 1 (AddPartitionsToTxn v4+ with verifyOnly, Kafka's
+   * handleVerifyPartitionsInTransaction): whether each partition is in the producer's open
+   * transaction, asked by a partition leader before it appends the transaction's first batch
+   * there. A partition not in it answers TRANSACTION_ABORTABLE: the producer must abort.
+   */
+  verifyPartitions(transactionalId: string, producerId: bigint, producerEpoch: number, partitions: readonly TopicPartitionRef[]): number[] {
+    const all = (code: number) => partitions.map(() => code);
+    if (transactionalId === '') return all(Errors.INVALID_REQUEST.code);
+    const owned = this.ownership(transactionalId);
+    if ('errorCode' in owned) return all(owned.errorCode);
+    const md = this.txns.get(transactionalId);
+    if (md === undefined || md.producerId !== producerId) return all(Errors.INVALID_PRODUCER_ID_MAPPING.code);
+    if (md.producerEpoch !== producerEpoch) return all(Errors.PRODUCER_FENCED.code);
+    if (md.pendingState !== null || md.state === TransactionState.PrepareCommit || md.state === TransactionState.PrepareAbort) {
+      return all(Errors.CONCURRENT_TRANSACTIONS.code);
+    }
+    return partitions.map((tp) => (md.hasPartitions([tp]) ? NONE : Errors.TRANSACTION_ABORTABLE.code));
+  }
+
   // ---- EndTxn ----------------------------------------------------------------------------------
 
   /**

@@ -6,11 +6,8 @@
  * (an older producer or coordinator epoch) ends the attempt: a newer owner completes it.
  */
 import { Errors } from '../../protocol/errors.ts';
-import { ApiKey } from '../../protocol/messages/index.ts';
 import type { WriteTxnMarkersRequest, WriteTxnMarkersResponse } from '../../protocol/messages/write-txn-markers.ts';
-import { KafkaConnection } from '../client/connection.ts';
 import type { Clock } from '../runtime/clock.ts';
-import type { Network } from '../runtime/network.ts';
 import type { FailureSink } from '../runtime/guard.ts';
 import type { TxnMarkerSpec, TxnMarkerWriter } from './transaction-coordinator.ts';
 import type { TopicPartitionRef } from './transaction-metadata.ts';
@@ -100,67 +97,5 @@ export class TxnMarkerChannel implements TxnMarkerWriter {
       for (const p of topic.partitions) codes.set(`${topic.name}\u0000${p.partitionIndex}`, p.errorCode);
     }
     return tps.map((tp) => ({ tp, errorCode: codes.get(`${tp.topic}\u0000${tp.partition}`) ?? Errors.UNKNOWN_SERVER_ERROR.code }));
-  }
-}
-
-export interface BrokerMarkerSenderOptions {
-  readonly nodeId: number;
-  /** This broker's own WriteTxnMarkers handler: markers for partitions it leads need no socket. */
-  readonly local: (request: WriteTxnMarkersRequest) => Promise<WriteTxnMarkersResponse>;
-  /** A broker's inter-broker endpoint from the metadata, undefined when unknown. */
-  readonly endpoint: (brokerId: number) => { host: string; port: number } | undefined;
-  readonly requestTimeoutMs: number;
-  readonly network?: Network;
-  readonly clock?: Clock;
-}
-
-/**
- * Sends WriteTxnMarkers to a broker: in process to this one, over one kept connection per
- * other broker (opened again after a failure), as Kafka's marker channel keeps one per broker.
- */
-export class BrokerMarkerSender {
-  private readonly connections = new Map<number, Promise<KafkaConnection>>();
-  private closed = false;
-
-  constructor(private readonly options: BrokerMarkerSenderOptions) {}
-
-  async send(brokerId: number, request: WriteTxnMarkersRequest): Promise<WriteTxnMarkersResponse> {
-    if (brokerId === this.options.nodeId) return this.options.local(request);
-    if (this.closed) throw new Error('the marker channel is closed');
-    let connecting = this.connections.get(brokerId);
-    if (connecting === undefined) {
-      const endpoint = this.options.endpoint(brokerId);
-      if (endpoint === undefined) throw new Error(`broker ${brokerId} has no inter-broker endpoint in the metadata`);
-      connecting = KafkaConnection.connect(endpoint.host, endpoint.port, {
-        clientId: `broker-${this.options.nodeId}-txn-marker-sender`,
-        connectTimeoutMs: this.options.requestTimeoutMs,
-        requestTimeoutMs: this.options.requestTimeoutMs,
-        network: this.options.network,
-        clock: this.options.clock,
-      });
-      this.connections.set(brokerId, connecting);
-    }
-    try {
-      const conn = await connecting;
-      if (conn.closed) throw new Error(`the connection to broker ${brokerId} closed`);
-      return await conn.send<WriteTxnMarkersResponse>(ApiKey.WriteTxnMarkers, request);
-    } catch (err) {
-      if (this.connections.get(brokerId) === connecting) this.connections.delete(brokerId);
-      connecting.then(
-        (c) => c.close(),
-        () => undefined,
-      );
-      throw err;
-    }
-  }
-
-  close(): void {
-    this.closed = true;
-    for (const connecting of this.connections.values())
-      connecting.then(
-        (c) => c.close(),
-        () => undefined,
-      );
-    this.connections.clear();
   }
 }

@@ -316,9 +316,7 @@ function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServic
  * transaction (transaction version 2), neither of which this coordinator does yet.
  */
 function registerTransactionApis(registry: HandlerRegistry, transactions: TransactionHandlerServices): void {
-  registry.register(ApiKey.AddPartitionsToTxn, (_ctx, request, version) => handleAddPartitionsToTxn(transactions, request, version), {
-    maxVersion: 3,
-  });
+  registry.register(ApiKey.AddPartitionsToTxn, (_ctx, request, version) => handleAddPartitionsToTxn(transactions, request, version));
   registry.register(ApiKey.AddOffsetsToTxn, (_ctx, request, version) => handleAddOffsetsToTxn(transactions, request, version));
   registry.register(ApiKey.EndTxn, (_ctx, request, version) => handleEndTxn(transactions, request, version), { maxVersion: 4 });
   registry.register(ApiKey.DescribeTransactions, (_ctx, request) => handleDescribeTransactions(transactions, request));

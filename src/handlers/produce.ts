@@ -43,6 +43,7 @@ export async function handleProduce(
     for (const p of topic.partitionData) entries.push({ topic: topic.name, partition: p.index, records: p.records });
   }
   const results = await services.replicaManager.appendRecords({
+    transactionalId: request.transactionalId,
     acks: request.acks,
     timeoutMs: request.timeoutMs,
     produceVersion: version,

@@ -16,7 +16,10 @@ import { TRANSACTION_STATE_NAMES, type TopicPartitionRef } from '../coordinator/
 
 /** What the transaction APIs need: the coordinator, which partitions exist, where a group's offsets go. */
 export interface TransactionHandlerServices {
-  readonly coordinator: Pick<TransactionCoordinator, 'initProducerId' | 'addPartitions' | 'endTransaction' | 'describe' | 'list'>;
+  readonly coordinator: Pick<
+    TransactionCoordinator,
+    'initProducerId' | 'addPartitions' | 'verifyPartitions' | 'endTransaction' | 'describe' | 'list'
+  >;
   partitionExists(topic: string, partition: number): boolean;
   /** The `__consumer_offsets` partition of a group. */
   offsetsPartitionFor(groupId: string): number;
@@ -32,15 +35,81 @@ export function fencedForVersion(errorCode: number, version: number, firstVersio
   return errorCode === Errors.PRODUCER_FENCED.code && version < firstVersionWithFenced ? Errors.INVALID_PRODUCER_EPOCH.code : errorCode;
 }
 
-/** AddPartitionsToTxn v0-v3: one producer's partitions, each answered with the transaction's error. */
+/**
+ * AddPartitionsToTxn. v0-v3 (clients): one producer's partitions, each answered with the
+ * transaction's error. v4+ (brokers, KIP-890): several transactions, each added to or, with
+ * verifyOnly, checked for its partitions (a partition leader asks before it appends a
+ * transaction's first batch).
+ */
 export async function handleAddPartitionsToTxn(
   services: TransactionHandlerServices,
   request: AddPartitionsToTxnRequest,
   version: number,
 ): Promise<AddPartitionsToTxnResponse> {
-  const partitions: TopicPartitionRef[] = request.v3AndBelowTopics.flatMap((t) =>
-    t.partitions.map((partition) => ({ topic: t.name, partition })),
+  if (version >= 4) return handleBrokerAddPartitionsToTxn(services, request, version);
+  const { byPartition } = await addPartitions(
+    services,
+    request.v3AndBelowTransactionalId,
+    request.v3AndBelowProducerId,
+    request.v3AndBelowProducerEpoch,
+    request.v3AndBelowTopics,
   );
+  return {
+    throttleTimeMs: 0,
+    errorCode: Errors.NONE.code,
+    resultsByTransaction: [],
+    resultsByTopicV3AndBelow: request.v3AndBelowTopics.map((t) => ({
+      name: t.name,
+      resultsByPartition: t.partitions.map((partitionIndex) => ({
+        partitionIndex,
+        partitionErrorCode: fencedForVersion(byPartition({ topic: t.name, partition: partitionIndex }), version, 2),
+      })),
+    })),
+  };
+}
+
+async function handleBrokerAddPartitionsToTxn(
+  services: TransactionHandlerServices,
+  request: AddPartitionsToTxnRequest,
+  version: number,
+): Promise<AddPartitionsToTxnResponse> {
+  const resultsByTransaction = await Promise.all(
+    request.transactions.map(async (txn) => {
+      let errorOf: (tp: TopicPartitionRef) => number;
+      if (txn.verifyOnly) {
+        const partitions = txn.topics.flatMap((t) => t.partitions.map((partition) => ({ topic: t.name, partition })));
+        const codes = services.coordinator.verifyPartitions(txn.transactionalId, txn.producerId, txn.producerEpoch, partitions);
+        const byKey = new Map(partitions.map((tp, i) => [`${tp.topic}\u0000${tp.partition}`, codes[i]!]));
+        errorOf = (tp) => byKey.get(`${tp.topic}\u0000${tp.partition}`)!;
+      } else {
+        errorOf = (await addPartitions(services, txn.transactionalId, txn.producerId, txn.producerEpoch, txn.topics)).byPartition;
+      }
+      return {
+        transactionalId: txn.transactionalId,
+        topicResults: txn.topics.map((t) => ({
+          name: t.name,
+          resultsByPartition: t.partitions.map((partitionIndex) => {
+            const code = errorOf({ topic: t.name, partition: partitionIndex });
+            // TRANSACTION_ABORTABLE is known from v5 on (KIP-890); before, a partition outside the transaction is INVALID_TXN_STATE.
+            const known = code === Errors.TRANSACTION_ABORTABLE.code && version < 5 ? Errors.INVALID_TXN_STATE.code : code;
+            return { partitionIndex, partitionErrorCode: known };
+          }),
+        })),
+      };
+    }),
+  );
+  return { throttleTimeMs: 0, errorCode: Errors.NONE.code, resultsByTransaction, resultsByTopicV3AndBelow: [] };
+}
+
+/** One producer's partitions join its transaction; answers each partition's error. */
+async function addPartitions(
+  services: TransactionHandlerServices,
+  transactionalId: string,
+  producerId: bigint,
+  producerEpoch: number,
+  topics: readonly { name: string; partitions: number[] }[],
+): Promise<{ byPartition: (tp: TopicPartitionRef) => number }> {
+  const partitions: TopicPartitionRef[] = topics.flatMap((t) => t.partitions.map((partition) => ({ topic: t.name, partition })));
   // KafkaApis: partitions that do not exist fail alone; the others are not attempted.
   const missing = new Set(
     partitions.filter((tp) => !services.partitionExists(tp.topic, tp.partition)).map((tp) => `${tp.topic}\u0000${tp.partition}`),
@@ -50,30 +119,10 @@ export async function handleAddPartitionsToTxn(
       ? (tp: TopicPartitionRef) =>
           missing.has(`${tp.topic}\u0000${tp.partition}`) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : Errors.OPERATION_NOT_ATTEMPTED.code
       : await (async () => {
-          const code = fencedForVersion(
-            await services.coordinator.addPartitions(
-              request.v3AndBelowTransactionalId,
-              request.v3AndBelowProducerId,
-              request.v3AndBelowProducerEpoch,
-              partitions,
-            ),
-            version,
-            2,
-          );
+          const code = await services.coordinator.addPartitions(transactionalId, producerId, producerEpoch, partitions);
           return () => code;
         })();
-  return {
-    throttleTimeMs: 0,
-    errorCode: Errors.NONE.code,
-    resultsByTransaction: [],
-    resultsByTopicV3AndBelow: request.v3AndBelowTopics.map((t) => ({
-      name: t.name,
-      resultsByPartition: t.partitions.map((partitionIndex) => ({
-        partitionIndex,
-        partitionErrorCode: errorOf({ topic: t.name, partition: partitionIndex }),
-      })),
-    })),
-  };
+  return { byPartition: errorOf };
 }
 
 /**

@@ -18,7 +18,7 @@ import { ProducerIdManager, type ProducerIdBlock } from './producer-id-manager.t
 import type { Clock } from '../runtime/clock.ts';
 import type { Network } from '../runtime/network.ts';
 import type { Random } from '../runtime/random.ts';
-import { ReplicaManager, appendQueueLimitsOf } from './replica-manager.ts';
+import { ReplicaManager, type TransactionVerifier, appendQueueLimitsOf } from './replica-manager.ts';
 import { LogManagerProvider } from './storage-adapter.ts';
 
 export interface DataPathOptions {
@@ -47,6 +47,11 @@ export interface DataPathOptions {
   brokerEpoch(): bigint;
   /** The inter-broker listener endpoint of a broker from the MetadataImage, undefined when unknown. */
   replicaEndpoint(brokerId: number): { host: string; port: number } | undefined;
+  /**
+   * Asks the transaction coordinator of a transactional producer whether a partition is in its
+   * transaction (KIP-890 part 1); used while transaction.partition.verification.enable is true.
+   */
+  readonly verifyTransaction?: TransactionVerifier;
 }
 
 export interface DataPath {
@@ -66,6 +71,7 @@ export function createDataPath(options: DataPathOptions): DataPath {
     clock: options.clock,
     partitionExists: (topic, partition) => metadata.image().partition(topic, partition) !== undefined,
     onAppendError: (partition, err) => options.onError(err, `append to ${partition}`),
+    verifyTransaction: config.getBoolean('transaction.partition.verification.enable') ? options.verifyTransaction : undefined,
     appendQueueLimits: appendQueueLimitsOf(config),
     replicaLagTimeMaxMs: config.getLong('replica.lag.time.max.ms'),
     brokerEpoch: () => options.brokerEpoch(),

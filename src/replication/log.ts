@@ -4,7 +4,9 @@
  * (see storage-adapter.ts); tests use an in-memory implementation.
  */
 import type { TimestampAndOffset } from '../../storage/log.ts';
-import type { ProducerDescription } from '../../storage/producer-state.ts';
+import type { ProducerDescription, TransactionVerification, VerificationGuard } from '../../storage/producer-state.ts';
+
+export type { TransactionVerification, VerificationGuard };
 import type { AbortedTxn } from '../../storage/transaction-index.ts';
 import type { ReadBufferSource } from '../../storage/read-buffers.ts';
 import { hasDeletePolicy, isCompacted } from '../../storage/config.ts';
@@ -59,7 +61,17 @@ export interface ReplicaLog {
    * `origin` 'coordinator': a coordinator's own batches, whose producers are checked for their
    * epoch only.
    */
-  appendAsLeader(batches: Buffer, leaderEpoch: number, origin?: 'client' | 'coordinator'): MaybePromise<LeaderAppendInfo>;
+  appendAsLeader(
+    batches: Buffer,
+    leaderEpoch: number,
+    origin?: 'client' | 'coordinator',
+    verification?: TransactionVerification,
+  ): MaybePromise<LeaderAppendInfo>;
+  /**
+   * KIP-890 part 1: starts verifying the producer's transaction on the partition; null when its
+   * transaction is open here already (no verification needed).
+   */
+  startTransactionVerification(producerId: bigint, producerEpoch: number): MaybePromise<VerificationGuard | null>;
   /**
    * Appends batches fetched from the leader as they are: offsets and leader epochs kept, the
    * first at or after the log end; the producer state and the leader-epoch cache learn them

@@ -6,7 +6,7 @@
  * divergence from the leader-epoch cache), keeps the high watermark with the ISR manager,
  * and parks acks=all produces and waiting fetches in purgatories woken by appends.
  */
-import { Errors } from '../../protocol/errors.ts';
+import { Errors, errorByCode } from '../../protocol/errors.ts';
 import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 import { INTERNAL_TOPICS } from '../../protocol/internal-topics.ts';
 import { type RecordBatch, batchesIn } from '../../protocol/records/batch.ts';
@@ -27,7 +27,7 @@ import { DelayedFetch, DelayedProduce, type FetchPartitionWatch, type ProducePar
 import type { TopicConfigLookup } from '../config/topic-config.ts';
 import { type ReplicaConnector, ReplicaFetcherManager, type ReplicaFetchSettings } from './fetcher.ts';
 import { type AlterPartitionRequest, type AlterPartitionResponse, IsrManager } from './isr-manager.ts';
-import type { LeaderAppendInfo, LogProvider, ProducerDescription, ReplicaLog } from './log.ts';
+import type { LeaderAppendInfo, LogProvider, ProducerDescription, ReplicaLog, TransactionVerification, VerificationGuard } from './log.ts';
 import { type BrokerRegistrationView, Partition, partitionKey, type PartitionState, type ReplicationSettings } from './partition.ts';
 import { DelayedOperationPurgatory } from './purgatory.ts';
 import { schedule, systemClock, yieldToEventLoop, type Clock } from '../runtime/clock.ts';
@@ -53,6 +53,13 @@ export interface ReplicaManagerOptions {
   /** Whether the cluster metadata knows this partition (decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER). */
   readonly partitionExists?: (topic: string, partition: number) => boolean;
   readonly onAppendError?: (partition: string, err: unknown) => void;
+  /**
+   * KIP-890 part 1 (transaction.partition.verification.enable): asks the producer's transaction
+   * coordinator whether a partition is in its open transaction, before the transaction's first
+   * batch is appended there; resolves with the coordinator's error for the partition
+   * (TRANSACTION_ABORTABLE when it is not in the transaction). Absent: no verification.
+   */
+  readonly verifyTransaction?: TransactionVerifier;
   /** How much may wait for one partition's log (replica.append.queue.max.*; their defaults when absent). */
   readonly appendQueueLimits?: AppendQueueLimits;
   /** replica.lag.time.max.ms (its default when absent). */
@@ -123,7 +130,18 @@ export interface ProducePartitionResult {
   leaderEpoch: number;
 }
 
+/** See ReplicaManagerOptions.verifyTransaction. */
+export type TransactionVerifier = (
+  transactionalId: string,
+  producerId: bigint,
+  producerEpoch: number,
+  topic: string,
+  partition: number,
+) => Promise<number>;
+
 export interface ProduceParams {
+  /** The producer's transactional id (Produce v3+), null without one. */
+  readonly transactionalId?: string | null;
   readonly acks: number;
   readonly timeoutMs: number;
   readonly produceVersion: number;
@@ -703,7 +721,22 @@ export class ReplicaManager {
       result.logStartOffset = partition.logStartOffset;
       return undefined;
     }
-    const outcome = await this.enqueueAppend(partition, validated, params.timeoutMs);
+    let verification: TransactionVerification | undefined;
+    if (validated.isTransactional && params.transactionalId != null && this.options.verifyTransaction !== undefined) {
+      const verified = await this.verifyTransactionalAppend(partition, params.transactionalId, validated, params.produceVersion);
+      if ('errorCode' in verified) {
+        result.errorCode = verified.errorCode;
+        result.errorMessage = verified.message;
+        result.logStartOffset = partition.logStartOffset;
+        return undefined;
+      }
+      verification = verified;
+    }
+    const outcome = await this.enqueueAppend(
+      partition,
+      verification === undefined ? validated : { ...validated, verification },
+      params.timeoutMs,
+    );
     result.logStartOffset = partition.logStartOffset;
     if (!outcome.ok) {
       result.errorCode = outcome.errorCode;
@@ -713,6 +746,56 @@ export class ReplicaManager {
     result.baseOffset = outcome.baseOffset;
     result.logAppendTimeMs = outcome.logAppendTimeMs;
     return { partition, requiredOffset: outcome.nextOffset, waitForHighWatermark: true };
+  }
+
+  /**
+   * KIP-890 part 1 (Kafka's maybeStartTransactionVerificationForPartition): the first batch of
+   * a producer's transaction on a partition is appended only once its coordinator confirmed the
+   * partition is in the transaction, and with the guard the log handed out before asking (a
+   * marker written meanwhile voids it). The coordinator's errors become the ones producers
+   * know how to handle, as Kafka's AddPartitionsToTxnManager and ReplicaManager map them.
+   */
+  private async verifyTransactionalAppend(
+    partition: Partition,
+    transactionalId: string,
+    validated: ValidatedRecords,
+    produceVersion: number,
+  ): Promise<TransactionVerification | { errorCode: number; message: string }> {
+    let guard: VerificationGuard | null;
+    try {
+      guard = await partition.log.startTransactionVerification(validated.producerId, validated.producerEpoch);
+    } catch (err) {
+      const { errorCode, message } = partition.offline ? offlineError(partition.key) : storageErrorToKafka(err);
+      return { errorCode, message: message ?? `verifying the transaction on ${partition.key} failed` };
+    }
+    if (guard === null) return { guard: null };
+    const verify = this.options.verifyTransaction!;
+    const code = await verify(transactionalId, validated.producerId, validated.producerEpoch, partition.topic, partition.partition);
+    if (code === Errors.NONE.code) return { guard };
+    const why = `Unable to verify the partition has been added to the transaction: ${errorByCode(code).name}`;
+    switch (code) {
+      case Errors.PRODUCER_FENCED.code:
+        return { errorCode: Errors.INVALID_PRODUCER_EPOCH.code, message: why };
+      case Errors.TRANSACTION_ABORTABLE.code:
+        // Produce v11+ knows TRANSACTION_ABORTABLE; older producers abort on INVALID_TXN_STATE.
+        return produceVersion >= 11
+          ? { errorCode: code, message: why }
+          : { errorCode: Errors.INVALID_TXN_STATE.code, message: 'Partition was not added to the transaction' };
+      case Errors.INVALID_TXN_STATE.code:
+        return { errorCode: code, message: 'Partition was not added to the transaction' };
+      // Retriable for the coordinator but not understood by every producer from a partition:
+      // NOT_ENOUGH_REPLICAS makes them retry without a metadata refresh.
+      case Errors.CONCURRENT_TRANSACTIONS.code:
+      case Errors.NETWORK_EXCEPTION.code:
+      case Errors.COORDINATOR_LOAD_IN_PROGRESS.code:
+      case Errors.COORDINATOR_NOT_AVAILABLE.code:
+      case Errors.NOT_COORDINATOR.code:
+        return { errorCode: Errors.NOT_ENOUGH_REPLICAS.code, message: why };
+      case Errors.UNKNOWN_PRODUCER_ID.code:
+        return { errorCode: Errors.OUT_OF_ORDER_SEQUENCE_NUMBER.code, message: why };
+      default:
+        return { errorCode: code, message: why };
+    }
   }
 
   private enqueueAppend(partition: Partition, validated: ValidatedRecords, timeoutMs: number): Promise<AppendOutcome> {
@@ -837,6 +920,7 @@ export class ReplicaManager {
         buffers.length === 1 && only !== undefined ? only : Buffer.concat(buffers, bytes),
         partition.leaderEpoch,
         group.length === 1 ? group[0]?.validated.origin : undefined,
+        group.length === 1 ? group[0]?.validated.verification : undefined,
       );
     } catch (err) {
       // One bad batch fails a shared append before anything is written: retry each request alone

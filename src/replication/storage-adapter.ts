@@ -18,6 +18,8 @@ import type {
   ProducerDescription,
   ReplicaLog,
   TimestampAndOffset,
+  TransactionVerification,
+  VerificationGuard,
 } from './log.ts';
 import { partitionKey } from './partition.ts';
 
@@ -70,9 +72,18 @@ export class PartitionLogReplica implements ReplicaLog {
     return this.log.highWatermark;
   }
 
-  async appendAsLeader(batches: Buffer, leaderEpoch: number, origin: 'client' | 'coordinator' = 'client'): Promise<LeaderAppendInfo> {
-    const info = await this.guard('append', this.log.append(batches, { leaderEpoch, assignOffsets: true, origin }));
+  async appendAsLeader(
+    batches: Buffer,
+    leaderEpoch: number,
+    origin: 'client' | 'coordinator' = 'client',
+    verification?: TransactionVerification,
+  ): Promise<LeaderAppendInfo> {
+    const info = await this.guard('append', this.log.append(batches, { leaderEpoch, assignOffsets: true, origin, verification }));
     return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, duplicate: info.duplicate };
+  }
+
+  startTransactionVerification(producerId: bigint, producerEpoch: number): Promise<VerificationGuard | null> {
+    return this.guard('verifying a transaction', this.log.startTransactionVerification(producerId, producerEpoch));
   }
 
   async appendAsFollower(batches: Buffer): Promise<FollowerAppendInfo> {

@@ -18,7 +18,7 @@ import {
 } from '../../protocol/records/batch.ts';
 import { Errors, KafkaError, type KafkaErrorCode } from '../../protocol/errors.ts';
 import { RecordFault, RecordScanner } from '../../protocol/records/scan.ts';
-import type { LogSettings } from './log.ts';
+import type { LogSettings, TransactionVerification } from './log.ts';
 
 /** A failed check: Kafka's error, its message and the per-record errors of Produce v8+. */
 export class RecordValidationError extends KafkaError {
@@ -47,6 +47,8 @@ export interface ValidatedRecords {
   readonly isTransactional: boolean;
   /** 'coordinator': batches a coordinator built (its records, markers); 'client' otherwise. */
   readonly origin?: 'client' | 'coordinator';
+  /** KIP-890 part 1: the transaction was verified (with this guard) and must be for the append. */
+  readonly verification?: TransactionVerification;
 }
 
 export interface ValidationContext {

@@ -19,6 +19,16 @@ import {
   type ListOffsetsResponse,
 } from '../../../protocol/messages/list-offsets.ts';
 import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../../protocol/messages/offset-fetch.ts';
+import { makeAddPartitionsToTxnRequest, type AddPartitionsToTxnResponse } from '../../../protocol/messages/add-partitions-to-txn.ts';
+import { makeEndTxnRequest, type EndTxnResponse } from '../../../protocol/messages/end-txn.ts';
+import { makeInitProducerIdRequest, type InitProducerIdResponse } from '../../../protocol/messages/init-producer-id.ts';
+import {
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
+  type ProduceResponse,
+} from '../../../protocol/messages/produce.ts';
+import { buildRecordBatch } from '../../../protocol/records/index.ts';
 import { JVM_OPTIONS, javaClasspath, javaUnavailable } from '../../../compat/clients/java.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
@@ -418,5 +428,87 @@ print(json.dumps(sorted(values)))
     } finally {
       await admin.disconnect();
     }
+  });
+
+  it('KIP-890 part 1: a transactional produce to a partition not in the transaction is refused, so no transaction is left hanging', async () => {
+    const topic = 'txn-verify';
+    await createTopic(topic, 1);
+    const transactionalId = 'verify-tx';
+    let producer = { producerId: -1n, producerEpoch: -1 };
+    await eventually(
+      'InitProducerId for the transactional id',
+      async () => {
+        const res = await call<InitProducerIdResponse>(
+          client,
+          ApiKey.InitProducerId,
+          4,
+          makeInitProducerIdRequest({ transactionalId, transactionTimeoutMs: 60_000, producerId: -1n, producerEpoch: -1 }),
+        );
+        producer = res;
+        return res.errorCode === Errors.NONE.code;
+      },
+      30_000,
+    );
+    let sequence = 0;
+    const produce = async (version: number): Promise<number> => {
+      const records = await buildRecordBatch(
+        { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: sequence, isTransactional: true },
+        [{ key: null, value: Buffer.from(`v${sequence}`), timestamp: Date.now() }],
+      );
+      const res = await call<ProduceResponse>(
+        client,
+        ApiKey.Produce,
+        version,
+        makeProduceRequest({
+          transactionalId,
+          acks: -1,
+          timeoutMs: 5000,
+          topicData: [
+            makeProduceRequestTopicProduceData({
+              name: topic,
+              partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })],
+            }),
+          ],
+        }),
+      );
+      const code = res.responses[0]!.partitionResponses[0]!.errorCode;
+      if (code === Errors.NONE.code) sequence++;
+      return code;
+    };
+    const addPartition = async () =>
+      (
+        await call<AddPartitionsToTxnResponse>(
+          client,
+          ApiKey.AddPartitionsToTxn,
+          3,
+          makeAddPartitionsToTxnRequest({
+            v3AndBelowTransactionalId: transactionalId,
+            v3AndBelowProducerId: producer.producerId,
+            v3AndBelowProducerEpoch: producer.producerEpoch,
+            v3AndBelowTopics: [{ name: topic, partitions: [0] }],
+          }),
+        )
+      ).resultsByTopicV3AndBelow[0]!.resultsByPartition[0]!.partitionErrorCode;
+    const endTxn = async (committed: boolean) =>
+      (
+        await call<EndTxnResponse>(
+          client,
+          ApiKey.EndTxn,
+          3,
+          makeEndTxnRequest({ transactionalId, producerId: producer.producerId, producerEpoch: producer.producerEpoch, committed }),
+        )
+      ).errorCode;
+
+    assert.equal(await produce(9), Errors.INVALID_TXN_STATE.code, 'not added: refused (INVALID_TXN_STATE before Produce v11)');
+    assert.equal(await produce(11), Errors.TRANSACTION_ABORTABLE.code, 'Produce v11 knows TRANSACTION_ABORTABLE');
+    assert.equal(await addPartition(), Errors.NONE.code);
+    assert.equal(await produce(9), Errors.NONE.code);
+    assert.equal(await endTxn(false), Errors.NONE.code);
+    await eventually('the abort completes', async () => (await describe(transactionalId)).transactionState === 'CompleteAbort', 10_000);
+    // A batch of the ended transaction that arrives late would open a transaction no marker ends.
+    assert.equal(await produce(9), Errors.INVALID_TXN_STATE.code);
+    const [stable] = await offsets(topic, 1, READ_COMMITTED);
+    const [end] = await offsets(topic, 1, READ_UNCOMMITTED);
+    assert.equal(stable, end, 'nothing holds the last stable offset');
   });
 });

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { Errors } from '../../../protocol/errors.ts';
-import { makeAddPartitionsToTxnRequest } from '../../../protocol/messages/add-partitions-to-txn.ts';
+import {
+  makeAddPartitionsToTxnRequest,
+  makeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction,
+} from '../../../protocol/messages/add-partitions-to-txn.ts';
 import { makeEndTxnRequest } from '../../../protocol/messages/end-txn.ts';
 import { makeInitProducerIdRequest } from '../../../protocol/messages/init-producer-id.ts';
 import { makeListTransactionsRequest } from '../../../protocol/messages/list-transactions.ts';
@@ -23,6 +26,10 @@ function services(errorCode: number, existing: (topic: string, partition: number
     addPartitions: async (...args) => {
       calls.push(['addPartitions', ...args]);
       return errorCode;
+    },
+    verifyPartitions: (...args) => {
+      calls.push(['verifyPartitions', ...args]);
+      return args[3].map(() => errorCode);
     },
     endTransaction: async (...args) => {
       calls.push(['endTransaction', ...args]);
@@ -92,6 +99,30 @@ describe('transaction handlers', () => {
       ],
     );
     assert.deepEqual(calls, []);
+  });
+
+  it('AddPartitionsToTxn v4+ (brokers, KIP-890): verifyOnly asks the coordinator to verify; TRANSACTION_ABORTABLE is INVALID_TXN_STATE before v5', async () => {
+    const { handlers, calls } = services(Errors.TRANSACTION_ABORTABLE.code);
+    const request = makeAddPartitionsToTxnRequest({
+      transactions: [
+        makeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction({
+          transactionalId: 'tx',
+          producerId: 1n,
+          producerEpoch: 2,
+          verifyOnly: true,
+          topics: [{ name: 't', partitions: [0] }],
+        }),
+      ],
+    });
+    const codeAt = async (version: number) =>
+      (await handleAddPartitionsToTxn(handlers, request, version)).resultsByTransaction[0]!.topicResults[0]!.resultsByPartition[0]!
+        .partitionErrorCode;
+    assert.equal(await codeAt(4), Errors.INVALID_TXN_STATE.code);
+    assert.equal(await codeAt(5), Errors.TRANSACTION_ABORTABLE.code);
+    assert.deepEqual(calls[0], ['verifyPartitions', 'tx', 1n, 2, [{ topic: 't', partition: 0 }]]);
+    request.transactions[0]!.verifyOnly = false;
+    await codeAt(5);
+    assert.equal(calls.at(-1)![0], 'addPartitions', 'without verifyOnly the partitions join the transaction');
   });
 
   it('ListTransactions filters by the states it knows and reports the others', () => {

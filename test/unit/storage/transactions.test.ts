@@ -198,4 +198,31 @@ describe('storage/log: transactions (LSO and the aborted-transaction index)', ()
       assert.equal((await log.activeProducers())[0]?.producerEpoch, 3);
       await log.close();
     }));
+
+  it("KIP-890 part 1: a transaction's first batch needs the verification guard the log still holds; a marker in between voids it", () =>
+    withTempDir(async (dir) => {
+      const log = await openLog(dir);
+      const txnBatch = (baseSequence: number) =>
+        simpleBatch(1, NOW, 8, { producerId: 5n, producerEpoch: 0, baseSequence, isTransactional: true });
+      const notInTransaction = (err: unknown) => err instanceof ProducerStateError && err.code === 'INVALID_TXN_STATE';
+      await assert.rejects(log.append(await txnBatch(0), { leaderEpoch: 0, verification: { guard: null } }), notInTransaction);
+
+      const voided = await log.startTransactionVerification(5n, 0);
+      assert.notEqual(voided, null);
+      await log.append(await txnBatch(0), { leaderEpoch: 0, verification: { guard: voided } });
+      assert.equal(await log.startTransactionVerification(5n, 0), null, 'the transaction is open here: nothing to verify');
+      await log.append(await txnBatch(1), { leaderEpoch: 0, verification: { guard: null } });
+
+      const late = await log.startTransactionVerification(5n, 1);
+      await log.append(await buildEndTxnMarker({ commit: false, coordinatorEpoch: 0, producerId: 5n, producerEpoch: 1, timestamp: NOW }), {
+        leaderEpoch: 0,
+        origin: 'coordinator',
+      });
+      const nextTxn = await simpleBatch(1, NOW, 8, { producerId: 5n, producerEpoch: 1, baseSequence: 0, isTransactional: true });
+      await assert.rejects(log.append(nextTxn, { leaderEpoch: 0, verification: { guard: late } }), notInTransaction);
+      const fresh = await log.startTransactionVerification(5n, 1);
+      assert.notEqual(fresh, late);
+      await log.append(nextTxn, { leaderEpoch: 0, verification: { guard: fresh } });
+      await log.close();
+    }));
 });
