@@ -36,6 +36,8 @@ import {
   type WriteTxnMarkersResponse,
 } from '../../../protocol/messages/write-txn-markers.ts';
 import { buildRecordBatch } from '../../../protocol/records/builder.ts';
+import { javaUnavailable } from '../../../compat/clients/java.ts';
+import { kafkaTransactions } from '../../helpers/kafka-transactions.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
 import { call } from '../../helpers/raw-requests.ts';
@@ -271,6 +273,31 @@ describe('Transactions, partition side: markers, LSO, read_committed (real broke
     assert.equal(run.status, 0, run.stderr);
     return run.stdout.split('\n').filter((l) => l !== '');
   }
+
+  it('kafka-transactions (KIP-664) finds a hanging transaction with DescribeProducers and ListTransactions, and aborts it with WriteTxnMarkers', async function () {
+    const why = javaUnavailable();
+    if (why !== null) missingTool(this, `Kafka's tools (${why})`, 'scripts/install-test-clients.sh');
+    const topic = 'txn-hanging';
+    await createTopic(topic);
+    // With verification off, a producer no coordinator knows can open a transaction here: a hanging one.
+    const ghost = await newProducer();
+    assert.equal(await produce(topic, 'ghost-tx', await transactional(ghost, 'g1')), Errors.NONE.code);
+    assert.equal(await latestOffset(topic, READ_COMMITTED), 1, 'the hanging transaction holds the last stable offset');
+
+    const producers = kafkaTransactions(broker.bootstrap, 'describe-producers', '--topic', topic, '--partition', '0');
+    assert.equal(producers.status, 0, producers.stderr);
+    assert.match(producers.stdout, new RegExp(`\\b${ghost.producerId}\\b`));
+
+    const hanging = kafkaTransactions(broker.bootstrap, 'find-hanging', '--broker-id', '1', '--max-transaction-timeout', '0');
+    assert.equal(hanging.status, 0, hanging.stderr);
+    assert.match(hanging.stdout, new RegExp(`${topic}\\s+0\\s+${ghost.producerId}`), hanging.stdout);
+
+    const abort = kafkaTransactions(broker.bootstrap, 'abort', '--topic', topic, '--partition', '0', '--start-offset', '1');
+    assert.equal(abort.status, 0, abort.stderr);
+    assert.equal(await latestOffset(topic, READ_COMMITTED), await latestOffset(topic, READ_UNCOMMITTED), 'aborted: the LSO moves on');
+    assert.equal(await produce(topic, null, await plain('after')), Errors.NONE.code);
+    assert.deepEqual(await kafkajsValues(topic, 3, false), ['warm-up', 'after'], 'the aborted record is not read');
+  });
 
   it('WriteTxnMarkers is advertised on the broker listener', async () => {
     const versions = await call<ApiVersionsResponse>(

@@ -31,6 +31,7 @@ import {
 import { buildRecordBatch } from '../../../protocol/records/index.ts';
 import { JVM_OPTIONS, javaClasspath, javaUnavailable } from '../../../compat/clients/java.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
+import { kafkaTransactions } from '../../helpers/kafka-transactions.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
 import { call } from '../../helpers/raw-requests.ts';
 import { hasCommand, missingTool } from '../../helpers/runtimes.ts';
@@ -191,6 +192,24 @@ describe('Transactions through the transaction coordinator (real broker process,
     await txn.commit();
     await assert.rejects(open.commit(), /fenced|epoch/i);
     assert.deepEqual(await readValues(topic, false, 1), ['from-the-new-instance']);
+  });
+
+  it('kafka-transactions (KIP-664) lists and describes an open transaction (ListTransactions, DescribeTransactions)', async function () {
+    const why = javaUnavailable();
+    if (why !== null) missingTool(this, `Kafka's tools (${why})`, 'scripts/install-test-clients.sh');
+    const topic = 'txn-tool';
+    await createTopic(topic, 2);
+    const producer = await transactionalProducer('tool-tx');
+    const open = await producer.transaction();
+    await open.send({ topic, messages: [{ key: 'a', value: 'pending' }] });
+    const listed = kafkaTransactions(broker.bootstrap, 'list');
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.match(listed.stdout, /tool-tx\s+\d+\s+\d+\s+Ongoing/);
+    const described = kafkaTransactions(broker.bootstrap, 'describe', '--transactional-id', 'tool-tx');
+    assert.equal(described.status, 0, described.stderr);
+    assert.match(described.stdout, /Ongoing/);
+    assert.match(described.stdout, new RegExp(`${topic}-\\d`));
+    await open.abort();
   });
 
   it('the coordinator aborts a transaction left open past transaction.timeout.ms', async () => {
