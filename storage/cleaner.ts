@@ -9,9 +9,13 @@
 //   its key. Offsets are kept (gaps are normal). Keyless records are dropped, as Kafka does.
 // - Tombstones (null values) are removed once their segment is older than
 //   delete.retention.ms, so consumers that read within that time still see the delete.
-// - Control batches and transactional batches are kept whole: without an aborted
-//   transaction index the cleaner cannot tell committed from aborted data, and keeping them
-//   is always safe (a later record of the same key still wins for readers).
+// - Transactions (Kafka's cleaner with the aborted-transaction index): nothing at or past the
+//   last stable offset is cleaned, so every transaction cleaned is decided. A committed
+//   transaction's records are compacted like any others; an aborted one's are removed and
+//   never shadow an older value of their key. Control batches (the markers) are kept, so a
+//   reader (or a coordinator loading its partition) still sees every surviving transactional
+//   record's end. A batch left without records keeps its header when it carries a producer
+//   id, so the producer state read back from the log stays the same.
 // - A segment is rewritten into `<base>.log.cleaned`, renamed to `.log.swap` (the commit
 //   point, completed on restart), then renamed over `<base>.log` under the log lock; its
 //   indexes are rebuilt from the new file.
@@ -156,7 +160,9 @@ export class LogCleaner {
     const segments = log.allSegments;
     const nowMs = this.options.clock.now();
     const firstDirty = Math.max(this.firstDirty.get(log) ?? log.logStartOffset, log.logStartOffset);
-    let firstUncleanable = Math.min(log.activeSegment.baseOffset, log.highWatermark);
+    // The last stable offset needs the producer state: an open transaction bounds the cleaning.
+    await log.loadProducerStateIfNeeded();
+    let firstUncleanable = Math.min(log.activeSegment.baseOffset, log.highWatermark, log.lastStableOffset);
     for (const seg of segments) {
       if (seg.baseOffset < firstDirty || seg.baseOffset >= firstUncleanable) continue;
       if (log.config.minCompactionLagMs > 0 && nowMs - (await seg.largestTimestampCheap()).timestampMs < log.config.minCompactionLagMs) {
@@ -197,12 +203,13 @@ export class LogCleaner {
     const slicer = new Slicer(this.options.sliceMs, this.options.clock);
     const segments = log.allSegments.filter((s, i, all) => (all[i + 1]?.baseOffset ?? Infinity) <= range.firstUncleanable);
     const dirty = segments.filter((s) => s.baseOffset >= range.firstDirty);
+    const aborted = await abortedRanges(log, range.firstUncleanable);
     const map = new Map<string, number>();
     let mapEnd = range.firstDirty;
     for (const seg of dirty) {
       let full = false;
       await forEachBatch(seg, slicer, async (batch) => {
-        if (batch.isControl || batch.isTransactional) return true;
+        if (batch.isControl || aborted.has(batch)) return true;
         for (const r of await batchRecords(batch)) {
           if (r.key === null) continue;
           const k = r.key.toString('latin1');
@@ -223,7 +230,7 @@ export class LogCleaner {
     for (const seg of segments) {
       if (seg.baseOffset >= mapEnd) break;
       const dropTombstones = (await seg.largestTimestampCheap()).timestampMs < deleteHorizonMs;
-      const r = await this.cleanSegment(log, seg, map, dropTombstones, slicer);
+      const r = await this.cleanSegment(log, seg, map, aborted, dropTombstones, slicer);
       if (r === null) return null;
       result.segmentsCleaned++;
       result.sizeBeforeBytes += r.beforeBytes;
@@ -238,6 +245,7 @@ export class LogCleaner {
     log: PartitionLog,
     seg: LogSegment,
     map: Map<string, number>,
+    aborted: AbortedRanges,
     dropTombstones: boolean,
     slicer: Slicer,
   ): Promise<{ beforeBytes: number; afterBytes: number; removedRecords: number } | null> {
@@ -263,9 +271,11 @@ export class LogCleaner {
         };
         await forEachBatch(seg, slicer, async (batch) => {
           let bytes = batch.bytes();
-          if (!batch.isControl && !batch.isTransactional) {
+          if (!batch.isControl) {
             const all = await batchRecords(batch);
+            const discard = aborted.has(batch);
             const kept = all.filter((r) => {
+              if (discard) return false;
               if (r.key === null) return false;
               const latest = map.get(r.key.toString('latin1'));
               if (latest !== undefined && r.offset < latest) return false;
@@ -316,6 +326,28 @@ export class LogCleaner {
     }
     return { beforeBytes, afterBytes, removedRecords };
   }
+}
+
+/** The aborted transactions below an offset, by producer: which transactional batches to discard. */
+class AbortedRanges {
+  constructor(private readonly byProducer: Map<bigint, { firstOffset: number; lastOffset: number }[]>) {}
+
+  /** Whether the batch is data of an aborted transaction. */
+  has(batch: RecordBatch): boolean {
+    if (!batch.isTransactional || batch.isControl) return false;
+    const ranges = this.byProducer.get(batch.producerId);
+    return ranges?.some((r) => r.firstOffset <= batch.baseOffset && batch.baseOffset <= r.lastOffset) === true;
+  }
+}
+
+async function abortedRanges(log: PartitionLog, upperBoundOffset: number): Promise<AbortedRanges> {
+  const byProducer = new Map<bigint, { firstOffset: number; lastOffset: number }[]>();
+  for (const txn of await log.abortedTransactions(log.logStartOffset, upperBoundOffset)) {
+    const ranges = byProducer.get(txn.producerId) ?? [];
+    ranges.push({ firstOffset: txn.firstOffset, lastOffset: txn.lastOffset });
+    byProducer.set(txn.producerId, ranges);
+  }
+  return new AbortedRanges(byProducer);
 }
 
 /** Yields to the event loop once `sliceMs` of synchronous work has passed. */
