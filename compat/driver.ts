@@ -64,6 +64,16 @@ export interface TransactionSpec {
   commit: boolean;
 }
 
+export interface TransformOptions {
+  input: string;
+  output: string;
+  group: string;
+  transactionalId: string;
+  // Records to read from `input` (read_committed, from the earliest) and write to `output`.
+  count: number;
+  timeoutMs: number;
+}
+
 export interface GroupConsumeOptions {
   group: string;
   topic: string;
@@ -139,6 +149,10 @@ export interface Driver extends DriverInfo {
   // One transactional producer (transactional.id `transactionalId`) sends each transaction's
   // records and commits or aborts it, in order; resolves once the last one has ended.
   produceTransactions?(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void>;
+  // Exactly-once consume-transform-produce (KIP-447): a read_committed consumer in `group`
+  // reads `count` records of `input`, and one transaction writes their values to `output` and
+  // commits the consumer's offsets with them (the client's sendOffsetsToTransaction).
+  transformInTransaction?(options: TransformOptions): Promise<void>;
   listOffset?(topic: string, partition: number, spec: OffsetSpec): Promise<number | null>;
   groupConsume?(options: GroupConsumeOptions): Promise<GroupConsumeResult>;
   committedOffsets?(group: string, topic: string, partitions: number): Promise<(number | null)[]>;

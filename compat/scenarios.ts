@@ -402,6 +402,45 @@ const transactions = scenario({
   },
 });
 
+const consumeTransformProduce = scenario({
+  id: 'consume-transform-produce',
+  requires: ['topics-admin', 'produce-fetch', 'idempotence', 'transactions', 'groups'],
+  usesProducer: true,
+  usesConsumer: true,
+  notApplicable: (d) => (d.features.transactions ? null : "no transactional producer that commits a consumer's offsets"),
+  timeoutMs: 150_000,
+  async run({ driver, fixture, name }) {
+    const input = name('in');
+    const output = name('out');
+    const group = name('group');
+    await fixture.createTopic(input, 2);
+    await fixture.createTopic(output, 2);
+    const values = range(40).map((i) => `record ${i}`);
+    await fixture.seed(input, 0, values.slice(0, 20));
+    await fixture.seed(input, 1, values.slice(20));
+    await driver.transformInTransaction!({ input, output, group, transactionalId: name('txn'), count: 40, timeoutMs: 90_000 });
+    const consumed = await driver.consume({
+      topic: output,
+      partitions: range(2),
+      from: 'earliest',
+      autoOffsetReset: 'earliest',
+      count: 40,
+      readCommitted: true,
+      timeoutMs: 60_000,
+    });
+    assert.deepEqual(consumed.map((r) => r.value).sort(), [...values].sort(), 'every input record written once, committed');
+    // The offsets become visible with the markers, which follow the commit.
+    const end = await fixture.endOffsets(input);
+    const deadline = Date.now() + 30_000;
+    let committed = await fixture.committedOffsets(group, input, 2);
+    while (JSON.stringify(committed) !== JSON.stringify(end) && Date.now() < deadline) {
+      await sleep(200);
+      committed = await fixture.committedOffsets(group, input, 2);
+    }
+    assert.deepEqual(committed, end, "the group's offsets were committed with the transaction");
+  },
+});
+
 const offsetReset = scenario({
   id: 'offset-reset',
   requires: ['topics-admin', 'produce-fetch'],
@@ -445,6 +484,7 @@ export const SCENARIOS: readonly Scenario[] = [
   recordTooLarge,
   idempotentProducer,
   transactions,
+  consumeTransformProduce,
   offsetReset,
 ];
 

@@ -23,6 +23,7 @@ import type {
   ProducedRecord,
   TopicDescription,
   TransactionSpec,
+  TransformOptions,
 } from '../driver.ts';
 import { CODECS } from '../driver.ts';
 import { sleep } from '../support/process.ts';
@@ -299,6 +300,47 @@ class KafkajsDriver implements Driver {
       }
     } finally {
       await producer.disconnect();
+    }
+  }
+
+  async transformInTransaction(options: TransformOptions): Promise<void> {
+    const consumer = this.kafka.consumer({ groupId: options.group, readUncommitted: false, maxWaitTimeInMs: 500 });
+    const producer = this.kafka.producer({
+      allowAutoTopicCreation: false,
+      transactionalId: options.transactionalId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+    });
+    const read: { partition: number; offset: number; value: string }[] = [];
+    await consumer.connect();
+    await producer.connect();
+    try {
+      await consumer.subscribe({ topics: [options.input], fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachMessage: async ({ partition, message }) => {
+          read.push({ partition, offset: Number(message.offset), value: message.value?.toString() ?? '' });
+        },
+      });
+      await waitFor(
+        () => read.length >= options.count,
+        options.timeoutMs,
+        () => `read ${read.length} of ${options.count} records`,
+      );
+      await consumer.pause([{ topic: options.input }]);
+      const next = new Map<number, number>();
+      for (const r of read) next.set(r.partition, Math.max(next.get(r.partition) ?? 0, r.offset + 1));
+      const txn = await producer.transaction();
+      await txn.send({ topic: options.output, acks: -1, messages: read.map((r) => ({ value: r.value })) });
+      await txn.sendOffsets({
+        consumerGroupId: options.group,
+        topics: [{ topic: options.input, partitions: [...next].map(([partition, offset]) => ({ partition, offset: String(offset) })) }],
+      });
+      await txn.commit();
+    } finally {
+      await producer.disconnect();
+      await consumer.disconnect();
     }
   }
 

@@ -18,6 +18,7 @@ import type {
   ProducedRecord,
   TopicDescription,
   TransactionSpec,
+  TransformOptions,
 } from '../driver.ts';
 import { CODECS } from '../driver.ts';
 import type { Operations } from '../platformatic/driver.ts';
@@ -192,6 +193,10 @@ class PlatformaticHostDriver implements Driver {
 
   async produceTransactions(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void> {
     await this.call('produceTransactions', topic, transactionalId, transactions);
+  }
+
+  async transformInTransaction(options: TransformOptions): Promise<void> {
+    await this.call('transformInTransaction', options);
   }
 
   listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {

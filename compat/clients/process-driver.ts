@@ -12,6 +12,7 @@ import type {
   ProducedRecord,
   TopicDescription,
   TransactionSpec,
+  TransformOptions,
 } from '../driver.ts';
 import { run, tail } from '../support/process.ts';
 
@@ -96,6 +97,10 @@ export class ProcessDriver implements Driver {
 
   async produceTransactions(topic: string, transactionalId: string, transactions: TransactionSpec[]): Promise<void> {
     await this.call('produceTransactions', { topic, transactionalId, transactions });
+  }
+
+  async transformInTransaction(options: TransformOptions): Promise<void> {
+    await this.call('transformInTransaction', options);
   }
 
   listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {

@@ -84,6 +84,7 @@ public final class CompatDriver {
       case "deleteTopic": return deleteTopic(p.get("topic").asText());
       case "produce": return produce(p);
       case "produceTransactions": return produceTransactions(p);
+      case "transformInTransaction": return transformInTransaction(p);
       case "consume": return consume(p);
       case "listOffset": return listOffset(p);
       case "groupConsume": return groupConsume(p);
@@ -239,6 +240,40 @@ public final class CompatDriver {
         if (txn.get("commit").asBoolean()) producer.commitTransaction();
         else producer.abortTransaction();
       }
+    }
+    return NullNode.instance;
+  }
+
+  private static Object transformInTransaction(JsonNode p) throws Exception {
+    Properties consumerConfig = consumerProps(p.get("group").asText(), "earliest");
+    consumerConfig.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    Properties producerConfig = new Properties();
+    producerConfig.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    producerConfig.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, p.get("transactionalId").asText());
+    producerConfig.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    String output = p.get("output").asText();
+    int count = p.get("count").asInt();
+    long deadline = System.currentTimeMillis() + p.get("timeoutMs").asLong();
+    try (KafkaConsumer<byte[], byte[]> consumer =
+            new KafkaConsumer<>(consumerConfig, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        KafkaProducer<byte[], byte[]> producer =
+            new KafkaProducer<>(producerConfig, new ByteArraySerializer(), new ByteArraySerializer())) {
+      producer.initTransactions();
+      consumer.subscribe(List.of(p.get("input").asText()));
+      List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+      while (read.size() < count) {
+        if (System.currentTimeMillis() > deadline) throw new IllegalStateException("read " + read.size() + " of " + count + " records");
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) read.add(r);
+      }
+      producer.beginTransaction();
+      Map<TopicPartition, OffsetAndMetadata> offsets = new TreeMap<>((a, b) -> a.toString().compareTo(b.toString()));
+      for (ConsumerRecord<byte[], byte[]> r : read) {
+        producer.send(new ProducerRecord<>(output, r.value()));
+        offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+      }
+      // The group's generation and member id go with the offsets (KIP-447).
+      producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+      producer.commitTransaction();
     }
     return NullNode.instance;
   }

@@ -25,6 +25,7 @@ import type {
   ProducedRecord,
   TopicDescription,
   TransactionSpec,
+  TransformOptions,
 } from '../driver.ts';
 import { sleep } from '../support/process.ts';
 
@@ -223,6 +224,54 @@ export class PlatformaticDriver implements Required<Operations> {
       await consumer.close(true);
     }
     return records;
+  }
+
+  async transformInTransaction(options: TransformOptions): Promise<void> {
+    const consumer = this.consumer(options.group);
+    const producer = new Producer({
+      ...this.base('producer'),
+      serializers: { key: stringSerializer, value: stringSerializer },
+      transactionalId: options.transactionalId,
+      idempotent: true,
+      acks: -1,
+      partitioner: compatibilityPartitioner,
+    });
+    const read: StringMessage[] = [];
+    try {
+      const stream = await consumer.consume({
+        topics: [options.input],
+        autocommit: false,
+        mode: 'committed',
+        fallbackMode: 'earliest',
+        isolationLevel: 1,
+      });
+      let failure: unknown = null;
+      stream.on('error', (error) => (failure = error));
+      stream.on('data', (m: StringMessage) => read.push(m));
+      await waitFor(
+        () => {
+          if (failure) throw new Error(describe(failure));
+          return read.length >= options.count;
+        },
+        options.timeoutMs,
+        () => `read ${read.length} of ${options.count}`,
+      );
+      stream.pause();
+      const txn = await producer.beginTransaction();
+      await txn.send({ acks: -1, messages: read.map((m) => ({ topic: options.output, value: m.value })) });
+      // The offset after the last record read of each partition, committed with the transaction.
+      const last = new Map<number, StringMessage>();
+      for (const m of read) if ((last.get(m.partition)?.offset ?? -1n) < m.offset) last.set(m.partition, m);
+      await txn.addConsumer(consumer);
+      for (const m of last.values()) await txn.addOffset(m);
+      await txn.commit();
+      await stream.close();
+    } catch (error) {
+      throw new Error(describe(error));
+    } finally {
+      await producer.close();
+      await consumer.close(true);
+    }
   }
 
   async listOffset(topic: string, partition: number, spec: OffsetSpec): Promise<number | null> {

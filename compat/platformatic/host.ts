@@ -30,6 +30,7 @@ const METHODS = new Set<string>([
   'alterConfigs',
   'deleteTopic',
   'produceTransactions',
+  'transformInTransaction',
   'produce',
   'consume',
   'listOffset',

@@ -133,6 +133,45 @@ def produce_transactions(topic, transactionalId, transactions):
     return None
 
 
+def transform_in_transaction(input, output, group, transactionalId, count, timeoutMs):
+    consumer = Consumer({
+        "bootstrap.servers": BOOTSTRAP,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    })
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "transactional.id": transactionalId, "linger.ms": 5})
+    try:
+        producer.init_transactions(60)
+        consumer.subscribe([input])
+        read = []
+        deadline = deadline_after(timeoutMs)
+        while len(read) < count:
+            if past(deadline):
+                raise RuntimeError("read %d of %d records" % (len(read), count))
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == -191:  # _PARTITION_EOF is informational
+                    continue
+                raise KafkaException(msg.error())
+            read.append(msg)
+        producer.begin_transaction()
+        for msg in read:
+            producer.produce(output, value=msg.value())
+            producer.poll(0)
+        # The consumer's positions (the offset after each partition's last record) and its
+        # group metadata (generation and member id, KIP-447) go with the transaction.
+        positions = consumer.position(consumer.assignment())
+        producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 60)
+        producer.commit_transaction(60)
+    finally:
+        consumer.close()
+    return None
+
+
 def to_record(msg):
     return {
         "partition": msg.partition(),
@@ -272,6 +311,7 @@ serve({name: with_bootstrap(fn) for name, fn in {
     "deleteTopic": delete_topic,
     "produce": produce,
     "produceTransactions": produce_transactions,
+    "transformInTransaction": transform_in_transaction,
     "consume": consume,
     "listOffset": list_offset,
     "groupConsume": group_consume,
