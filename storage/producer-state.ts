@@ -173,6 +173,9 @@ export class ProducerStateManager {
             message: `epoch ${epoch} of producer ${pid} is older than the current epoch ${current.producerEpoch}`,
           };
         }
+        const unverified = seen === undefined ? this.missesVerification(batch, verification) : null;
+        if (unverified !== null) return unverified;
+        pending.set(pid, { epoch, lastSeq: batch.lastSequence });
         continue;
       }
       if (seen === undefined && current !== undefined && epoch === current.producerEpoch) {
@@ -209,18 +212,23 @@ export class ProducerStateManager {
           };
         }
       }
-      if (
-        verification !== undefined &&
-        batch.isTransactional &&
-        seen === undefined &&
-        !this.hasOngoingTransaction(pid, epoch) &&
-        (verification.guard === null || verification.guard !== this.verificationGuards.get(pid))
-      ) {
-        return { result: 'error', code: 'INVALID_TXN_STATE', message: `record of producer ${pid} was not part of an ongoing transaction` };
-      }
+      const unverified = seen === undefined ? this.missesVerification(batch, verification) : null;
+      if (unverified !== null) return unverified;
       pending.set(pid, { epoch, lastSeq: batch.lastSequence });
     }
     return { result: 'ok' };
+  }
+
+  /**
+   * KIP-890 part 1: a transactional batch that would open its producer's transaction here
+   * needs the verification guard the state still holds (when the append asks for verification).
+   */
+  private missesVerification(batch: RecordBatch, verification: TransactionVerification | undefined): ProducerCheck | null {
+    if (verification === undefined || !batch.isTransactional) return null;
+    const pid = batch.producerId;
+    if (this.hasOngoingTransaction(pid, batch.producerEpoch)) return null;
+    if (verification.guard !== null && verification.guard === this.verificationGuards.get(pid)) return null;
+    return { result: 'error', code: 'INVALID_TXN_STATE', message: `record of producer ${pid} was not part of an ongoing transaction` };
   }
 
   /** Whether the producer, at this epoch, has a transaction open on the partition. */

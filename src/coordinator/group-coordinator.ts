@@ -10,7 +10,8 @@ import type { Clock, TimerHandle } from '../runtime/clock.ts';
 import { systemRandom, type Random } from '../runtime/random.ts';
 import type { CoordinatorRecord, GroupSnapshot } from './records.ts';
 import { OffsetStore } from './offset-store.ts';
-import type { ReplayedBatch, TransactionalProducer } from './runtime.ts';
+import type { ReplayedBatch, TransactionalProducer, TransactionVerificationOutcome } from './runtime.ts';
+import type { TransactionVerification } from '../replication/log.ts';
 import { coordinatorPartitionFor } from './partitioning.ts';
 import { NO_TIMESTAMP, retentionPassed } from './timestamps.ts';
 import { guarded, runGuarded, type FailureSink } from '../runtime/guard.ts';
@@ -32,7 +33,14 @@ export interface GroupCoordinatorConfig {
  * open transaction.
  */
 export interface CoordinatorLog {
-  append(partition: number, records: CoordinatorRecord[], producer?: TransactionalProducer): Promise<number>;
+  append(
+    partition: number,
+    records: CoordinatorRecord[],
+    producer?: TransactionalProducer,
+    verification?: TransactionVerification,
+  ): Promise<number>;
+  /** KIP-890 part 1: the producer's transaction holds the partition (CoordinatorRuntime.verifyTransaction); absent: not verified. */
+  verifyTransaction?(partition: number, transactionalId: string, producer: TransactionalProducer): Promise<TransactionVerificationOutcome>;
 }
 
 export interface JoinGroupParams {
@@ -978,10 +986,11 @@ export class GroupCoordinator {
    */
   async txnCommitOffsets(
     groupId: string,
-    producer: TransactionalProducer,
+    transaction: TransactionalProducer & { transactionalId: string; requestVersion: number },
     member: { memberId: string; groupInstanceId: string | null; generationId: number },
     entries: OffsetCommitEntry[],
   ): Promise<number[]> {
+    const producer = { producerId: transaction.producerId, producerEpoch: transaction.producerEpoch };
     const all = (code: number) => entries.map(() => code);
     const error = this.validateGroupRequest(groupId);
     if (error !== NO_ERROR) return all(error);
@@ -999,10 +1008,22 @@ export class GroupCoordinator {
         if (member.generationId !== group.generationId) return all(Errors.ILLEGAL_GENERATION.code);
       }
     }
-    return this.storeOffsets(group, entries, producer);
+    // KIP-890 part 1: the offsets partition must be in the transaction (AddOffsetsToTxn), or
+    // the offsets would wait for a marker that never comes and hold the group's stable reads.
+    const verified = await (this.log.verifyTransaction?.(this.partitionFor(groupId), transaction.transactionalId, producer) ?? {
+      verification: undefined,
+    });
+    if (!('verification' in verified)) return all(txnOffsetCommitVerificationError(verified, transaction.requestVersion));
+    if (this.groups.get(groupId) !== group) return all(Errors.COORDINATOR_NOT_AVAILABLE.code);
+    return this.storeOffsets(group, entries, producer, verified.verification);
   }
 
-  private async storeOffsets(group: Group, entries: OffsetCommitEntry[], producer: TransactionalProducer | null): Promise<number[]> {
+  private async storeOffsets(
+    group: Group,
+    entries: OffsetCommitEntry[],
+    producer: TransactionalProducer | null,
+    verification?: TransactionVerification,
+  ): Promise<number[]> {
     const nowMs = this.clock.now();
     const codes: number[] = [];
     const records: CoordinatorRecord[] = [];
@@ -1027,7 +1048,7 @@ export class GroupCoordinator {
       });
     }
     if (records.length === 0) return codes;
-    const { errorCode, baseOffset } = await this.append(group.groupId, records, producer ?? undefined);
+    const { errorCode, baseOffset } = await this.append(group.groupId, records, producer ?? undefined, verification);
     if (errorCode !== NO_ERROR) return codes.map((c) => (c === NO_ERROR ? errorCode : c));
     this.replayAppended(group, records, baseOffset, producer?.producerId ?? null);
     return codes;
@@ -1307,9 +1328,10 @@ export class GroupCoordinator {
     groupId: string,
     records: CoordinatorRecord[],
     producer?: TransactionalProducer,
+    verification?: TransactionVerification,
   ): Promise<{ errorCode: number; baseOffset: number }> {
     try {
-      return { errorCode: NO_ERROR, baseOffset: await this.log.append(this.partitionFor(groupId), records, producer) };
+      return { errorCode: NO_ERROR, baseOffset: await this.log.append(this.partitionFor(groupId), records, producer, verification) };
     } catch (err) {
       const code = err instanceof KafkaError ? err.code : undefined;
       return { errorCode: appendErrorCode(code), baseOffset: -1 };
@@ -1330,8 +1352,34 @@ function appendErrorCode(code: number | undefined): number {
     case Errors.RECORD_LIST_TOO_LARGE.code:
       return Errors.INVALID_COMMIT_OFFSET_SIZE.code;
     case Errors.INVALID_PRODUCER_EPOCH.code:
-      return Errors.INVALID_PRODUCER_EPOCH.code;
+    case Errors.INVALID_TXN_STATE.code:
+      return code;
     default:
       return Errors.COORDINATOR_NOT_AVAILABLE.code;
+  }
+}
+
+/**
+ * A TxnOffsetCommit whose transaction could not be verified, answered as Kafka's group
+ * coordinator does: the transaction coordinator's errors as producers know them (v4+ knows
+ * TRANSACTION_ABORTABLE), transient ones as COORDINATOR_NOT_AVAILABLE so that the producer
+ * retries, the offsets partition's own as for an append.
+ */
+function txnOffsetCommitVerificationError(failure: { errorCode: number; fromCoordinator: boolean }, requestVersion: number): number {
+  const code = failure.errorCode;
+  if (!failure.fromCoordinator) return appendErrorCode(code);
+  switch (code) {
+    case Errors.PRODUCER_FENCED.code:
+      return Errors.INVALID_PRODUCER_EPOCH.code;
+    case Errors.TRANSACTION_ABORTABLE.code:
+      return requestVersion >= 4 ? code : Errors.INVALID_TXN_STATE.code;
+    case Errors.CONCURRENT_TRANSACTIONS.code:
+    case Errors.NETWORK_EXCEPTION.code:
+    case Errors.COORDINATOR_LOAD_IN_PROGRESS.code:
+    case Errors.COORDINATOR_NOT_AVAILABLE.code:
+    case Errors.NOT_COORDINATOR.code:
+      return Errors.COORDINATOR_NOT_AVAILABLE.code;
+    default:
+      return code;
   }
 }

@@ -19,6 +19,7 @@ import {
   type RecordBatch,
 } from '../../protocol/records/index.ts';
 import type { Clock, TimerHandle } from '../runtime/clock.ts';
+import type { TransactionVerification } from '../replication/log.ts';
 import { guarded } from '../runtime/guard.ts';
 
 export interface CoordinatorEndpoint {
@@ -38,9 +39,15 @@ export interface CoordinatorTopicAccess {
   partitionExists(topic: string, partition: number): boolean;
   /**
    * Appends one batch as leader with acks=all; resolves with its base offset once committed,
-   * throws an error carrying `errorCode` on failure.
+   * throws an error carrying `errorCode` on failure. `verification`: a transactional batch's
+   * (KIP-890 part 1), from verifyTransaction.
    */
-  append(partition: number, batch: Buffer): Promise<number>;
+  append(partition: number, batch: Buffer, verification?: TransactionVerification): Promise<number>;
+  /**
+   * KIP-890 part 1: asks the producer's transaction coordinator whether the partition is in its
+   * transaction, as a produce's first transactional batch is verified. Absent: no verification.
+   */
+  verifyTransaction?(partition: number, transactionalId: string, producer: TransactionalProducer): Promise<TransactionVerificationOutcome>;
   /** The partition's batches from its log start to its log end (as its leader), in order. */
   readBatches(partition: number): AsyncIterable<RecordBatch>;
   /**
@@ -57,6 +64,11 @@ export interface CoordinatorRecordCodec<R> {
   /** null for a record of a type this coordinator does not keep. */
   decode(key: Buffer, value: Buffer | null): R | null;
 }
+
+/** A verified transaction to append with (undefined when verification is off), or why not. */
+export type TransactionVerificationOutcome =
+  | { verification: TransactionVerification | undefined }
+  | { errorCode: number; message: string; fromCoordinator: boolean };
 
 /** Where the records a load replays come from. */
 export interface ReplayedBatch {
@@ -223,7 +235,12 @@ export class CoordinatorRuntime<R> {
    * Appends `records` to a partition this broker leads, with acks=all, as one batch: a
    * transactional one of `producer` when given. Resolves with the offset of the first record.
    */
-  async append(partition: number, records: readonly R[], producer?: TransactionalProducer): Promise<number> {
+  async append(
+    partition: number,
+    records: readonly R[],
+    producer?: TransactionalProducer,
+    verification?: TransactionVerification,
+  ): Promise<number> {
     const nowMs = this.options.clock.now();
     const batch = await buildRecordBatch(
       producer === undefined
@@ -232,7 +249,12 @@ export class CoordinatorRuntime<R> {
           { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: 0, isTransactional: true },
       records.map((r) => ({ ...this.options.codec.encode(r), timestamp: nowMs })),
     );
-    return this.options.access.append(partition, batch);
+    return this.options.access.append(partition, batch, verification);
+  }
+
+  /** See CoordinatorTopicAccess.verifyTransaction. */
+  verifyTransaction(partition: number, transactionalId: string, producer: TransactionalProducer): Promise<TransactionVerificationOutcome> {
+    return this.options.access.verifyTransaction?.(partition, transactionalId, producer) ?? Promise.resolve({ verification: undefined });
   }
 
   /**

@@ -46,7 +46,10 @@ export class GroupCoordinatorService {
   private readonly runtime: CoordinatorRuntime<CoordinatorRecord>;
 
   constructor(private readonly options: GroupCoordinatorServiceOptions) {
-    const log: CoordinatorLog = { append: (partition, records, producer) => this.runtime.append(partition, records, producer) };
+    const log: CoordinatorLog = {
+      append: (partition, records, producer, verification) => this.runtime.append(partition, records, producer, verification),
+      verifyTransaction: (partition, transactionalId, producer) => this.runtime.verifyTransaction(partition, transactionalId, producer),
+    };
     const coordinator = new GroupCoordinator(options.config, options.clock, log, options.onError, options.random);
     this.coordinator = coordinator;
     this.runtime = new CoordinatorRuntime<CoordinatorRecord>({

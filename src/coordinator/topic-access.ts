@@ -49,12 +49,17 @@ export function coordinatorTopicAccess(
       return metadata.image().partition(name, partition) !== undefined;
     },
 
-    async append(partition, batch) {
+    verifyTransaction(partition, transactionalId, producer) {
+      return replicaManager.verifyCoordinatorAppend(topic, partition, transactionalId, producer.producerId, producer.producerEpoch);
+    },
+
+    async append(partition, batch, verification) {
       const { errorCode, errorMessage, baseOffset } = await replicaManager.appendAsCoordinator(
         topic,
         partition,
         batch,
         spec.appendTimeoutMs,
+        verification,
       );
       if (errorCode !== Errors.NONE.code) {
         throw new KafkaError(errorByCode(errorCode), `append to ${topic}-${partition} failed: ${errorMessage ?? errorCode}`);

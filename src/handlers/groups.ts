@@ -221,6 +221,7 @@ export async function handleOffsetCommit(
 export async function handleTxnOffsetCommit(
   groups: GroupHandlerServices,
   request: TxnOffsetCommitRequest,
+  version: number,
 ): Promise<TxnOffsetCommitResponse> {
   const entries: OffsetCommitEntry[] = [];
   const unknown = new Set<string>();
@@ -244,7 +245,12 @@ export async function handleTxnOffsetCommit(
     entries.length > 0
       ? await groups.coordinator.txnCommitOffsets(
           request.groupId,
-          { producerId: request.producerId, producerEpoch: request.producerEpoch },
+          {
+            transactionalId: request.transactionalId,
+            producerId: request.producerId,
+            producerEpoch: request.producerEpoch,
+            requestVersion: version,
+          },
           { memberId: request.memberId, groupInstanceId: request.groupInstanceId, generationId: request.generationId },
           entries,
         )

@@ -302,7 +302,7 @@ function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServic
   registry.register(ApiKey.Heartbeat, (_ctx, request) => handleHeartbeat(groups, request));
   registry.register(ApiKey.LeaveGroup, (_ctx, request, version) => handleLeaveGroup(groups, request, version));
   registry.register(ApiKey.OffsetCommit, (_ctx, request, version) => handleOffsetCommit(groups, request, version));
-  registry.register(ApiKey.TxnOffsetCommit, (_ctx, request) => handleTxnOffsetCommit(groups, request));
+  registry.register(ApiKey.TxnOffsetCommit, (_ctx, request, version) => handleTxnOffsetCommit(groups, request, version));
   registry.register(ApiKey.OffsetFetch, (_ctx, request, version) => handleOffsetFetch(groups, request, version));
   registry.register(ApiKey.ListGroups, (_ctx, request, version) => handleListGroups(groups, request, version));
   registry.register(ApiKey.DescribeGroups, (_ctx, request) => handleDescribeGroups(groups, request));

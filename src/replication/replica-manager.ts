@@ -628,6 +628,7 @@ export class ReplicaManager {
     partitionIndex: number,
     batches: Buffer,
     timeoutMs: number,
+    verification?: TransactionVerification,
   ): Promise<{ errorCode: number; errorMessage: string | null; baseOffset: number }> {
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
     if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, errorMessage: null, baseOffset: -1 };
@@ -659,6 +660,7 @@ export class ReplicaManager {
         lastSequence: first.lastSequence,
         isTransactional: first.isTransactional,
         origin: 'coordinator',
+        verification,
       },
       timeoutMs,
     );
@@ -752,7 +754,54 @@ export class ReplicaManager {
    * KIP-890 part 1 (Kafka's maybeStartTransactionVerificationForPartition): the first batch of
    * a producer's transaction on a partition is appended only once its coordinator confirmed the
    * partition is in the transaction, and with the guard the log handed out before asking (a
-   * marker written meanwhile voids it). The coordinator's errors become the ones producers
+   * marker written meanwhile voids it). Resolves with the verification to append with, or the
+   * coordinator's error (`fromCoordinator`) or the partition's.
+   */
+  private async verifyTransaction(
+    partition: Partition,
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+  ): Promise<{ verification: TransactionVerification } | { errorCode: number; message: string; fromCoordinator: boolean }> {
+    let guard: VerificationGuard | null;
+    try {
+      guard = await partition.log.startTransactionVerification(producerId, producerEpoch);
+    } catch (err) {
+      const { errorCode, message } = partition.offline ? offlineError(partition.key) : storageErrorToKafka(err);
+      return { errorCode, message: message ?? `verifying the transaction on ${partition.key} failed`, fromCoordinator: false };
+    }
+    if (guard === null) return { verification: { guard: null } };
+    const verify = this.options.verifyTransaction!;
+    const code = await verify(transactionalId, producerId, producerEpoch, partition.topic, partition.partition);
+    if (code === Errors.NONE.code) return { verification: { guard } };
+    return {
+      errorCode: code,
+      message: `Unable to verify the partition has been added to the transaction: ${errorByCode(code).name}`,
+      fromCoordinator: true,
+    };
+  }
+
+  /**
+   * A coordinator's transactional append (TxnOffsetCommit) verified as a client's produce is:
+   * resolves with the verification to append with (undefined when verification is off), or
+   * the error: the transaction coordinator's, or the partition's.
+   */
+  async verifyCoordinatorAppend(
+    topic: string,
+    partitionIndex: number,
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+  ): Promise<{ verification: TransactionVerification | undefined } | { errorCode: number; message: string; fromCoordinator: boolean }> {
+    if (this.options.verifyTransaction === undefined) return { verification: undefined };
+    const { partition, errorCode } = this.leaderError(topic, partitionIndex);
+    if (partition === null || errorCode !== Errors.NONE.code)
+      return { errorCode, message: `not the leader of ${topic}-${partitionIndex}`, fromCoordinator: false };
+    return this.verifyTransaction(partition, transactionalId, producerId, producerEpoch);
+  }
+
+  /**
+   * A produce's verification, with the coordinator's errors turned into the ones producers
    * know how to handle, as Kafka's AddPartitionsToTxnManager and ReplicaManager map them.
    */
   private async verifyTransactionalAppend(
@@ -761,18 +810,10 @@ export class ReplicaManager {
     validated: ValidatedRecords,
     produceVersion: number,
   ): Promise<TransactionVerification | { errorCode: number; message: string }> {
-    let guard: VerificationGuard | null;
-    try {
-      guard = await partition.log.startTransactionVerification(validated.producerId, validated.producerEpoch);
-    } catch (err) {
-      const { errorCode, message } = partition.offline ? offlineError(partition.key) : storageErrorToKafka(err);
-      return { errorCode, message: message ?? `verifying the transaction on ${partition.key} failed` };
-    }
-    if (guard === null) return { guard: null };
-    const verify = this.options.verifyTransaction!;
-    const code = await verify(transactionalId, validated.producerId, validated.producerEpoch, partition.topic, partition.partition);
-    if (code === Errors.NONE.code) return { guard };
-    const why = `Unable to verify the partition has been added to the transaction: ${errorByCode(code).name}`;
+    const outcome = await this.verifyTransaction(partition, transactionalId, validated.producerId, validated.producerEpoch);
+    if ('verification' in outcome) return outcome.verification;
+    const { errorCode: code, message: why } = outcome;
+    if (!outcome.fromCoordinator) return { errorCode: code, message: why };
     switch (code) {
       case Errors.PRODUCER_FENCED.code:
         return { errorCode: Errors.INVALID_PRODUCER_EPOCH.code, message: why };

@@ -29,6 +29,7 @@ import {
   type ProduceResponse,
 } from '../../../protocol/messages/produce.ts';
 import { buildRecordBatch } from '../../../protocol/records/index.ts';
+import { makeTxnOffsetCommitRequest, type TxnOffsetCommitResponse } from '../../../protocol/messages/txn-offset-commit.ts';
 import { JVM_OPTIONS, javaClasspath, javaUnavailable } from '../../../compat/clients/java.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { kafkaTransactions } from '../../helpers/kafka-transactions.ts';
@@ -519,6 +520,36 @@ print(json.dumps(sorted(values)))
       ).errorCode;
 
     assert.equal(await produce(9), Errors.INVALID_TXN_STATE.code, 'not added: refused (INVALID_TXN_STATE before Produce v11)');
+    // Offsets of a transaction that never added the group's offsets partition (no AddOffsetsToTxn).
+    let offsetCommitError = -1;
+    await eventually(
+      'the group coordinator answers TxnOffsetCommit',
+      async () => {
+        const res = await call<TxnOffsetCommitResponse>(
+          client,
+          ApiKey.TxnOffsetCommit,
+          3,
+          makeTxnOffsetCommitRequest({
+            transactionalId,
+            groupId: 'verify-group',
+            producerId: producer.producerId,
+            producerEpoch: producer.producerEpoch,
+            generationId: -1,
+            memberId: '',
+            topics: [
+              { name: topic, partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: '' }] },
+            ],
+          }),
+        );
+        offsetCommitError = res.topics[0]!.partitions[0]!.errorCode;
+        return ![Errors.COORDINATOR_NOT_AVAILABLE.code, Errors.NOT_COORDINATOR.code, Errors.COORDINATOR_LOAD_IN_PROGRESS.code].includes(
+          offsetCommitError,
+        );
+      },
+      30_000,
+    );
+    assert.equal(offsetCommitError, Errors.INVALID_TXN_STATE.code);
+    assert.deepEqual(await fetchCommitted('verify-group', topic, true), [Errors.NONE.code, -1], 'nothing pending holds the group');
     assert.equal(await produce(11), Errors.TRANSACTION_ABORTABLE.code, 'Produce v11 knows TRANSACTION_ABORTABLE');
     assert.equal(await addPartition(), Errors.NONE.code);
     assert.equal(await produce(9), Errors.NONE.code);

@@ -11,6 +11,7 @@ import { ManualClock } from '../../helpers/manual-clock.ts';
 import { coordinatorPartitionFor, javaStringHashCode } from '../../../src/coordinator/partitioning.ts';
 
 class MemoryLog implements CoordinatorLog {
+  verifyTransaction?: CoordinatorLog['verifyTransaction'];
   readonly records: { partition: number; record: CoordinatorRecord; producer?: TransactionalProducer }[] = [];
   failWith: number | null = null;
   /** The log offset of a record is its index in `records`. */
@@ -491,6 +492,7 @@ describe('group coordinator (classic protocol)', () => {
 
 describe('group coordinator: transactional offset commits (KIP-447)', () => {
   const producer = { producerId: 7n, producerEpoch: 2 };
+  const transaction = { ...producer, transactionalId: 'tx', requestVersion: 3 };
   const offset = (value: bigint) => ({ topic: 't', partition: 0, offset: value, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 });
   const fetch = (coordinator: GroupCoordinator, requireStable: boolean) =>
     coordinator.fetchOffsets(GROUP, [{ topic: 't', partition: 0 }], requireStable).offsets[0]!;
@@ -500,7 +502,7 @@ describe('group coordinator: transactional offset commits (KIP-447)', () => {
     const member = ctx.results[0]!;
     const partition = ctx.coordinator.partitionFor(GROUP);
     const identity = { memberId: member.memberId, groupInstanceId: null, generationId: member.generationId };
-    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, producer, identity, [offset(10n)]), [0]);
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, transaction, identity, [offset(10n)]), [0]);
     const written = ctx.log.records.at(-1)!;
     assert.deepEqual(written.producer, producer, 'the record belongs to the producer transaction');
     assert.equal(fetch(ctx.coordinator, false).offset, -1n);
@@ -510,7 +512,7 @@ describe('group coordinator: transactional offset commits (KIP-447)', () => {
     ctx.coordinator.completeTransaction(partition, producer.producerId, true);
     assert.deepEqual([fetch(ctx.coordinator, true).errorCode, fetch(ctx.coordinator, true).offset], [0, 10n]);
 
-    await ctx.coordinator.txnCommitOffsets(GROUP, producer, identity, [offset(20n)]);
+    await ctx.coordinator.txnCommitOffsets(GROUP, transaction, identity, [offset(20n)]);
     ctx.coordinator.completeTransaction(partition, producer.producerId, false);
     assert.deepEqual([fetch(ctx.coordinator, true).errorCode, fetch(ctx.coordinator, true).offset], [0, 10n], 'aborted');
   });
@@ -523,16 +525,17 @@ describe('group coordinator: transactional offset commits (KIP-447)', () => {
       generationId,
       groupInstanceId,
     });
-    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, producer, as('gone', member.generationId), [offset(1n)]), [
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, transaction, as('gone', member.generationId), [offset(1n)]), [
       Errors.UNKNOWN_MEMBER_ID.code,
     ]);
-    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, producer, as(member.memberId, member.generationId - 1), [offset(1n)]), [
+    assert.deepEqual(
+      await ctx.coordinator.txnCommitOffsets(GROUP, transaction, as(member.memberId, member.generationId - 1), [offset(1n)]),
+      [Errors.ILLEGAL_GENERATION.code],
+    );
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets('no-such-group', transaction, as('m', 3), [offset(1n)]), [
       Errors.ILLEGAL_GENERATION.code,
     ]);
-    assert.deepEqual(await ctx.coordinator.txnCommitOffsets('no-such-group', producer, as('m', 3), [offset(1n)]), [
-      Errors.ILLEGAL_GENERATION.code,
-    ]);
-    assert.deepEqual(await ctx.coordinator.txnCommitOffsets('no-such-group', producer, as('', -1), [offset(1n)]), [0]);
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets('no-such-group', transaction, as('', -1), [offset(1n)]), [0]);
   });
 
   it('reads pending offsets and markers back from the log, and applies a marker that reached a loading partition', async () => {
@@ -540,7 +543,7 @@ describe('group coordinator: transactional offset commits (KIP-447)', () => {
     const member = ctx.results[0]!;
     const partition = ctx.coordinator.partitionFor(GROUP);
     const identity = { memberId: member.memberId, groupInstanceId: null, generationId: member.generationId };
-    await ctx.coordinator.txnCommitOffsets(GROUP, producer, identity, [offset(30n)]);
+    await ctx.coordinator.txnCommitOffsets(GROUP, transaction, identity, [offset(30n)]);
 
     const load = (completeDuringLoad: boolean) => {
       const restarted = new GroupCoordinator(ctx.config, ctx.clock, new MemoryLog());
@@ -561,5 +564,24 @@ describe('group coordinator: transactional offset commits (KIP-447)', () => {
     const fromMarker = load(false);
     fromMarker.replayEndTransaction(partition, producer.producerId, true);
     assert.equal(fetch(fromMarker, true).offset, 30n);
+  });
+
+  it('KIP-890 part 1: refuses offsets of a transaction that does not hold the offsets partition, and appends nothing', async () => {
+    const ctx = await stableGroup(1);
+    const member = ctx.results[0]!;
+    const identity = { memberId: member.memberId, groupInstanceId: null, generationId: member.generationId };
+    const asked: unknown[] = [];
+    ctx.log.verifyTransaction = async (...args) => {
+      asked.push(args);
+      return { errorCode: Errors.TRANSACTION_ABORTABLE.code, message: 'not in the transaction', fromCoordinator: true };
+    };
+    const before = ctx.log.records.length;
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, transaction, identity, [offset(10n)]), [Errors.INVALID_TXN_STATE.code]);
+    assert.deepEqual(await ctx.coordinator.txnCommitOffsets(GROUP, { ...transaction, requestVersion: 4 }, identity, [offset(10n)]), [
+      Errors.TRANSACTION_ABORTABLE.code,
+    ]);
+    assert.deepEqual(asked[0], [ctx.coordinator.partitionFor(GROUP), 'tx', producer]);
+    assert.equal(ctx.log.records.length, before, 'nothing appended');
+    assert.equal(fetch(ctx.coordinator, true).errorCode, 0, 'no pending offsets hold stable reads');
   });
 });
