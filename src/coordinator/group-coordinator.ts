@@ -14,7 +14,7 @@ import type { ReplayedBatch, TransactionalProducer, TransactionVerificationOutco
 import type { TransactionVerification } from '../replication/log.ts';
 import { coordinatorPartitionFor } from './partitioning.ts';
 import { NO_TIMESTAMP, retentionPassed } from './timestamps.ts';
-import { guarded, runGuarded, type FailureSink } from '../runtime/guard.ts';
+import { guarded, runGuarded, schedulePeriodic, type FailureSink } from '../runtime/guard.ts';
 
 export interface GroupCoordinatorConfig {
   offsetsTopicPartitions: number;
@@ -138,7 +138,7 @@ export class GroupCoordinator {
   private readonly syncTimers = new Map<string, TimerHandle>();
   /** Groups whose first rebalance waits out group.initial.rebalance.delay.ms. */
   private readonly initialJoins = new Set<string>();
-  private expirationTimer: TimerHandle | null = null;
+  private stopOffsetExpiration: (() => void) | null = null;
 
   /**
    * @param onError where a failure of a timer, a loader step or a request's state change is
@@ -227,11 +227,17 @@ export class GroupCoordinator {
   }
 
   start(): void {
-    this.scheduleOffsetExpiration();
+    this.stopOffsetExpiration = schedulePeriodic(
+      this.clock,
+      this.config.offsetsRetentionCheckIntervalMs,
+      this.onError,
+      'offset expiration',
+      () => this.expireOffsets(),
+    );
   }
 
   shutdown(): void {
-    if (this.expirationTimer !== null) this.clock.clearTimeout(this.expirationTimer);
+    this.stopOffsetExpiration?.();
     for (const timers of [this.heartbeatTimers, this.joinTimers, this.syncTimers]) {
       for (const t of timers.values()) this.clock.clearTimeout(t);
       timers.clear();
@@ -1235,13 +1241,6 @@ export class GroupCoordinator {
   }
 
   // ---- offset expiration (offsets.retention.minutes, KIP-211) ----------------------------
-
-  private scheduleOffsetExpiration(): void {
-    this.expirationTimer = this.clock.setTimeout(
-      guarded(this.onError, 'offset expiration', () => this.expireOffsets().finally(() => this.scheduleOffsetExpiration())),
-      Math.max(0, this.config.offsetsRetentionCheckIntervalMs),
-    );
-  }
 
   /**
    * A consumer group's offsets expire once it has been empty for the retention period; a

@@ -8,8 +8,8 @@
 // transactions are aborted; idle transactional ids expire.
 
 import { Errors, KafkaError } from '../../protocol/errors.ts';
-import type { Clock, TimerHandle } from '../runtime/clock.ts';
-import { guarded, runGuarded, type FailureSink } from '../runtime/guard.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { runGuarded, schedulePeriodic, type FailureSink } from '../runtime/guard.ts';
 import { coordinatorPartitionFor } from './partitioning.ts';
 import {
   NO_PRODUCER_EPOCH,
@@ -100,8 +100,7 @@ export class TransactionCoordinator {
   private readonly loadingEpochs = new Map<number, number>();
   /** The coordinator epoch of each partition served. */
   private readonly loadedEpochs = new Map<number, number>();
-  private abortTimer: TimerHandle | null = null;
-  private expireTimer: TimerHandle | null = null;
+  private readonly stopTimers: (() => void)[] = [];
   private stopped = false;
 
   constructor(
@@ -118,14 +117,19 @@ export class TransactionCoordinator {
   }
 
   start(): void {
-    this.scheduleAbortTimedOut();
-    this.scheduleExpiration();
+    this.stopTimers.push(
+      schedulePeriodic(this.clock, this.config.abortTimedOutIntervalMs, this.onError, 'aborting timed-out transactions', () =>
+        this.abortTimedOutTransactions(),
+      ),
+      schedulePeriodic(this.clock, this.config.removeExpiredIntervalMs, this.onError, 'expiring transactional ids', () =>
+        this.expireTransactionalIds(),
+      ),
+    );
   }
 
   shutdown(): void {
     this.stopped = true;
-    if (this.abortTimer !== null) this.clock.clearTimeout(this.abortTimer);
-    if (this.expireTimer !== null) this.clock.clearTimeout(this.expireTimer);
+    for (const stop of this.stopTimers.splice(0)) stop();
   }
 
   // ---- partition ownership (the runtime's shard) ------------------------------------------
@@ -254,17 +258,11 @@ export class TransactionCoordinator {
       case TransactionState.CompleteCommit:
       case TransactionState.CompleteAbort:
         return this.bumpEpoch(md, coordinatorEpoch, transactionTimeoutMs, expected);
-      case TransactionState.Ongoing: {
+      case TransactionState.Ongoing:
         // The epoch that fences the open transaction is never handed out: the producer retries
         // once the abort completes and gets a second bump.
-        md.pendingState = TransactionState.PrepareEpochFence;
-        try {
-          await this.endTransaction(transactionalId, md.producerId, fencedEpoch(md.producerEpoch), false, false);
-        } finally {
-          if (md.pendingState === TransactionState.PrepareEpochFence) md.pendingState = null;
-        }
+        await this.fenceAndAbort(md);
         return fail(Errors.CONCURRENT_TRANSACTIONS.code);
-      }
       default:
         return fail(Errors.CONCURRENT_TRANSACTIONS.code);
     }
@@ -473,17 +471,6 @@ export class TransactionCoordinator {
 
   // ---- timers ------------------------------------------------------------------------------------
 
-  private scheduleAbortTimedOut(): void {
-    if (this.stopped) return;
-    this.abortTimer = this.clock.setTimeout(
-      guarded(this.onError, 'aborting timed-out transactions', () => {
-        this.abortTimedOutTransactions();
-        this.scheduleAbortTimedOut();
-      }),
-      this.config.abortTimedOutIntervalMs,
-    );
-  }
-
   /** Kafka's abortTimedOutTransactions: an open transaction past its timeout is aborted with a bumped epoch, fencing its producer. */
   abortTimedOutTransactions(): void {
     const nowMs = this.clock.now();
@@ -491,26 +478,21 @@ export class TransactionCoordinator {
       if (md.state !== TransactionState.Ongoing || md.pendingState !== null) continue;
       if (md.txnStartTimestampMs + md.txnTimeoutMs >= nowMs) continue;
       if (!this.loadedEpochs.has(this.partitionFor(md.transactionalId))) continue;
-      md.pendingState = TransactionState.PrepareEpochFence;
-      runGuarded(this.onError, `aborting the timed-out transaction of ${md.transactionalId}`, async () => {
-        try {
-          await this.endTransaction(md.transactionalId, md.producerId, fencedEpoch(md.producerEpoch), false, false);
-        } finally {
-          if (md.pendingState === TransactionState.PrepareEpochFence) md.pendingState = null;
-        }
-      });
+      runGuarded(this.onError, `aborting the timed-out transaction of ${md.transactionalId}`, () => this.fenceAndAbort(md));
     }
   }
 
-  private scheduleExpiration(): void {
-    if (this.stopped) return;
-    this.expireTimer = this.clock.setTimeout(
-      guarded(this.onError, 'expiring transactional ids', () => {
-        this.expireTransactionalIds();
-        this.scheduleExpiration();
-      }),
-      this.config.removeExpiredIntervalMs,
-    );
+  /**
+   * Aborts the open transaction with an epoch above its producer's (Kafka's
+   * PrepareEpochFence): the producer is fenced, and other requests for the id wait meanwhile.
+   */
+  private async fenceAndAbort(md: TransactionMetadata): Promise<void> {
+    md.pendingState = TransactionState.PrepareEpochFence;
+    try {
+      await this.endTransaction(md.transactionalId, md.producerId, fencedEpoch(md.producerEpoch), false, false);
+    } finally {
+      if (md.pendingState === TransactionState.PrepareEpochFence) md.pendingState = null;
+    }
   }
 
   /** Kafka's removeExpiredTransactionalIds: an id idle past transactional.id.expiration.ms, with no transaction, is tombstoned. */

@@ -6,6 +6,8 @@
  * reaches the process's top level; the process installs no handler that would hide it.
  */
 
+import type { Clock, TimerHandle } from './clock.ts';
+
 /** Where a guarded task reports a failure: usually a logger bound to the component. */
 export type FailureSink = (err: unknown, what: string) => void;
 
@@ -45,4 +47,41 @@ export function guarded(
   recover?: (err: unknown) => void,
 ): () => void {
   return () => runGuarded(onFailure, what, task, recover);
+}
+
+/**
+ * Runs `task` every `intervalMs`, each run counted from the end of the previous one (an
+ * asynchronous run is awaited), as runGuarded runs it: a failed run is reported and the next
+ * one still comes. Returns the function that stops it, a run in progress included.
+ */
+export function schedulePeriodic(
+  clock: Clock,
+  intervalMs: number,
+  onFailure: FailureSink,
+  what: string,
+  task: () => void | Promise<unknown>,
+): () => void {
+  let stopped = false;
+  let handle: TimerHandle | null = null;
+  const next = (): void => {
+    if (stopped) return;
+    handle = clock.setTimeout(
+      () => {
+        handle = null;
+        let run: Promise<unknown>;
+        try {
+          run = Promise.resolve(task());
+        } catch (err) {
+          run = Promise.reject(err);
+        }
+        run.catch((err) => runGuarded(onFailure, what, () => Promise.reject(err))).finally(next);
+      },
+      Math.max(0, intervalMs),
+    );
+  };
+  next();
+  return () => {
+    stopped = true;
+    if (handle !== null) clock.clearTimeout(handle);
+  };
 }

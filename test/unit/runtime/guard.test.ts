@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { guarded, runGuarded } from '../../../src/runtime/guard.ts';
+import { guarded, runGuarded, schedulePeriodic } from '../../../src/runtime/guard.ts';
+import { ManualClock } from '../../helpers/manual-clock.ts';
 
 describe('guarded background work', () => {
   it('reports a synchronous throw with what failed, then runs the recovery', () => {
@@ -64,5 +65,38 @@ describe('guarded background work', () => {
     );
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(calls, 0);
+  });
+
+  it('schedulePeriodic: runs a task every interval after the previous run settles, through failures, until stopped', async () => {
+    const clock = new ManualClock(0);
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    const failures: string[] = [];
+    let runs = 0;
+    let release: () => void = () => {};
+    const stop = schedulePeriodic(
+      clock,
+      100,
+      (err, what) => failures.push(`${what}: ${(err as Error).message}`),
+      'sweep',
+      () => {
+        runs++;
+        if (runs === 1) throw new Error('first run fails');
+        return new Promise<void>((resolve) => (release = resolve));
+      },
+    );
+    clock.advance(99);
+    assert.equal(runs, 0);
+    clock.advance(1);
+    await settle();
+    assert.deepEqual([runs, failures], [1, ['sweep: first run fails']], 'a failure is reported and the schedule goes on');
+    clock.advance(100);
+    assert.equal(runs, 2);
+    clock.advance(500);
+    assert.equal(runs, 2, 'the next run waits for the one in progress');
+    stop();
+    release();
+    await settle();
+    clock.advance(1000);
+    assert.equal(runs, 2, 'nothing runs once stopped, not even after a run in progress');
   });
 });
