@@ -290,33 +290,42 @@ print(json.dumps(sorted(values)))
     assert.equal((await describe('kcat-tx')).transactionState, 'CompleteCommit');
   });
 
-  it('SIGKILL mid-transaction: the restarted coordinator still holds it open, and a new instance aborts it', async () => {
-    const topic = 'txn-restart';
-    await createTopic(topic, 2);
-    const first = await transactionalProducer('restart-tx');
-    const open = await first.transaction();
-    await open.send({
-      topic,
-      messages: [
-        { key: 'a', value: 'lost-1' },
-        { key: 'b', value: 'lost-2' },
-      ],
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    it(`${signal} mid-transaction: the restarted coordinator still holds it open, and a new instance aborts it`, async () => {
+      const topic = `txn-restart-${signal.toLowerCase()}`;
+      const transactionalId = `restart-tx-${signal.toLowerCase()}`;
+      await createTopic(topic, 2);
+      const first = await transactionalProducer(transactionalId);
+      const open = await first.transaction();
+      await open.send({
+        topic,
+        messages: [
+          { key: 'a', value: 'lost-1' },
+          { key: 'b', value: 'lost-2' },
+        ],
+      });
+      producers.splice(0);
+
+      await broker.stop(signal);
+      broker = await broker.restart();
+      await reconnect();
+
+      await eventually(
+        'the transaction is loaded again',
+        async () => (await describe(transactionalId)).errorCode === Errors.NONE.code,
+        30_000,
+      );
+      assert.equal((await describe(transactionalId)).transactionState, 'Ongoing');
+      assert.deepEqual(await offsets(topic, 2, READ_COMMITTED), [0, 0], 'the open transaction still holds the last stable offset');
+      assert.equal((await offsets(topic, 2, READ_UNCOMMITTED)).reduce((a, b) => a + b, 0), 2);
+      const second = await transactionalProducer(transactionalId);
+      const txn = await second.transaction();
+      await txn.send({ topic, messages: [{ key: 'a', value: 'kept' }] });
+      await txn.commit();
+      assert.deepEqual(await readValues(topic, false, 1), ['kept']);
+      assert.deepEqual(await offsets(topic, 2, READ_COMMITTED), await offsets(topic, 2, READ_UNCOMMITTED));
     });
-    producers.splice(0);
-
-    await broker.stop('SIGKILL');
-    broker = await broker.restart();
-    await reconnect();
-
-    await eventually('the transaction is loaded again', async () => (await describe('restart-tx')).errorCode === Errors.NONE.code, 30_000);
-    assert.equal((await describe('restart-tx')).transactionState, 'Ongoing');
-    const second = await transactionalProducer('restart-tx');
-    const txn = await second.transaction();
-    await txn.send({ topic, messages: [{ key: 'a', value: 'kept' }] });
-    await txn.commit();
-    assert.deepEqual(await readValues(topic, false, 1), ['kept']);
-    assert.deepEqual(await offsets(topic, 2, READ_COMMITTED), await offsets(topic, 2, READ_UNCOMMITTED));
-  });
+  }
 
   /** OffsetFetch v7 of one partition: its error code and offset, with or without requireStable. */
   async function fetchCommitted(groupId: string, topic: string, requireStable: boolean): Promise<[number, number]> {
