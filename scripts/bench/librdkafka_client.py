@@ -1,13 +1,18 @@
-"""librdkafka (confluent-kafka-python) for scripts/bench/consume.ts.
+"""librdkafka (confluent-kafka-python) for scripts/bench/consume.ts, fanout.ts and transactions.ts.
 
   produce BOOTSTRAP TOPIC PARTITIONS RECORDS RECORD_BYTES
       creates the topic (replication factor 1) and writes RECORDS keyed records of
       RECORD_BYTES each (linger.ms 5, batch.size 64 KiB, acks 1, no compression).
+  produce-eos BOOTSTRAP TOPIC PARTITIONS RECORDS RECORD_BYTES TXN_RECORDS
+      the same records from an idempotent producer (acks=all) with TXN_RECORDS 0, else from a
+      transactional one committing every TXN_RECORDS records.
   consume BOOTSTRAP TOPIC PARTITIONS RECORDS
       reads every partition from its start with librdkafka's default consumer settings
-      (assigned partitions, so that no group rebalance counts) until RECORDS records arrived.
+      (assigned partitions, so that no group rebalance counts; read_committed) until RECORDS
+      records arrived.
 
-Prints one JSON line: records, bytes and the seconds from the first record to the last.
+Prints one JSON line: records, bytes, transactions (produce-eos) and the seconds the writes
+took, or (consume) the seconds from the first record to the last.
 """
 import json
 import sys
@@ -16,17 +21,26 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+WRITE_CONFIG = {"linger.ms": 5, "batch.size": 65536, "compression.type": "none"}
 
-def produce(bootstrap, topic, partitions, records, record_bytes):
+
+def create_topic(bootstrap, topic, partitions):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         future.result()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 65536,
-                         "acks": 1, "compression.type": "none"})
+
+
+def write(producer, topic, records, record_bytes, txn_records):
+    """Writes the records, committing every txn_records of them when txn_records > 0."""
     failed = []
     value = b"v" * record_bytes
+    transactions = 0
+    if txn_records > 0:
+        producer.init_transactions(60)
     started = time.monotonic()
     for i in range(records):
+        if txn_records > 0 and i % txn_records == 0:
+            producer.begin_transaction()
         while True:
             try:
                 producer.produce(topic, value, key=str(i).encode(),
@@ -34,11 +48,29 @@ def produce(bootstrap, topic, partitions, records, record_bytes):
                 break
             except BufferError:
                 producer.poll(0.01)
-        if i % 10000 == 0:
+        if txn_records > 0 and (i + 1) % txn_records == 0:
+            producer.commit_transaction(60)
+            transactions += 1
+        elif i % 10000 == 0:
             producer.poll(0)
     if producer.flush(120) != 0 or failed:
         raise SystemExit(f"produce failed: {failed[:3]}")
-    return {"records": records, "bytes": records * record_bytes, "seconds": time.monotonic() - started}
+    return {"records": records, "bytes": records * record_bytes, "transactions": transactions,
+            "seconds": time.monotonic() - started}
+
+
+def produce(bootstrap, topic, partitions, records, record_bytes):
+    create_topic(bootstrap, topic, partitions)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, **WRITE_CONFIG})
+    return write(producer, topic, records, record_bytes, 0)
+
+
+def produce_eos(bootstrap, topic, partitions, records, record_bytes, txn_records):
+    create_topic(bootstrap, topic, partitions)
+    config = {"bootstrap.servers": bootstrap, "enable.idempotence": True, **WRITE_CONFIG}
+    if txn_records > 0:
+        config["transactional.id"] = "bench-" + topic
+    return write(Producer(config), topic, records, record_bytes, txn_records)
 
 
 def consume(bootstrap, topic, partitions, records):
@@ -68,8 +100,12 @@ def main():
     mode, bootstrap, topic, partitions, records = sys.argv[1:6]
     if mode == "produce":
         out = produce(bootstrap, topic, int(partitions), int(records), int(sys.argv[6]))
-    else:
+    elif mode == "produce-eos":
+        out = produce_eos(bootstrap, topic, int(partitions), int(records), int(sys.argv[6]), int(sys.argv[7]))
+    elif mode == "consume":
         out = consume(bootstrap, topic, int(partitions), int(records))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
     print(json.dumps(out), flush=True)
 
 

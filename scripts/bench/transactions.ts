@@ -1,4 +1,4 @@
-// Transactions with a real client: librdkafka (confluent-kafka-python, scripts/bench/txn_client.py)
+// Transactions with a real client: librdkafka (confluent-kafka-python, scripts/bench/librdkafka_client.py)
 // writes 1 KiB records to a 6-partition topic from a transactional producer committing every
 // 100 or every 1000 records, and from an idempotent producer (acks=all, no transactions) as the
 // ceiling, on Sluice and on Apache Kafka (scripts/kafka-reference.sh) side by side, in alternating
@@ -25,8 +25,7 @@ const RECORDS = option('records', 50_000);
 const RECORD_BYTES = 1024;
 const PARTITIONS = 6;
 const CLIENT_TIMEOUT_MS = 10 * 60_000;
-const PRODUCER = join(REPO, 'scripts/bench/txn_client.py');
-const CONSUMER = join(REPO, 'scripts/bench/librdkafka_client.py');
+const CLIENT = join(REPO, 'scripts/bench/librdkafka_client.py');
 
 /** Records per transaction; 0: an idempotent producer without transactions (the ceiling). */
 const MODES = [0, 1000, 100] as const;
@@ -43,8 +42,8 @@ interface Produced {
 async function produce(broker: Broker, topic: string, mode: Mode): Promise<Produced> {
   const args = [
     '-B',
-    PRODUCER,
-    'produce',
+    CLIENT,
+    'produce-eos',
     broker.bootstrap,
     topic,
     String(PARTITIONS),
@@ -56,7 +55,7 @@ async function produce(broker: Broker, topic: string, mode: Mode): Promise<Produ
 }
 
 async function consume(broker: Broker, topic: string): Promise<{ bytes: number; seconds: number }> {
-  const args = ['-B', CONSUMER, 'consume', broker.bootstrap, topic, String(PARTITIONS), String(RECORDS)];
+  const args = ['-B', CLIENT, 'consume', broker.bootstrap, topic, String(PARTITIONS), String(RECORDS)];
   return lastJson(await run(PYTHON, args, { timeoutMs: CLIENT_TIMEOUT_MS }));
 }
 
