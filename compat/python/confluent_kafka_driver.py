@@ -145,19 +145,7 @@ def transform_in_transaction(input, output, group, transactionalId, count, timeo
     try:
         producer.init_transactions(60)
         consumer.subscribe([input])
-        read = []
-        deadline = deadline_after(timeoutMs)
-        while len(read) < count:
-            if past(deadline):
-                raise RuntimeError("read %d of %d records" % (len(read), count))
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == -191:  # _PARTITION_EOF is informational
-                    continue
-                raise KafkaException(msg.error())
-            read.append(msg)
+        read = poll_messages(consumer, count, timeoutMs)
         producer.begin_transaction()
         for msg in read:
             producer.produce(output, value=msg.value())
@@ -205,11 +193,17 @@ def consume(topic, partitions, count, timeoutMs, autoOffsetReset, maxWaitMs=None
     consumer = Consumer(config)
     start = start_offset(_["from"])
     consumer.assign([TopicPartition(topic, p, start) for p in partitions])
-    records = []
+    records = [to_record(msg) for msg in poll_messages(consumer, count, timeoutMs)]
+    consumer.close()
+    return records
+
+
+def poll_messages(consumer, count, timeoutMs):
+    messages = []
     deadline = deadline_after(timeoutMs)
-    while len(records) < count:
+    while len(messages) < count:
         if past(deadline):
-            raise RuntimeError("received %d of %d records" % (len(records), count))
+            raise RuntimeError("received %d of %d records" % (len(messages), count))
         msg = consumer.poll(0.2)
         if msg is None:
             continue
@@ -217,9 +211,8 @@ def consume(topic, partitions, count, timeoutMs, autoOffsetReset, maxWaitMs=None
             if msg.error().code() == -191:  # _PARTITION_EOF is informational
                 continue
             raise KafkaException(msg.error())
-        records.append(to_record(msg))
-    consumer.close()
-    return records
+        messages.append(msg)
+    return messages
 
 
 def list_offset(topic, partition, spec):

@@ -168,64 +168,68 @@ export async function handleOffsetCommit(
   version: number,
 ): Promise<OffsetCommitResponse> {
   const nowMs = groups.clock.now();
-  const entries: OffsetCommitEntry[] = [];
-  const unknown = new Set<string>();
-  for (const topic of request.topics) {
-    for (const p of topic.partitions) {
-      if (!groups.partitionExists(topic.name, p.partitionIndex)) {
-        unknown.add(`${topic.name}:${p.partitionIndex}`);
-        continue;
-      }
-      entries.push({
-        topic: topic.name,
-        partition: p.partitionIndex,
-        offset: p.committedOffset,
-        leaderEpoch: p.committedLeaderEpoch,
-        metadata: p.committedMetadata,
-        expireTimestampMs: explicitExpiry(version, p.commitTimestamp, request.retentionTimeMs, nowMs, groups.offsetsRetentionMs),
-      });
-    }
-  }
-  const codes =
-    entries.length > 0
-      ? await groups.coordinator.commitOffsets(
-          request.groupId,
-          request.memberId,
-          request.groupInstanceId,
-          request.generationIdOrMemberEpoch,
-          entries,
-        )
-      : [];
-  // commitOffsets answers one code per entry, in order.
-  const byPartition = new Map(entries.map((e, i) => [`${e.topic}:${e.partition}`, codes[i]!]));
-  return {
-    throttleTimeMs: 0,
-    topics: request.topics.map((topic) => ({
-      name: topic.name,
-      partitions: topic.partitions.map((p) => {
-        const key = `${topic.name}:${p.partitionIndex}`;
-        return {
-          partitionIndex: p.partitionIndex,
-          errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)!,
-        };
-      }),
-    })),
-  };
+  const topics = await commitExistingPartitions(
+    groups,
+    request.topics,
+    (p) => explicitExpiry(version, p.commitTimestamp, request.retentionTimeMs, nowMs, groups.offsetsRetentionMs),
+    (entries) =>
+      groups.coordinator.commitOffsets(
+        request.groupId,
+        request.memberId,
+        request.groupInstanceId,
+        request.generationIdOrMemberEpoch,
+        entries,
+      ),
+  );
+  return { throttleTimeMs: 0, topics };
 }
 
 /**
  * TxnOffsetCommit: a transactional producer commits a group's offsets within its transaction
- * (they become visible when it commits). Partitions that do not exist fail alone, as in
- * KafkaApis; v0-v2 carry no member, and commit as a producer outside the group would.
+ * (they become visible when it commits). v0-v2 carry no member, and commit as a producer
+ * outside the group would.
  */
 export async function handleTxnOffsetCommit(
   groups: GroupHandlerServices,
   request: TxnOffsetCommitRequest,
   version: number,
 ): Promise<TxnOffsetCommitResponse> {
+  const topics = await commitExistingPartitions(
+    groups,
+    request.topics,
+    () => NO_TIMESTAMP,
+    (entries) =>
+      groups.coordinator.txnCommitOffsets(
+        request.groupId,
+        {
+          transactionalId: request.transactionalId,
+          producerId: request.producerId,
+          producerEpoch: request.producerEpoch,
+          requestVersion: version,
+        },
+        { memberId: request.memberId, groupInstanceId: request.groupInstanceId, generationId: request.generationId },
+        entries,
+      ),
+  );
+  return { throttleTimeMs: 0, topics };
+}
+
+/**
+ * An offset commit's partitions, as KafkaApis takes them: those that do not exist fail alone
+ * with UNKNOWN_TOPIC_OR_PARTITION, the others are committed together (`commit` answers one
+ * code per entry, in order); each partition is answered in the request's order.
+ */
+async function commitExistingPartitions<
+  P extends { partitionIndex: number; committedOffset: bigint; committedLeaderEpoch: number; committedMetadata: string | null },
+>(
+  groups: GroupHandlerServices,
+  topics: readonly { name: string; partitions: readonly P[] }[],
+  expireTimestampMs: (partition: P) => number,
+  commit: (entries: OffsetCommitEntry[]) => Promise<number[]>,
+): Promise<{ name: string; partitions: { partitionIndex: number; errorCode: number }[] }[]> {
   const entries: OffsetCommitEntry[] = [];
   const unknown = new Set<string>();
-  for (const topic of request.topics) {
+  for (const topic of topics) {
     for (const p of topic.partitions) {
       if (!groups.partitionExists(topic.name, p.partitionIndex)) {
         unknown.add(`${topic.name}:${p.partitionIndex}`);
@@ -237,38 +241,22 @@ export async function handleTxnOffsetCommit(
         offset: p.committedOffset,
         leaderEpoch: p.committedLeaderEpoch,
         metadata: p.committedMetadata,
-        expireTimestampMs: NO_TIMESTAMP,
+        expireTimestampMs: expireTimestampMs(p),
       });
     }
   }
-  const codes =
-    entries.length > 0
-      ? await groups.coordinator.txnCommitOffsets(
-          request.groupId,
-          {
-            transactionalId: request.transactionalId,
-            producerId: request.producerId,
-            producerEpoch: request.producerEpoch,
-            requestVersion: version,
-          },
-          { memberId: request.memberId, groupInstanceId: request.groupInstanceId, generationId: request.generationId },
-          entries,
-        )
-      : [];
+  const codes = entries.length > 0 ? await commit(entries) : [];
   const byPartition = new Map(entries.map((e, i) => [`${e.topic}:${e.partition}`, codes[i]!]));
-  return {
-    throttleTimeMs: 0,
-    topics: request.topics.map((topic) => ({
-      name: topic.name,
-      partitions: topic.partitions.map((p) => {
-        const key = `${topic.name}:${p.partitionIndex}`;
-        return {
-          partitionIndex: p.partitionIndex,
-          errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)!,
-        };
-      }),
-    })),
-  };
+  return topics.map((topic) => ({
+    name: topic.name,
+    partitions: topic.partitions.map((p) => {
+      const key = `${topic.name}:${p.partitionIndex}`;
+      return {
+        partitionIndex: p.partitionIndex,
+        errorCode: unknown.has(key) ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code : byPartition.get(key)!,
+      };
+    }),
+  }));
 }
 
 export function handleOffsetFetch(groups: GroupHandlerServices, request: OffsetFetchRequest, version: number): OffsetFetchResponse {

@@ -3,7 +3,13 @@
 // correlation id, decode it.
 import assert from 'node:assert/strict';
 import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
-import { apis } from '../../protocol/messages/index.ts';
+import { ApiKey, apis } from '../../protocol/messages/index.ts';
+import {
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
+  type ProduceResponse,
+} from '../../protocol/messages/produce.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
 import type { RawClient } from './raw-client.ts';
 
@@ -29,4 +35,27 @@ export async function call<Res>(client: RawClient, apiKey: number, version: numb
   const { id, bytes } = frame(apiKey, version, body, clientId);
   client.send(bytes);
   return reply<Res>(client, apiKey, version, id);
+}
+
+/** Produces `records` (whole batches) to partition 0 of `topic` with acks=all; the partition's error code. */
+export async function produceToPartition0(
+  client: RawClient,
+  topic: string,
+  records: Buffer,
+  options: { transactionalId?: string | null; version?: number } = {},
+): Promise<number> {
+  const res = await call<ProduceResponse>(
+    client,
+    ApiKey.Produce,
+    options.version ?? 9,
+    makeProduceRequest({
+      transactionalId: options.transactionalId ?? null,
+      acks: -1,
+      timeoutMs: 5000,
+      topicData: [
+        makeProduceRequestTopicProduceData({ name: topic, partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })] }),
+      ],
+    }),
+  );
+  return res.responses[0]!.partitionResponses[0]!.errorCode;
 }

@@ -24,12 +24,6 @@ import {
 } from '../../../protocol/messages/list-offsets.ts';
 import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../../protocol/messages/metadata.ts';
 import {
-  makeProduceRequest,
-  makeProduceRequestPartitionProduceData,
-  makeProduceRequestTopicProduceData,
-  type ProduceResponse,
-} from '../../../protocol/messages/produce.ts';
-import {
   makeWriteTxnMarkersRequest,
   makeWriteTxnMarkersRequestWritableTxnMarker,
   makeWriteTxnMarkersRequestWritableTxnMarkerTopic,
@@ -40,7 +34,7 @@ import { javaUnavailable } from '../../../compat/clients/java.ts';
 import { kafkaTransactions } from '../../helpers/kafka-transactions.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { call } from '../../helpers/raw-requests.ts';
+import { call, produceToPartition0 } from '../../helpers/raw-requests.ts';
 import { hasCommand, missingTool } from '../../helpers/runtimes.ts';
 
 const READ_UNCOMMITTED = 0;
@@ -118,24 +112,8 @@ describe('Transactions, partition side: markers, LSO, read_committed (real broke
     return batch;
   }
 
-  async function produce(topic: string, transactionalId: string | null, records: Buffer): Promise<number> {
-    const res = await call<ProduceResponse>(
-      client,
-      ApiKey.Produce,
-      9,
-      makeProduceRequest({
-        transactionalId,
-        acks: -1,
-        timeoutMs: 5000,
-        topicData: [
-          makeProduceRequestTopicProduceData({
-            name: topic,
-            partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })],
-          }),
-        ],
-      }),
-    );
-    return res.responses[0]!.partitionResponses[0]!.errorCode;
+  function produce(topic: string, transactionalId: string | null, records: Buffer): Promise<number> {
+    return produceToPartition0(client, topic, records, { transactionalId });
   }
 
   async function endTxn(

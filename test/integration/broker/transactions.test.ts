@@ -22,19 +22,13 @@ import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../../proto
 import { makeAddPartitionsToTxnRequest, type AddPartitionsToTxnResponse } from '../../../protocol/messages/add-partitions-to-txn.ts';
 import { makeEndTxnRequest, type EndTxnResponse } from '../../../protocol/messages/end-txn.ts';
 import { makeInitProducerIdRequest, type InitProducerIdResponse } from '../../../protocol/messages/init-producer-id.ts';
-import {
-  makeProduceRequest,
-  makeProduceRequestPartitionProduceData,
-  makeProduceRequestTopicProduceData,
-  type ProduceResponse,
-} from '../../../protocol/messages/produce.ts';
 import { buildRecordBatch } from '../../../protocol/records/index.ts';
 import { makeTxnOffsetCommitRequest, type TxnOffsetCommitResponse } from '../../../protocol/messages/txn-offset-commit.ts';
 import { JVM_OPTIONS, javaClasspath, javaUnavailable } from '../../../compat/clients/java.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { kafkaTransactions } from '../../helpers/kafka-transactions.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { call } from '../../helpers/raw-requests.ts';
+import { call, produceToPartition0 } from '../../helpers/raw-requests.ts';
 import { hasCommand, missingTool } from '../../helpers/runtimes.ts';
 import { eventually } from '../../helpers/wait.ts';
 
@@ -317,7 +311,10 @@ print(json.dumps(sorted(values)))
       );
       assert.equal((await describe(transactionalId)).transactionState, 'Ongoing');
       assert.deepEqual(await offsets(topic, 2, READ_COMMITTED), [0, 0], 'the open transaction still holds the last stable offset');
-      assert.equal((await offsets(topic, 2, READ_UNCOMMITTED)).reduce((a, b) => a + b, 0), 2);
+      assert.equal(
+        (await offsets(topic, 2, READ_UNCOMMITTED)).reduce((a, b) => a + b, 0),
+        2,
+      );
       const second = await transactionalProducer(transactionalId);
       const txn = await second.transaction();
       await txn.send({ topic, messages: [{ key: 'a', value: 'kept' }] });
@@ -484,23 +481,7 @@ print(json.dumps(sorted(values)))
         { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: sequence, isTransactional: true },
         [{ key: null, value: Buffer.from(`v${sequence}`), timestamp: Date.now() }],
       );
-      const res = await call<ProduceResponse>(
-        client,
-        ApiKey.Produce,
-        version,
-        makeProduceRequest({
-          transactionalId,
-          acks: -1,
-          timeoutMs: 5000,
-          topicData: [
-            makeProduceRequestTopicProduceData({
-              name: topic,
-              partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })],
-            }),
-          ],
-        }),
-      );
-      const code = res.responses[0]!.partitionResponses[0]!.errorCode;
+      const code = await produceToPartition0(client, topic, records, { transactionalId, version });
       if (code === Errors.NONE.code) sequence++;
       return code;
     };

@@ -20,6 +20,10 @@ const compactConfig: LogConfig = logConfig({
 
 const background = new BackgroundErrors();
 
+function openCompacted(dir: string, clock: ManualClock, config: LogConfig = compactConfig): Promise<PartitionLog> {
+  return PartitionLog.open({ onBackgroundError: background.sink, dir: join(dir, 'c-0'), config, pool: poolWith(clock, background.sink) });
+}
+
 async function readAll(log: PartitionLog): Promise<{ offset: number; key: string | null; value: string | null }[]> {
   const out: { offset: number; key: string | null; value: string | null }[] = [];
   let offset = log.logStartOffset;
@@ -116,12 +120,7 @@ describe('storage/cleaner', () => {
   it('keeps only the latest record per key below the active segment, with offsets unchanged', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({
-        onBackgroundError: background.sink,
-        dir: join(dir, 'c-0'),
-        config: compactConfig,
-        pool: poolWith(clock, background.sink),
-      });
+      const log = await openCompacted(dir, clock);
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
@@ -164,12 +163,7 @@ describe('storage/cleaner', () => {
   it('never cleans the active segment or beyond the high watermark', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({
-        onBackgroundError: background.sink,
-        dir: join(dir, 'c-0'),
-        config: { ...compactConfig, segmentBytes: 1 << 20 },
-        pool: poolWith(clock, background.sink),
-      });
+      const log = await openCompacted(dir, clock, { ...compactConfig, segmentBytes: 1 << 20 });
       await fill(log, 5, 3, clock);
       log.highWatermark = log.logEndOffset;
       const cleaner = new LogCleaner({ onError: background.sink, clock });
@@ -184,12 +178,7 @@ describe('storage/cleaner', () => {
   it('waits for min.cleanable.dirty.ratio and min.compaction.lag.ms', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({
-        onBackgroundError: background.sink,
-        dir: join(dir, 'c-0'),
-        config: { ...compactConfig, minCompactionLagMs: 60_000 },
-        pool: poolWith(clock, background.sink),
-      });
+      const log = await openCompacted(dir, clock, { ...compactConfig, minCompactionLagMs: 60_000 });
       await fill(log, 8, 4, clock);
       await log.roll();
       log.highWatermark = log.logEndOffset;
@@ -212,12 +201,7 @@ describe('storage/cleaner', () => {
   it('keeps tombstones for delete.retention.ms, then removes them', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({
-        onBackgroundError: background.sink,
-        dir: join(dir, 'c-0'),
-        config: compactConfig,
-        pool: poolWith(clock, background.sink),
-      });
+      const log = await openCompacted(dir, clock);
       await fill(log, 6, 3, clock, 'k1');
       await log.roll();
       log.highWatermark = log.logEndOffset;
@@ -257,12 +241,7 @@ describe('storage/cleaner', () => {
       fc.asyncProperty(fc.array(txnOp, { minLength: 1, maxLength: 40 }), (ops) =>
         withTempDir(async (dir) => {
           const clock = new ManualClock(NOW);
-          const log = await PartitionLog.open({
-            onBackgroundError: background.sink,
-            dir: join(dir, 'c-0'),
-            config: compactConfig,
-            pool: poolWith(clock, background.sink),
-          });
+          const log = await openCompacted(dir, clock);
           const open = new Set<number>();
           const sequences = new Map<number, number>();
           let value = 0;
@@ -319,12 +298,7 @@ describe('storage/cleaner', () => {
   it('yields to the event loop while cleaning', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
-      const log = await PartitionLog.open({
-        onBackgroundError: background.sink,
-        dir: join(dir, 'c-0'),
-        config: { ...compactConfig, segmentBytes: 64 * 1024 },
-        pool: poolWith(clock, background.sink),
-      });
+      const log = await openCompacted(dir, clock, { ...compactConfig, segmentBytes: 64 * 1024 });
       for (let i = 0; i < 150; i++) {
         const records: TestRecord[] = [];
         for (let k = 0; k < 50; k++) records.push({ key: `k${(i * 50 + k) % 500}`, value: 'v'.repeat(40), timestamp: NOW });
