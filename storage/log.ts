@@ -503,6 +503,11 @@ export class PartitionLog {
     return this.producerState.startVerification(producerId, producerEpoch);
   }
 
+  /** The coordinator refused the verification (ProducerStateManager.abandonVerification). */
+  abandonTransactionVerification(guard: VerificationGuard): void {
+    this.producerState.abandonVerification(guard);
+  }
+
   /** Producer state for DescribeProducers. */
   async activeProducers(): Promise<ProducerDescription[]> {
     await this.ensureProducerState();

@@ -96,6 +96,13 @@ export interface TransactionVerification {
   readonly guard: VerificationGuard | null;
 }
 
+/**
+ * Sluice: verifications a partition holds at once. A verification the coordinator refuses is
+ * dropped at once; one that never completes (a request that died) is dropped, oldest first,
+ * beyond this many, so requests with made-up producer ids cannot grow the state without bound.
+ */
+const MAX_PENDING_VERIFICATIONS = 1000;
+
 function inSequence(lastSeq: number, nextSeq: number): boolean {
   return nextSeq === lastSeq + 1 || (nextSeq === 0 && lastSeq === INT32_MAX);
 }
@@ -246,8 +253,23 @@ export class ProducerStateManager {
     const existing = this.verificationGuards.get(producerId);
     if (existing !== undefined && existing.producerEpoch >= producerEpoch) return existing;
     const guard: VerificationGuard = { producerId, producerEpoch };
+    this.verificationGuards.delete(producerId);
     this.verificationGuards.set(producerId, guard);
+    for (const oldest of this.verificationGuards.keys()) {
+      if (this.verificationGuards.size <= MAX_PENDING_VERIFICATIONS) break;
+      this.verificationGuards.delete(oldest);
+    }
     return guard;
+  }
+
+  /** The coordinator refused the verification: the guard is of no use any more. */
+  abandonVerification(guard: VerificationGuard): void {
+    if (this.verificationGuards.get(guard.producerId) === guard) this.verificationGuards.delete(guard.producerId);
+  }
+
+  /** Verifications started and not yet used, refused or voided. */
+  get pendingVerifications(): number {
+    return this.verificationGuards.size;
   }
 
   /**

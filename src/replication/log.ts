@@ -72,6 +72,8 @@ export interface ReplicaLog {
    * transaction is open here already (no verification needed).
    */
   startTransactionVerification(producerId: bigint, producerEpoch: number): MaybePromise<VerificationGuard | null>;
+  /** The coordinator refused the verification: the guard is dropped. */
+  abandonTransactionVerification(guard: VerificationGuard): void;
   /**
    * Appends batches fetched from the leader as they are: offsets and leader epochs kept, the
    * first at or after the log end; the producer state and the leader-epoch cache learn them

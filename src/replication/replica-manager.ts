@@ -130,6 +130,15 @@ export interface ProducePartitionResult {
   leaderEpoch: number;
 }
 
+/** Coordinator answers to a verification that another attempt may not get. */
+const TRANSIENT_VERIFICATION_ERRORS: ReadonlySet<number> = new Set([
+  Errors.CONCURRENT_TRANSACTIONS.code,
+  Errors.NETWORK_EXCEPTION.code,
+  Errors.COORDINATOR_LOAD_IN_PROGRESS.code,
+  Errors.COORDINATOR_NOT_AVAILABLE.code,
+  Errors.NOT_COORDINATOR.code,
+]);
+
 /** See ReplicaManagerOptions.verifyTransaction. */
 export type TransactionVerifier = (
   transactionalId: string,
@@ -774,6 +783,9 @@ export class ReplicaManager {
     const verify = this.options.verifyTransaction!;
     const code = await verify(transactionalId, producerId, producerEpoch, partition.topic, partition.partition);
     if (code === Errors.NONE.code) return { verification: { guard } };
+    // A transient failure keeps the guard for a concurrent verification of the same transaction;
+    // a refusal would be the same for every one of them.
+    if (!TRANSIENT_VERIFICATION_ERRORS.has(code)) partition.log.abandonTransactionVerification(guard);
     return {
       errorCode: code,
       message: `Unable to verify the partition has been added to the transaction: ${errorByCode(code).name}`,

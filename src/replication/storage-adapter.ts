@@ -86,6 +86,10 @@ export class PartitionLogReplica implements ReplicaLog {
     return this.guard('verifying a transaction', this.log.startTransactionVerification(producerId, producerEpoch));
   }
 
+  abandonTransactionVerification(guard: VerificationGuard): void {
+    this.log.abandonTransactionVerification(guard);
+  }
+
   async appendAsFollower(batches: Buffer): Promise<FollowerAppendInfo> {
     const info = await this.guard('follower append', this.log.appendAsFollower(batches));
     return { firstOffset: info.firstOffset, lastOffset: info.lastOffset, validBytes: info.validBytes };

@@ -107,4 +107,19 @@ describe('storage/producer-state', () => {
         [2n],
       );
     }));
+
+  it('KIP-890: a refused verification drops its guard, and made-up producer ids cannot pile up verifications', () =>
+    withTempDir(async (dir) => {
+      const psm = new ProducerStateManager(realDisk(), dir, background.sink);
+      const txnBatch = async (pid: bigint) =>
+        new RecordBatch(await simpleBatch(1, 1000, 1, { producerId: pid, producerEpoch: 0, baseSequence: 0, isTransactional: true }), 0);
+      const refused = psm.startVerification(1n, 0)!;
+      assert.equal(psm.startVerification(1n, 0), refused, 'a concurrent verification of the same transaction shares the guard');
+      psm.abandonVerification(refused);
+      assert.equal(psm.check([await txnBatch(1n)], 'client', { guard: refused }).result, 'error');
+      for (let pid = 1000n; pid < 3000n; pid++) psm.startVerification(pid, 0);
+      assert.equal(psm.pendingVerifications, 1000, 'bounded, oldest dropped first');
+      const latest = psm.startVerification(2999n, 0)!;
+      assert.equal(psm.check([await txnBatch(2999n)], 'client', { guard: latest }).result, 'ok');
+    }));
 });
