@@ -214,7 +214,6 @@ export class GroupCoordinator {
     group.newMemberAdded = false;
     group.generationId++;
     group.protocolName = null;
-    group.protocolType = null;
     group.leaderId = null;
     // Not a transition of the state machine: whatever state it was in, it is Empty now.
     group.state = GroupState.Empty;

@@ -260,8 +260,9 @@ export class Group {
       this.pendingSyncMembers.clear();
       for (const id of this.members.keys()) this.pendingSyncMembers.add(id);
     } else {
+      // Kafka's ClassicGroup keeps the protocol type of an emptied group: it stays a consumer
+      // group (as tools show it), whose offsets expire a retention period after it emptied.
       this.generationId++;
-      this.protocolType = null;
       this.protocolName = null;
       this.transitionTo(GroupState.Empty, nowMs);
     }

@@ -461,6 +461,29 @@ describe('group coordinator (classic protocol)', () => {
     assert.equal(ctx.coordinator.group(GROUP), undefined);
   });
 
+  it('keeps an emptied group a consumer group whose offsets expire a retention period after it emptied, not after the commit', async () => {
+    const ctx = await stableGroup(1, setup({ offsetsRetentionMs: 4 * SESSION_MS }));
+    const member = ctx.results[0]!;
+    await ctx.coordinator.commitOffsets(GROUP, member.memberId, null, 1, [
+      { topic: 't', partition: 0, offset: 9n, leaderEpoch: -1, metadata: '', expireTimestampMs: -1 },
+    ]);
+    // Committed long ago, consumed nothing since (the member heartbeats on): Kafka counts the
+    // retention from the moment the group emptied.
+    for (let i = 0; i < 20; i++) {
+      ctx.clock.advance(SESSION_MS / 2);
+      assert.equal(ctx.coordinator.heartbeat(GROUP, member.memberId, null, member.generationId), Errors.NONE.code);
+    }
+    ctx.coordinator.leaveGroup(GROUP, [{ memberId: ctx.results[0]!.memberId, groupInstanceId: null }]);
+    const described = ctx.coordinator.describeGroup(GROUP);
+    assert.equal(described.state, 'Empty');
+    assert.equal(described.protocolType, 'consumer');
+    await ctx.coordinator.expireOffsets();
+    assert.equal(ctx.coordinator.fetchOffsets(GROUP, null).offsets.length, 1);
+    ctx.clock.advance(ctx.config.offsetsRetentionMs + 1);
+    await ctx.coordinator.expireOffsets();
+    assert.equal(ctx.coordinator.fetchOffsets(GROUP, null).offsets.length, 0);
+  });
+
   it('describes a stable group with members and assignments, and an unknown group as Dead', async () => {
     const { coordinator, results } = await stableGroup(2);
     const d = coordinator.describeGroup(GROUP);
