@@ -6,6 +6,7 @@
 #   apt:   kcat, confluent-kafka-python (librdkafka), kafka-python and the codec libraries
 #          kafka-python loads for snappy/lz4/zstd. They install into Debian's /usr/bin/python3.
 #          nftables (the nft command) for the packet filtering of the fault suite (test/cluster).
+#          chromium, the headless browser the web console's tests drive (playwright-core).
 #   npm:   a Node 22 binary (scripts/install-node22.sh), beside the machine's Node 20.
 #   Maven: org.apache.kafka:kafka_2.13, kafka-tools and kafka-clients with their dependencies,
 #          copied into .cache/kafka-<version>/libs (scripts/reference/pom.xml pins the version).
@@ -17,7 +18,7 @@ cd "$root"
 started=$SECONDS
 log() { printf 'install-test-clients: %s\n' "$*" >&2; }
 
-apt_packages=(kcat python3-confluent-kafka python3-kafka python3-snappy python3-lz4 python3-zstandard nftables)
+apt_packages=(kcat python3-confluent-kafka python3-kafka python3-snappy python3-lz4 python3-zstandard nftables chromium)
 # The JDK and Maven are there on the project's machines; install them where they are not.
 command -v javac >/dev/null 2>&1 || apt_packages+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || apt_packages+=(maven)

@@ -42,6 +42,13 @@ import { BrokerLifecycleManager } from './metadata/broker-lifecycle.ts';
 import { ImageWaiter, createTopicsThroughController } from './handlers/forward.ts';
 import { controllerSideHandlers } from './handlers/index.ts';
 import { ALTER_PARTITION_VERSION } from './replication/isr-manager.ts';
+import { BrokerMetrics, type MetricsSource } from './observability/metrics.ts';
+import { HttpServer, type BoundHttpListener } from './observability/http-server.ts';
+import { ConsumerLagSampler } from './observability/lag-sampler.ts';
+import { registerAdminApi } from './observability/admin-api.ts';
+import { registerConsole } from './observability/console-routes.ts';
+import { KafkaCluster } from './client/cluster.ts';
+import { describeGroup } from './client/groups.ts';
 
 export interface BrokerOptions {
   readonly config: BrokerConfig;
@@ -76,6 +83,12 @@ export class Broker {
   private lifecycle: BrokerLifecycleManager | null = null;
   private readonly channels: ControllerChannelManager[] = [];
   private images: ImageWaiter | null = null;
+  /** Only with an HTTP listener to serve them: a node nobody scrapes counts nothing. */
+  private readonly metrics: BrokerMetrics | null;
+  private readonly http: HttpServer | null;
+  private lagSampler: ConsumerLagSampler | null = null;
+  /** This node's own admin client (the lag sampler, the admin API), opened on first use. */
+  private adminClient: KafkaCluster | null = null;
   private state: 'new' | 'starting' | 'running' | 'closing' | 'closed' = 'new';
 
   constructor(options: BrokerOptions) {
@@ -105,8 +118,11 @@ export class Broker {
       logger: this.logger.child({ component: 'metadata' }),
       runtime: this.runtime,
     });
+    const serveHttp = this.config.httpListeners.length > 0;
+    this.metrics = serveHttp ? new BrokerMetrics({ partitionSeriesMax: this.config.getInt('metrics.partition.series.max') }) : null;
+    this.http = serveHttp ? new HttpServer(this.logger.child({ component: 'http' })) : null;
     this.server = new SocketServer(
-      new RequestProcessor(this.registry, this.logger),
+      new RequestProcessor(this.registry, this.logger, this.metrics),
       {
         maxRequestBytes: this.config.getInt('socket.request.max.bytes'),
         maxQueuedRequests: this.config.getInt('queued.max.requests'),
@@ -127,6 +143,11 @@ export class Broker {
     return this.server.listeners;
   }
 
+  /** The HTTP listeners as bound (ports resolved). Empty without http.listeners or before start(). */
+  get httpListeners(): readonly BoundHttpListener[] {
+    return this.http?.listeners ?? [];
+  }
+
   /** The socket server, for tests that inspect connection state. */
   get socketServer(): SocketServer {
     return this.server;
@@ -140,6 +161,8 @@ export class Broker {
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`broker already ${this.state}`);
     this.state = 'starting';
+    // First, so that orchestrators see the node live (and not yet ready) while its logs recover.
+    if (this.http !== null) await this.startHttp(this.http);
     const fsync = !this.config.getBoolean('unsafe.bypass.fsync');
     for (const dir of this.config.logDirs) await createDirectory(this.runtime.fileSystem, dir, fsync);
     if (!fsync) {
@@ -240,6 +263,7 @@ export class Broker {
       clock: this.runtime.clock,
       random: this.runtime.random,
       network: this.runtime.network,
+      traffic: this.metrics ?? undefined,
       alterPartition: (request) => isrChanges.send(ApiKey.AlterPartition, request, ALTER_PARTITION_VERSION, requestTimeoutMs),
       brokerEpoch,
       // The coordinators start once the data path exists: until then no transaction is known.
@@ -310,6 +334,7 @@ export class Broker {
     await dataPath.start();
     followLeadership();
     await dataPath.publisher.removeStrayLogs();
+    this.startLagSampler(groups);
     const r = this.logManager.recovery;
     this.logger.info(
       { recovery: { ...r } },
@@ -493,11 +518,121 @@ export class Broker {
     });
   }
 
+  /**
+   * The HTTP listener: /metrics, the health checks and the admin API. The admin API and the lag
+   * sampler reach the cluster as any admin client does, through this node's inter-broker
+   * listener, so that they show what clients see, wherever the partitions and groups live.
+   */
+  private async startHttp(http: HttpServer): Promise<void> {
+    const metrics = this.metrics!;
+    metrics.attach(this.metricsSource());
+    http.route('GET', '/metrics', async (request) => {
+      const openMetrics = (request.headers.accept ?? '').includes('application/openmetrics-text');
+      const { contentType, body } = await metrics.exposition(openMetrics);
+      return { status: 200, body, contentType };
+    });
+    http.route('GET', '/health/live', () => ({ status: 200, body: { status: 'live' } }));
+    http.route('GET', '/health/ready', () =>
+      this.state === 'running' ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: this.state } },
+    );
+    registerAdminApi(http, {
+      cluster: () => this.ownAdminClient(),
+      lagHistory: (groupId) => this.lagSampler?.history(groupId) ?? [],
+      traffic: () => metrics.topicTraffic(),
+    });
+    registerConsole(http);
+    await http.start(this.config.httpListeners);
+  }
+
+  private ownAdminClient(): KafkaCluster {
+    if (this.adminClient === null) {
+      const listener = this.advertisedListeners().find((l) => l.name === this.config.interBrokerListenerName);
+      if (listener === undefined || this.state !== 'running') throw new Error('the node does not serve clients yet');
+      this.adminClient = new KafkaCluster([`${listener.host}:${listener.port}`], { clientId: `sluice-admin-${this.nodeId}` });
+    }
+    return this.adminClient;
+  }
+
+  private startLagSampler(groups: GroupCoordinatorService): void {
+    if (this.http === null) return;
+    this.lagSampler = new ConsumerLagSampler({
+      groups: () => groups.coordinator.listGroups(null).map((g) => g.groupId),
+      describe: async (groupId) => (await describeGroup(this.ownAdminClient(), groupId, this.runtime.clock.now())).partitions,
+      clock: this.runtime.clock,
+      intervalMs: this.config.getLong('metrics.lag.sample.interval.ms'),
+      historyMs: this.config.getLong('metrics.lag.history.ms'),
+      onError: (err, what) => this.logger.warn({ err }, `${what} failed`),
+    });
+    this.lagSampler.start();
+  }
+
+  /** What /metrics reads when scraped. */
+  private metricsSource(): MetricsSource {
+    return {
+      topicExists: (topic) => this.metadata.image().topic(topic) !== undefined,
+      partitionStates: () => {
+        const counts = { online: 0, offline: 0, underReplicated: 0, underMinIsr: 0 };
+        for (const p of this.replicaManager?.allPartitions() ?? []) {
+          if (p.offline) {
+            counts.offline++;
+            continue;
+          }
+          counts.online++;
+          if (!p.isLeader) continue;
+          if (p.isr.length < p.replicas.length) counts.underReplicated++;
+          if (p.isr.length < p.settings.minInsyncReplicas) counts.underMinIsr++;
+        }
+        // Partitions without a leader are the active controller's to report, as Kafka's OfflinePartitionsCount.
+        if (this.metadata.isActiveController()) {
+          for (const topic of this.metadata.image().topicsByName.values()) {
+            for (const partition of topic.partitions.values()) if (partition.leader < 0) counts.offline++;
+          }
+        }
+        return counts;
+      },
+      hostedPartitions: () =>
+        [...(this.replicaManager?.allPartitions() ?? [])]
+          .filter((p) => !p.offline)
+          .map((p) => ({
+            topic: p.topic,
+            partition: p.partition,
+            logEndOffset: p.logEndOffset,
+            highWatermark: p.highWatermark,
+            sizeBytes: p.log.sizeInBytes,
+          })),
+      connectionsByListener: () => {
+        const counts = new Map(this.config.listeners.map((l) => [l.name, 0]));
+        for (const c of this.server.openConnections) counts.set(c.session.listenerName, (counts.get(c.session.listenerName) ?? 0) + 1);
+        return counts;
+      },
+      groups: () => {
+        const coordinator = this.groups?.coordinator;
+        if (coordinator === undefined) return [];
+        return coordinator.listGroups(null).map((g) => ({
+          group: g.groupId,
+          state: g.state,
+          members: coordinator.group(g.groupId)?.allMembers().length ?? 0,
+        }));
+      },
+      groupLag: () => this.lagSampler?.points() ?? [],
+      raft: () => {
+        const raft = this.metadata.raftClientIfStarted;
+        return raft === null ? null : { leaderId: raft.currentLeaderId, commitOffset: raft.highWatermarkOffset };
+      },
+      nowMs: () => this.runtime.clock.now(),
+    };
+  }
+
   /** Graceful shutdown; safe to call more than once. */
   async close(): Promise<void> {
     if (this.state === 'closing' || this.state === 'closed') return;
     this.state = 'closing';
     this.logger.info('shutting down');
+    if (this.http !== null) {
+      this.lagSampler?.stop();
+      await this.http.close();
+      await this.adminClient?.close();
+    }
     // Controlled shutdown first, while this node still serves its followers: the controller
     // moves leadership away so that clients fail over before the listeners close. Past a
     // session timeout the controller fences the node anyway, so waiting longer buys nothing.

@@ -16,6 +16,7 @@
 // Apache Kafka (scripts/kafka-reference.sh) and Sluice/Kafka ratios are printed side by side.
 // Run: node --import tsx scripts/bench/broker.ts [--kafka] [--no-kafka] [--quick]
 //      [--only=produce,fetch,latency,memory,wide]
+// Sluice runs as `sluice dev` does by default: with its HTTP listener, metrics counted.
 import { sluiceCommand } from '../../test/helpers/sluice-cli.ts';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -23,7 +24,7 @@ import { mkdir, mkdtemp, open, readFile, rm, truncate } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { Errors } from '../../protocol/errors.ts';
 import {
@@ -58,7 +59,7 @@ const wanted = (figure: string): boolean => only === undefined || only.includes(
 
 const PRODUCE_CONNECTIONS = 4;
 const PRODUCE_IN_FLIGHT = 4;
-const PRODUCE_PARTITIONS = 4;
+export const PRODUCE_PARTITIONS = 4;
 const PRODUCE_MS = quick ? 3000 : 8000;
 const PRODUCE_WARMUP_MS = 500;
 /** Throughput loads alternate with their ceilings this many times; the best of each counts. */
@@ -71,7 +72,7 @@ const FETCH_MAX_BYTES = 4 * MIB;
 const LATENCY_RATE_PER_S = 200;
 const LATENCY_MS = quick ? 2000 : 5000;
 const MEMORY_PARTITIONS = 10_000;
-const TOPIC = 'bench';
+export const TOPIC = 'bench';
 const WIDE_TOPIC = 'wide';
 const WIDE_PARTITIONS = 1000;
 const WIDE_FETCHES = quick ? 50 : 200;
@@ -89,7 +90,7 @@ interface Target {
   stop(): Promise<void>;
 }
 
-function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
+export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
   return new Promise((resolveLine, reject) => {
     let out = '';
     let err = '';
@@ -112,7 +113,7 @@ function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): P
   });
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolveStop) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
@@ -125,7 +126,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Retries produce to a fresh topic until one is acknowledged; returns when it is. */
-async function firstAcknowledgedProduce(host: string, port: number, deadlineMs: number): Promise<void> {
+export async function firstAcknowledgedProduce(host: string, port: number, deadlineMs: number): Promise<void> {
   const batch = await buildBatch(1, 100);
   for (;;) {
     try {
@@ -249,7 +250,12 @@ async function produceOnce(conn: KafkaConnection, topic: string, partition: numb
  * Creates the topics (existing ones are fine) and waits until Metadata shows their leaders;
  * with `untilServed`, also until each leader answers ListOffsets for every partition.
  */
-async function createTopics(cluster: KafkaCluster, names: readonly string[], numPartitions: number, untilServed = true): Promise<void> {
+export async function createTopics(
+  cluster: KafkaCluster,
+  names: readonly string[],
+  numPartitions: number,
+  untilServed = true,
+): Promise<void> {
   const conn = await cluster.anyConnection();
   const res = await conn.send<CreateTopicsResponse>(
     ApiKey.CreateTopics,
@@ -288,14 +294,14 @@ async function createTopics(cluster: KafkaCluster, names: readonly string[], num
 // ---------------------------------------------------------------------------------------
 // Loads
 
-interface Throughput {
+export interface Throughput {
   bytes: number;
   seconds: number;
   mibPerS: number;
 }
 
 /** Pipelined produce over several connections; counts batch bytes acknowledged after the warm-up. */
-async function produceLoad(host: string, port: number, partitions: number): Promise<Throughput & { errors: number }> {
+export async function produceLoad(host: string, port: number, partitions: number): Promise<Throughput & { errors: number }> {
   const batch = await buildBatch(64, 1024 - 10);
   const conns = await Promise.all(Array.from({ length: PRODUCE_CONNECTIONS }, () => KafkaConnection.connect(host, port)));
   const version = conns[0]!.version(ApiKey.Produce);
@@ -350,7 +356,7 @@ async function produceLoad(host: string, port: number, partitions: number): Prom
 type Sink = ((partition: number, bytes: Buffer) => Promise<void>) | null;
 
 /** Reads every partition from offset 0 to its high watermark, one connection per partition. */
-async function fetchLoad(cluster: KafkaCluster, partitions: number, sink: Sink): Promise<Throughput> {
+export async function fetchLoad(cluster: KafkaCluster, partitions: number, sink: Sink): Promise<Throughput> {
   const ends = await listOffsets(
     cluster,
     Array.from({ length: partitions }, (_, partition) => ({ topic: TOPIC, partition })),
@@ -757,4 +763,5 @@ async function main(): Promise<void> {
   report(results);
 }
 
-await main();
+// Other benches import the loads; only running this file measures.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

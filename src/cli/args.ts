@@ -12,11 +12,13 @@ import { kafkaEnvConfig } from '../container/kafka-env.ts';
 import type { LogFormat } from '../observability/logger.ts';
 
 export const USAGE = `Usage:
-  sluice dev   [--host 127.0.0.1] [--port 9092] [--data-dir ./data] [--nodes 1] [--override key=value ...]
+  sluice dev   [--host 127.0.0.1] [--port 9092] [--http-port PORT] [--data-dir ./data] [--nodes 1] [--override key=value ...]
       A single-node cluster (process.roles=broker,controller, node.id=1, one voter). With
       --nodes N (N > 1), N such nodes as child processes forming one cluster: broker ports
       --port .. --port+N-1, controller ports 10000 above them (free ports with --port 0),
-      data in <data-dir>/node-<i>.
+      data in <data-dir>/node-<i>. Each node serves metrics, health and the admin API over
+      HTTP on --http-port (default: its broker port + 552, so 9644 beside 9092; a free port
+      with --port 0; none with --http-port=-1).
   sluice start --config server.properties [--override key=value ...]
       A node configured from a Kafka-style properties file. Empty log dirs are formatted
       on first start.
@@ -28,10 +30,41 @@ export const USAGE = `Usage:
   sluice storage random-uuid
       Kafka's kafka-storage tool: write meta.properties with a chosen cluster id into every
       log dir before the first start; print a new cluster id.
-  sluice groups list [--bootstrap-server HOST:PORT]
-  sluice groups describe GROUP [--bootstrap-server HOST:PORT]
-      Consumer groups: state, members, and per partition the committed offset, log end
-      offset, lag in records and lag in time (age of the oldest unconsumed record).
+  sluice groups list
+  sluice groups describe GROUP
+  sluice groups delete GROUP...
+  sluice groups reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
+      (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO-8601
+       | --by-duration PnDTnHnMnS) [--dry-run | --execute]
+      Kafka's kafka-consumer-groups: state, members, and per partition the committed offset,
+      log end offset, lag in records and lag in time (age of the oldest unconsumed record);
+      delete groups; reset an inactive group's offsets (a plan only, unless --execute).
+  sluice configs describe --entity-type topics|brokers (--entity-name NAME | --entity-default) [--all]
+  sluice configs alter --entity-type topics|brokers (--entity-name NAME | --entity-default)
+                       [--add-config name=value,...] [--delete-config name,...]
+      Kafka's kafka-configs: the configs set on a topic, a broker or the brokers' default
+      (every config with --all), and changing them.
+  sluice topics list [--include-internal]
+  sluice topics describe [TOPIC...]
+  sluice topics create TOPIC [--partitions N] [--replication-factor R] [--config name=value ...] [--if-not-exists]
+  sluice topics delete TOPIC... [--if-exists]
+  sluice topics alter-config TOPIC [--set name=value ...] [--delete name ...] [--partitions N]
+      Kafka's kafka-topics: list, describe (leaders, replicas, ISR, log start and end offsets,
+      the topic's own configs), create, delete, change configs and add partitions.
+  sluice produce TOPIC [--format text|json|hex] [--key KEY | --key-separator SEP]
+                       [--header name=value ...] [--partition P] [--acks all|1]
+      Records from stdin, one a line; keyed records go where Kafka's default partitioner puts them.
+  sluice consume TOPIC [--partition P] [--offset earliest|latest|N | --from-timestamp MS|ISO-8601]
+                       [--group G] [--max-messages N] [--follow] [--timeout-ms T]
+                       [--format text|json|hex] [--print-key] [--key-separator SEP]
+      Records one a line, from the start (or the offset, timestamp or group's commit) to the
+      end of the partitions as they were at start; --follow keeps reading new ones.
+  The groups, configs, topics, produce and consume commands take --bootstrap-server
+  HOST:PORT[,...] (default 127.0.0.1:9092) and work against any Kafka-compatible cluster;
+  groups, configs and topics take --output text|json.
+  sluice cluster describe --bootstrap-server HOST:PORT[,...] [--output text|json]
+      The cluster id, brokers, active controller and metadata quorum (leader, epoch, high
+      watermark, voters and observers with their lag), asked of a broker.
   sluice cluster describe --bootstrap-controller HOST:PORT
   sluice cluster add-controller --bootstrap-controller HOST:PORT --config controller.properties
   sluice cluster remove-controller --bootstrap-controller HOST:PORT --controller-id N --controller-directory-id ID
@@ -45,7 +78,7 @@ environment variable (SLUICE_LOG_RETENTION_MS=60000 sets log.retention.ms).`;
 export class UsageError extends Error {}
 
 /** The properties `sluice dev` starts from (Kafka's single-node KRaft quickstart settings). */
-export function devProperties(host: string, port: number, dataDir: string): Map<string, string> {
+export function devProperties(host: string, port: number, dataDir: string, httpPort = -1): Map<string, string> {
   const props = new Map([
     ['node.id', '1'],
     ['process.roles', 'broker,controller'],
@@ -58,6 +91,7 @@ export function devProperties(host: string, port: number, dataDir: string): Map<
   ]);
   // Binding every interface still needs an address clients can reach: advertise loopback.
   if (host === '0.0.0.0') props.set('advertised.listeners', `PLAINTEXT://127.0.0.1:${port}`);
+  if (httpPort >= 0) props.set('http.listeners', `http://${host}:${httpPort}`);
   return props;
 }
 
@@ -90,6 +124,8 @@ export function logFormatFromArgs(argv: readonly string[], logToTerminal: boolea
 export interface DevArgs {
   readonly host: string;
   readonly port: number;
+  /** The HTTP listener's port (metrics, health, admin API); -1 for none. */
+  readonly httpPort: number;
   readonly dataDir: string;
   /** How many nodes (--nodes); 1 is the single-node `sluice dev`. */
   readonly nodes: number;
@@ -98,12 +134,25 @@ export interface DevArgs {
   readonly logFormat: string | undefined;
 }
 
+/**
+ * 9644 beside the default 9092 (the admin port Redpanda users know), and the same distance
+ * from any other broker port, so that brokers started side by side never race for one HTTP
+ * port. A broker port too high for that gets a free HTTP port.
+ */
+function defaultHttpPort(brokerPort: number): number {
+  const port = brokerPort + HTTP_PORT_DISTANCE;
+  return brokerPort === 0 || port > 65535 ? 0 : port;
+}
+
+const HTTP_PORT_DISTANCE = 9644 - 9092;
+
 export function devArgs(rest: string[]): DevArgs {
   const { values } = parseArgs({
     args: rest,
     options: {
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string', default: '9092' },
+      'http-port': { type: 'string' },
       'data-dir': { type: 'string', default: './data' },
       nodes: { type: 'string', default: '1' },
       override: { type: 'string', multiple: true },
@@ -112,11 +161,14 @@ export function devArgs(rest: string[]): DevArgs {
   });
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`invalid --port ${values.port}`);
+  const httpPort = values['http-port'] === undefined ? defaultHttpPort(port) : Number(values['http-port']);
+  if (!Number.isInteger(httpPort) || httpPort < -1 || httpPort > 65535) throw new UsageError(`invalid --http-port ${values['http-port']}`);
   const nodes = Number(values.nodes);
   if (!Number.isInteger(nodes) || nodes < 1) throw new UsageError(`invalid --nodes ${values.nodes}`);
   return {
     host: values.host!,
     port,
+    httpPort,
     dataDir: resolve(values['data-dir']!),
     nodes,
     overrides: values.override ?? [],
@@ -147,7 +199,7 @@ export function configFromArgs(argv: string[], env: NodeJS.ProcessEnv): BrokerCo
     const dev = devArgs(rest);
     if (dev.nodes !== 1) throw new UsageError('sluice dev --nodes N runs N child processes, each configured by `sluice start`');
     return new BrokerConfig({
-      file: devProperties(dev.host, dev.port, dev.dataDir),
+      file: devProperties(dev.host, dev.port, dev.dataDir, dev.httpPort),
       env: propertiesFromEnv(env),
       overrides: overridesFrom([...dev.overrides]),
     });

@@ -1,8 +1,10 @@
 /**
  * `sluice cluster`: the membership of the controller quorum (KIP-853), as Kafka's
- * kafka-metadata-quorum tool shows and changes it.
+ * kafka-metadata-quorum tool shows and changes it, and the cluster as an admin client sees it
+ * through a broker.
  *
  *   sluice cluster describe --bootstrap-controller HOST:PORT
+ *   sluice cluster describe --bootstrap-server HOST:PORT[,...] [--output text|json]
  *   sluice cluster add-controller --bootstrap-controller HOST:PORT --config controller.properties [--override key=value ...]
  *   sluice cluster remove-controller --bootstrap-controller HOST:PORT --controller-id N --controller-directory-id ID
  *
@@ -13,36 +15,33 @@
  * fetches the log as an observer: the leader adds only a caught-up replica. remove-controller
  * names the voter by id and directory id, as DescribeQuorum reports them. Both send their
  * request to the quorum leader, found through the bootstrap controller with DescribeQuorum.
+ * describe --bootstrap-server asks a broker (Metadata, and DescribeQuorum, which it forwards to
+ * the controllers), so it needs no access to the controller listeners.
  *
  * Exit codes: 0 ok, 1 when the quorum refuses or cannot be reached, 2 on usage and
  * configuration errors.
  */
 import { parseArgs } from 'node:util';
 import { Errors, errorByCode } from '../../protocol/errors.ts';
-import { METADATA_TOPIC } from '../../protocol/internal-topics.ts';
 import {
   makeAddRaftVoterRequest,
   makeAddRaftVoterRequestListener,
   type AddRaftVoterResponse,
 } from '../../protocol/messages/add-raft-voter.ts';
-import {
-  makeDescribeQuorumRequest,
-  makeDescribeQuorumRequestPartitionData,
-  makeDescribeQuorumRequestTopicData,
-  type DescribeQuorumResponse,
-  type DescribeQuorumResponsePartitionData,
-} from '../../protocol/messages/describe-quorum.ts';
+import type { DescribeQuorumResponse } from '../../protocol/messages/describe-quorum.ts';
 import { ApiKey } from '../../protocol/messages/index.ts';
 import { makeRemoveRaftVoterRequest, type RemoveRaftVoterResponse } from '../../protocol/messages/remove-raft-voter.ts';
+import { describeCluster, describeQuorum, type ClusterDescription, type QuorumReplica } from '../client/admin.ts';
 import { KafkaConnection } from '../client/connection.ts';
 import { ConfigException, type BrokerConfig } from '../config/index.ts';
 import { readMetaProperties } from '../metadata/meta-properties.ts';
 import { type RaftEndpoint, raftMembershipOf } from '../metadata/raft/voter-set.ts';
 import { configFromFile } from './args.ts';
-import type { Output } from './groups.ts';
+import { bootstrapServers, parseOutputFormat, withCluster, type Output, type OutputFormat } from './output.ts';
 
 export const CLUSTER_USAGE = `usage:
   sluice cluster describe --bootstrap-controller HOST:PORT
+  sluice cluster describe --bootstrap-server HOST:PORT[,...] [--output text|json]
   sluice cluster add-controller --bootstrap-controller HOST:PORT --config controller.properties [--override key=value ...]
   sluice cluster remove-controller --bootstrap-controller HOST:PORT --controller-id N --controller-directory-id ID`;
 
@@ -89,6 +88,8 @@ export async function runClusterCommand(argv: string[], io: Output = stdio, env:
       args: rest,
       options: {
         'bootstrap-controller': { type: 'string' },
+        'bootstrap-server': { type: 'string' },
+        output: { type: 'string' },
         config: { type: 'string', short: 'c' },
         'command-config': { type: 'string' },
         override: { type: 'string', multiple: true },
@@ -98,6 +99,12 @@ export async function runClusterCommand(argv: string[], io: Output = stdio, env:
     });
     const bootstrapText = values['bootstrap-controller'];
     if (action !== 'describe' && action !== 'add-controller' && action !== 'remove-controller') throw usage('unknown or missing action');
+    const serversText = values['bootstrap-server'];
+    if (serversText !== undefined && (action !== 'describe' || bootstrapText !== undefined)) {
+      throw usage('--bootstrap-server applies to describe, instead of --bootstrap-controller');
+    }
+    if (values.output !== undefined && serversText === undefined) throw usage('--output applies to describe --bootstrap-server');
+    if (serversText !== undefined) return await describeThroughBroker(brokerArgs(serversText, values.output), io);
     if (bootstrapText === undefined) throw usage(`${action} needs --bootstrap-controller`);
     const bootstrap = parseHostPort(bootstrapText);
     if (action === 'describe') return await describe(bootstrap, io);
@@ -127,6 +134,64 @@ export async function runClusterCommand(argv: string[], io: Output = stdio, env:
   }
 }
 
+function brokerArgs(servers: string, output: string | undefined): { bootstrap: string[]; format: OutputFormat } {
+  try {
+    return { bootstrap: bootstrapServers(servers), format: parseOutputFormat(output) };
+  } catch (err) {
+    throw usage((err as Error).message);
+  }
+}
+
+/** The cluster's id, brokers and active controller, then the quorum with each replica's lag behind the leader. */
+export function formatClusterDescription(d: ClusterDescription, nowMs: number): string {
+  const pad = (label: string) => `${label}:`.padEnd(24);
+  const lines = [
+    `${pad('ClusterId')}${d.clusterId ?? '-'}`,
+    `${pad('ControllerId')}${d.controllerId}`,
+    `${pad('Brokers')}${d.brokers.map((b) => `${b.nodeId}@${b.host}:${b.port}${b.rack === null ? '' : ` (rack ${b.rack})`}`).join(', ')}`,
+  ];
+  const q = d.quorum;
+  if (q === null) return `${lines.join('\n')}\n${pad('Quorum')}not described by this cluster\n`;
+  const leaderEnd = q.voters.find((v) => v.nodeId === q.leaderId)?.logEndOffset ?? q.highWatermark;
+  const replica = (r: QuorumReplica, status: string): string[] => [
+    String(r.nodeId),
+    String(r.logEndOffset),
+    String(Math.max(0, leaderEnd - r.logEndOffset)),
+    r.lastCaughtUpTimestampMs < 0 ? '-' : String(Math.max(0, nowMs - r.lastCaughtUpTimestampMs)),
+    status,
+  ];
+  const rows = [
+    ...q.voters.map((v) => replica(v, v.nodeId === q.leaderId ? 'Leader' : 'Follower')),
+    ...q.observers.map((o) => replica(o, 'Observer')),
+  ];
+  const header = ['NODE-ID', 'LOG-END-OFFSET', 'LAG', 'LAST-CAUGHT-UP-AGO-MS', 'STATUS'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const row = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  lines.push(
+    `${pad('LeaderId')}${q.leaderId}`,
+    `${pad('LeaderEpoch')}${q.leaderEpoch}`,
+    `${pad('HighWatermark')}${q.highWatermark}`,
+    `${pad('CurrentVoters')}[${q.voters.map((v) => v.nodeId).join(',')}]`,
+    `${pad('CurrentObservers')}[${q.observers.map((o) => o.nodeId).join(',')}]`,
+    '',
+    row(header),
+    ...rows.map(row),
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+async function describeThroughBroker(args: { bootstrap: string[]; format: OutputFormat }, io: Output): Promise<number> {
+  return withCluster(io, args.bootstrap, 'sluice-cluster', async (cluster) => {
+    const described = await describeCluster(cluster);
+    io.out(args.format === 'json' ? `${JSON.stringify(described)}\n` : formatClusterDescription(described, Date.now()));
+    return 0;
+  });
+}
+
 function controllerConfig(path: string, overrides: readonly string[], env: NodeJS.ProcessEnv): BrokerConfig {
   try {
     return configFromFile(path, overrides, env);
@@ -143,27 +208,6 @@ const connect = (address: HostPort) =>
     connectTimeoutMs: 10_000,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
   });
-
-async function describeQuorum(
-  conn: KafkaConnection,
-): Promise<{ response: DescribeQuorumResponse; partition: DescribeQuorumResponsePartitionData }> {
-  const response = await conn.send<DescribeQuorumResponse>(
-    ApiKey.DescribeQuorum,
-    makeDescribeQuorumRequest({
-      topics: [
-        makeDescribeQuorumRequestTopicData({
-          topicName: METADATA_TOPIC,
-          partitions: [makeDescribeQuorumRequestPartitionData({ partitionIndex: 0 })],
-        }),
-      ],
-    }),
-  );
-  const partition = response.topics[0]?.partitions[0];
-  if (response.errorCode !== Errors.NONE.code || partition === undefined) {
-    throw new ClusterCommandError(`DescribeQuorum failed: ${errorByCode(response.errorCode).name}`, 1);
-  }
-  return { response, partition };
-}
 
 /**
  * A connection to the quorum leader and its DescribeQuorum answer: asked of the bootstrap

@@ -105,6 +105,12 @@ export function planDevCluster(dev: DevArgs, ports?: readonly number[]): Cluster
   }));
 }
 
+/** Node i's HTTP port: --http-port + i - 1 beside fixed broker ports, free ports beside free ones, -1 for none. */
+function devHttpPort(dev: DevArgs, nodeId: number): number {
+  if (dev.httpPort <= 0) return dev.httpPort;
+  return dev.httpPort + nodeId - 1 > 65535 ? 0 : dev.httpPort + nodeId - 1;
+}
+
 interface NodeProcess {
   readonly address: ClusterNodeAddress;
   readonly child: ChildProcess;
@@ -130,7 +136,10 @@ export async function runDevCluster(dev: DevArgs, io: Output = stdio): Promise<n
       await mkdir(dir, { recursive: true });
       const path = join(dir, 'server.properties');
       const comment = `Node ${node.nodeId} of ${nodes.length}, written by \`sluice dev --nodes ${nodes.length}\` at every start.`;
-      await writeFile(path, propertiesText(clusterNodeProperties(node, nodes), comment));
+      const props = clusterNodeProperties(node, nodes);
+      const httpPort = devHttpPort(dev, node.nodeId);
+      if (httpPort >= 0) props.set('http.listeners', `http://${node.host}:${httpPort}`);
+      await writeFile(path, propertiesText(props, comment));
       return path;
     }),
   );

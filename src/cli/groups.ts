@@ -1,263 +1,57 @@
 /**
- * `sluice groups`: consumer groups and their lag, as Kafka's kafka-consumer-groups tool shows
- * them, plus the age of the oldest unconsumed record of each partition (LAG-TIME).
+ * `sluice groups`: consumer groups as Kafka's kafka-consumer-groups tool shows and manages them,
+ * over the wire only: list, describe (lag in records, plus the age of the oldest unconsumed
+ * record of each partition: LAG-TIME), delete, and reset a group's committed offsets.
  *
- *   sluice groups list [--bootstrap-server 127.0.0.1:9092]
- *   sluice groups describe GROUP [--bootstrap-server 127.0.0.1:9092]
+ *   sluice groups list
+ *   sluice groups describe GROUP
+ *   sluice groups delete GROUP...
+ *   sluice groups reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
+ *     (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO | --by-duration PnDTnHnMnS)
+ *     [--dry-run | --execute]
  *
+ * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092) and --output text|json.
+ * reset-offsets only prints its plan unless --execute is given, as Kafka's tool does.
  * Exit codes: 0 ok, 1 on errors (an unknown group included), 2 on usage errors.
  */
 import { parseArgs } from 'node:util';
-import { ApiKey } from '../../protocol/messages/index.ts';
-import { Errors, KafkaError } from '../../protocol/errors.ts';
-import { Reader } from '../../protocol/primitives.ts';
-import { makeListGroupsRequest, type ListGroupsResponse } from '../../protocol/messages/list-groups.ts';
+import type { KafkaCluster } from '../client/cluster.ts';
+import type { TopicPartition } from '../client/offsets.ts';
 import {
-  makeDescribeGroupsRequest,
-  type DescribeGroupsResponse,
-  type DescribeGroupsResponseDescribedGroup,
-} from '../../protocol/messages/describe-groups.ts';
-import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
-import { decodeConsumerProtocolAssignment } from '../../protocol/messages/consumer-protocol-assignment.ts';
-import { KafkaCluster, kafkaError, type BrokerAddress } from '../client/cluster.ts';
-import { firstRecordAtOrAfter, listOffsets, tpKey, type TopicPartition } from '../client/offsets.ts';
+  OFFSET_RESET_CHUNK,
+  commitOffsets,
+  deleteGroups,
+  describeGroup,
+  listGroups,
+  planOffsetReset,
+  type GroupDescription,
+  type GroupListing,
+  type OffsetResetTarget,
+  type PlannedOffset,
+  type TopicPartitions,
+} from '../client/groups.ts';
+import {
+  UsageError,
+  bootstrapServers,
+  parseIntFlag,
+  parseOrUsage,
+  parseOutputFormat,
+  stdio,
+  withCluster,
+  type Output,
+  type OutputFormat,
+} from './output.ts';
+
+export type { Output };
 
 export const GROUPS_USAGE = `usage:
-  sluice groups list [--bootstrap-server HOST:PORT]
-  sluice groups describe GROUP [--bootstrap-server HOST:PORT]`;
-
-const DEFAULT_BOOTSTRAP = '127.0.0.1:9092';
-/** OffsetFetch v8+ nests groups and v10+ names topics by id; v7 is enough for one group. */
-const OFFSET_FETCH_MAX_VERSION = 7;
-/** How long coordinator look-ups retry retriable errors (coordinator loading, not yet elected). */
-const COORDINATOR_RETRY_MS = 10_000;
-const COORDINATOR_BACKOFF_MS = 200;
-
-export interface Output {
-  out(text: string): void;
-  err(text: string): void;
-}
-
-const stdio: Output = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-};
-
-export interface GroupListing {
-  groupId: string;
-  state: string;
-  protocolType: string;
-  members: number;
-}
-
-export interface MemberDescription {
-  memberId: string;
-  groupInstanceId: string | null;
-  clientId: string;
-  host: string;
-  assignment: TopicPartition[];
-}
-
-export interface PartitionLag {
-  topic: string;
-  partition: number;
-  /** -1 when the group committed nothing for the partition. */
-  committedOffset: number;
-  logEndOffset: number;
-  /** null when nothing is committed. */
-  lag: number | null;
-  /** Age of the oldest unconsumed record; null when the lag is 0 or unknown. */
-  lagMs: number | null;
-  memberId: string | null;
-  host: string | null;
-  clientId: string | null;
-}
-
-export interface GroupDescription {
-  groupId: string;
-  state: string;
-  protocolType: string;
-  protocol: string;
-  coordinator: BrokerAddress;
-  members: MemberDescription[];
-  partitions: PartitionLag[];
-}
-
-export class GroupNotFoundError extends Error {
-  constructor(readonly groupId: string) {
-    super(`Consumer group '${groupId}' does not exist.`);
-    this.name = 'GroupNotFoundError';
-  }
-}
-
-/** Every group on every broker, with its state and member count from its coordinator. */
-export async function listGroups(cluster: KafkaCluster): Promise<GroupListing[]> {
-  const brokers = await cluster.listBrokers();
-  const found = new Map<string, { protocolType: string; state: string }>();
-  for (const b of brokers) {
-    const conn = await cluster.connection(b.host, b.port);
-    const res = await conn.send<ListGroupsResponse>(ApiKey.ListGroups, makeListGroupsRequest());
-    if (res.errorCode !== Errors.NONE.code) throw kafkaError(res.errorCode, `ListGroups on broker ${b.nodeId}`);
-    for (const g of res.groups) found.set(g.groupId, { protocolType: g.protocolType, state: g.groupState });
-  }
-  const listings: GroupListing[] = [];
-  for (const [groupId, listed] of [...found].sort(([a], [b]) => a.localeCompare(b))) {
-    const described = await describeGroupMetadata(cluster, groupId).catch((err: unknown) => {
-      if (err instanceof GroupNotFoundError) return null;
-      throw err;
-    });
-    if (described === null) continue;
-    listings.push({
-      groupId,
-      state: described.group.groupState || listed.state,
-      protocolType: described.group.protocolType || listed.protocolType,
-      members: described.group.members.length,
-    });
-  }
-  return listings;
-}
-
-/** DescribeGroups at the group's coordinator. */
-async function describeGroupMetadata(
-  cluster: KafkaCluster,
-  groupId: string,
-): Promise<{ group: DescribeGroupsResponseDescribedGroup; coordinator: BrokerAddress }> {
-  return withCoordinatorRetries(async () => {
-    const coordinator = await cluster.findCoordinator(groupId);
-    const conn = await cluster.connection(coordinator.host, coordinator.port);
-    const res = await conn.send<DescribeGroupsResponse>(ApiKey.DescribeGroups, makeDescribeGroupsRequest({ groups: [groupId] }));
-    const group = res.groups.find((g) => g.groupId === groupId);
-    if (group === undefined || group.errorCode === Errors.GROUP_ID_NOT_FOUND.code || group.groupState === 'Dead') {
-      throw new GroupNotFoundError(groupId);
-    }
-    if (group.errorCode !== Errors.NONE.code) throw kafkaError(group.errorCode, `DescribeGroups '${groupId}'`);
-    return { group, coordinator };
-  });
-}
-
-/**
- * The group's members and, per partition it committed to or has assigned, the committed
- * offset, log end offset, lag in records and the age of the oldest unconsumed record.
- */
-export async function describeGroup(cluster: KafkaCluster, groupId: string, nowMs = Date.now()): Promise<GroupDescription> {
-  const { group, coordinator } = await describeGroupMetadata(cluster, groupId);
-  const members = group.members.map(
-    (m): MemberDescription => ({
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      clientId: m.clientId,
-      host: m.clientHost,
-      assignment: group.protocolType === 'consumer' ? decodeAssignment(m.memberAssignment) : [],
-    }),
-  );
-  const committed = await fetchCommittedOffsets(cluster, groupId);
-  if (committed.size === 0 && members.length === 0 && group.groupState === 'Empty' && group.protocolType === '') {
-    // Kafka's coordinator answers Empty for ids it never saw; the tool calls those unknown.
-    throw new GroupNotFoundError(groupId);
-  }
-
-  const owner = new Map<string, MemberDescription>();
-  const partitions = new Map<string, TopicPartition>();
-  for (const m of members) {
-    for (const tp of m.assignment) {
-      owner.set(tpKey(tp.topic, tp.partition), m);
-      partitions.set(tpKey(tp.topic, tp.partition), tp);
-    }
-  }
-  for (const tp of committed.values()) partitions.set(tpKey(tp.topic, tp.partition), tp);
-  const sorted = [...partitions.values()].sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
-  const logEnd = sorted.length > 0 ? await listOffsets(cluster, sorted) : new Map<string, number>();
-
-  const lags = await Promise.all(
-    sorted.map(async (tp): Promise<PartitionLag> => {
-      const key = tpKey(tp.topic, tp.partition);
-      const committedOffset = committed.get(key)?.offset ?? -1;
-      const logEndOffset = logEnd.get(key) ?? -1;
-      const lag = committedOffset >= 0 ? Math.max(0, logEndOffset - committedOffset) : null;
-      let lagMs: number | null = null;
-      if (lag !== null && lag > 0) {
-        const first = await firstRecordAtOrAfter(cluster, tp.topic, tp.partition, committedOffset);
-        if (first !== null && first.timestamp >= 0) lagMs = Math.max(0, nowMs - first.timestamp);
-      }
-      const m = owner.get(key);
-      return {
-        topic: tp.topic,
-        partition: tp.partition,
-        committedOffset,
-        logEndOffset,
-        lag,
-        lagMs,
-        memberId: m?.memberId ?? null,
-        host: m?.host ?? null,
-        clientId: m?.clientId ?? null,
-      };
-    }),
-  );
-  return {
-    groupId,
-    state: group.groupState,
-    protocolType: group.protocolType,
-    protocol: group.protocolData,
-    coordinator,
-    members,
-    partitions: lags,
-  };
-}
-
-/** Committed offsets of every partition of the group (OffsetFetch with topics = null). */
-async function fetchCommittedOffsets(cluster: KafkaCluster, groupId: string): Promise<Map<string, TopicPartition & { offset: number }>> {
-  const res = await withCoordinatorRetries(async () => {
-    const conn = await cluster.coordinatorConnection(groupId);
-    const version = conn.version(ApiKey.OffsetFetch, OFFSET_FETCH_MAX_VERSION);
-    if (version < 2) throw new Error(`the coordinator's OffsetFetch (v${version}) cannot list all partitions`);
-    const r = await conn.send<OffsetFetchResponse>(ApiKey.OffsetFetch, makeOffsetFetchRequest({ groupId, topics: null }), version);
-    if (r.errorCode !== Errors.NONE.code) throw kafkaError(r.errorCode, `OffsetFetch '${groupId}'`);
-    return r;
-  });
-  const out = new Map<string, TopicPartition & { offset: number }>();
-  for (const t of res.topics) {
-    for (const p of t.partitions) {
-      if (p.errorCode !== Errors.NONE.code) throw kafkaError(p.errorCode, `OffsetFetch ${t.name}-${p.partitionIndex}`);
-      if (p.committedOffset < 0n) continue;
-      out.set(tpKey(t.name, p.partitionIndex), { topic: t.name, partition: p.partitionIndex, offset: Number(p.committedOffset) });
-    }
-  }
-  return out;
-}
-
-/**
- * A consumer-protocol assignment: an int16 version, then the fields of that version. Newer
- * versions only append fields, so a version above ours is read as our newest (as Kafka's
- * ConsumerProtocol does).
- */
-export function decodeAssignment(bytes: Buffer): TopicPartition[] {
-  if (bytes.length < 2) return [];
-  const r = new Reader(bytes);
-  const version = Math.min(r.int16(), 3);
-  const assignment = decodeConsumerProtocolAssignment(r, Math.max(0, version));
-  return assignment.assignedPartitions
-    .flatMap((t) => t.partitions.map((partition) => ({ topic: t.topic, partition })))
-    .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
-}
-
-const RETRIABLE_COORDINATOR_ERRORS: ReadonlySet<number> = new Set([
-  Errors.COORDINATOR_LOAD_IN_PROGRESS.code,
-  Errors.COORDINATOR_NOT_AVAILABLE.code,
-  Errors.NOT_COORDINATOR.code,
-]);
-
-async function withCoordinatorRetries<T>(attempt: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + COORDINATOR_RETRY_MS;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (err) {
-      const retriable = err instanceof KafkaError && RETRIABLE_COORDINATOR_ERRORS.has(err.code);
-      if (!retriable || Date.now() >= deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, COORDINATOR_BACKOFF_MS));
-    }
-  }
-}
+  sluice groups list
+  sluice groups describe GROUP
+  sluice groups delete GROUP...
+  sluice groups reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
+      (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm]
+       | --by-duration PnDTnHnMnS) [--dry-run | --execute]
+  every subcommand: [--bootstrap-server HOST:PORT,...] [--output text|json]`;
 
 /** `12s`, `3m05s`, `2h07m`, `4d03h`: the largest two units. */
 export function formatDuration(ms: number): string {
@@ -348,56 +142,230 @@ function formatAssignment(tps: readonly TopicPartition[]): string {
   return [...byTopic].map(([t, ps]) => `${t}(${ps.join(',')})`).join(', ');
 }
 
-/** Entry point of `sluice groups ...`; argv may start with the word `groups`. */
-function parseGroupsArgs(args: string[]) {
-  return parseArgs({
-    args,
-    allowPositionals: true,
-    options: { 'bootstrap-server': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  });
+/** kafka-consumer-groups --reset-offsets's plan: one row per partition with its new offset. */
+export function formatOffsetResetPlan(groupId: string, planned: readonly PlannedOffset[]): string {
+  return table(
+    ['GROUP', 'TOPIC', 'PARTITION', 'NEW-OFFSET'],
+    planned.map((p) => [groupId, p.topic, String(p.partition), String(p.newOffset)]),
+  );
 }
 
+/** `--topic orders` or `--topic orders:0,2` as Kafka's tool reads it. */
+export function parseTopicPartitions(text: string): TopicPartitions {
+  const at = text.indexOf(':');
+  const topic = at < 0 ? text : text.slice(0, at);
+  if (topic === '') throw new UsageError(`--topic expects TOPIC or TOPIC:P,P, got '${text}'`);
+  if (at < 0) return { topic, partitions: null };
+  const partitions = text
+    .slice(at + 1)
+    .split(',')
+    .map((p) => {
+      if (!/^\d+$/.test(p.trim())) throw new UsageError(`--topic expects TOPIC or TOPIC:P,P, got '${text}'`);
+      return parseIntFlag(p.trim(), '--topic partition');
+    });
+  return { topic, partitions: [...new Set(partitions)].sort((a, b) => a - b) };
+}
+
+/** Java's Duration format as --by-duration takes it (PnDTnHnMnS), in milliseconds. */
+export function parseIsoDuration(text: string): number {
+  const m = /^P(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,3})?)S)?)?$/i.exec(text);
+  if (m === null || text.length < 3 || /T$/i.test(text)) throw new UsageError(`--by-duration expects PnDTnHnMnS, got '${text}'`);
+  const [, days, hours, minutes, seconds] = m;
+  const ms =
+    Number(days ?? 0) * 86_400_000 +
+    Number(hours ?? 0) * 3_600_000 +
+    Number(minutes ?? 0) * 60_000 +
+    Math.round(Number(seconds ?? 0) * 1000);
+  if (!Number.isSafeInteger(ms)) throw new UsageError(`--by-duration is too long: '${text}'`);
+  return ms;
+}
+
+/** --to-datetime as Kafka's tool reads it: local time unless a zone (Z, +hh:mm, +hhmm) is given. */
+export function parseDateTime(text: string): number {
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)(Z|[+-]\d{2}:?\d{2})?$/i.exec(text);
+  const zone = m?.[2]?.replace(/^([+-]\d{2})(\d{2})$/, '$1:$2') ?? '';
+  const ms = m === null ? Number.NaN : Date.parse(`${m[1]}${zone.toUpperCase()}`);
+  if (Number.isNaN(ms)) throw new UsageError(`--to-datetime expects YYYY-MM-DDTHH:mm:SS.sss with an optional zone, got '${text}'`);
+  return ms;
+}
+
+/**
+ * node's parseArgs takes `--shift-by -2` for a missing value followed by a flag; Kafka's users
+ * write it so, hence a negative number right after --shift-by is joined to it.
+ */
+function joinNegativeShift(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const next = args[i + 1];
+    if (args[i] === '--shift-by' && next !== undefined && /^-\d+$/.test(next)) {
+      out.push(`--shift-by=${next}`);
+      i++;
+    } else {
+      out.push(args[i]!);
+    }
+  }
+  return out;
+}
+
+const RESET_TARGET_FLAGS = ['to-earliest', 'to-latest', 'to-offset', 'shift-by', 'to-datetime', 'by-duration'] as const;
+
+/** The flags each subcommand accepts, beyond --bootstrap-server, --output and --help. */
+const SUBCOMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
+  list: [],
+  describe: [],
+  delete: [],
+  'reset-offsets': ['group', 'topic', 'all-topics', ...RESET_TARGET_FLAGS, 'dry-run', 'execute'],
+};
+
+function resetTarget(v: Record<string, string | boolean | string[] | undefined>, nowMs: number): OffsetResetTarget {
+  const given = RESET_TARGET_FLAGS.filter((f) => v[f] !== undefined);
+  if (given.length !== 1) {
+    throw new UsageError(
+      "'groups reset-offsets' needs one of --to-earliest, --to-latest, --to-offset, --shift-by, --to-datetime, --by-duration",
+    );
+  }
+  const value = String(v[given[0]!]);
+  switch (given[0]!) {
+    case 'to-earliest':
+      return { kind: 'earliest' };
+    case 'to-latest':
+      return { kind: 'latest' };
+    case 'to-offset':
+      return { kind: 'offset', offset: parseIntFlag(value, '--to-offset') };
+    case 'shift-by': {
+      const by = Number(value);
+      if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(by)) throw new UsageError(`--shift-by expects an integer, got '${value}'`);
+      return { kind: 'shift', by };
+    }
+    case 'to-datetime':
+      return { kind: 'timestamp', timestampMs: parseDateTime(value) };
+    default:
+      return { kind: 'timestamp', timestampMs: nowMs - parseIsoDuration(value) };
+  }
+}
+
+function parseGroupsArgs(args: string[], nowMs: number) {
+  const parsed = parseArgs({
+    args: joinNegativeShift(args),
+    allowPositionals: true,
+    options: {
+      'bootstrap-server': { type: 'string' },
+      output: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      group: { type: 'string' },
+      topic: { type: 'string', multiple: true },
+      'all-topics': { type: 'boolean' },
+      'to-earliest': { type: 'boolean' },
+      'to-latest': { type: 'boolean' },
+      'to-offset': { type: 'string' },
+      'shift-by': { type: 'string' },
+      'to-datetime': { type: 'string' },
+      'by-duration': { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      execute: { type: 'boolean' },
+    },
+  });
+  const [action, ...groups] = parsed.positionals;
+  const v = parsed.values;
+  if (v.help === true) return { help: true as const };
+  const allowed = action === undefined ? undefined : SUBCOMMAND_FLAGS[action];
+  if (allowed === undefined) throw new UsageError(action === undefined ? 'missing subcommand' : `unknown subcommand '${action}'`);
+  const common = new Set(['bootstrap-server', 'output', 'help']);
+  for (const flag of Object.keys(v)) {
+    if (!common.has(flag) && !allowed.includes(flag)) throw new UsageError(`--${flag} does not apply to 'groups ${action}'`);
+  }
+  if (action === 'list' && groups.length > 0) throw new UsageError("'groups list' takes no group");
+  if (action === 'describe' && groups.length !== 1) throw new UsageError("'groups describe' takes one group");
+  if (action === 'delete' && groups.length === 0) throw new UsageError("'groups delete' takes at least one group");
+  const base = { help: false as const, bootstrap: bootstrapServers(v['bootstrap-server']), output: parseOutputFormat(v.output) };
+  if (action !== 'reset-offsets') return { ...base, action: action as 'list' | 'describe' | 'delete', groups };
+  if (groups.length > 0) throw new UsageError("'groups reset-offsets' names its group with --group");
+  if (v.group === undefined || v.group === '') throw new UsageError("'groups reset-offsets' needs --group");
+  if ((v.topic === undefined) === (v['all-topics'] !== true)) throw new UsageError("'groups reset-offsets' needs --topic or --all-topics");
+  if (v['dry-run'] === true && v.execute === true) throw new UsageError('--dry-run and --execute exclude each other');
+  return {
+    ...base,
+    action: 'reset-offsets' as const,
+    groupId: v.group,
+    scope: v.topic === undefined ? ('all' as const) : v.topic.map(parseTopicPartitions),
+    target: resetTarget(v, nowMs),
+    execute: v.execute === true,
+    dryRunAsked: v['dry-run'] === true,
+  };
+}
+
+type GroupsArgs = Exclude<ReturnType<typeof parseGroupsArgs>, { help: true }>;
+type ResetArgs = Extract<GroupsArgs, { action: 'reset-offsets' }>;
+
+function json(value: unknown): string {
+  return JSON.stringify(value) + '\n';
+}
+
+async function deleteAction(cluster: KafkaCluster, groups: readonly string[], format: OutputFormat, io: Output): Promise<number> {
+  const deletions = await deleteGroups(cluster, groups);
+  const deleted = deletions.filter((d) => d.error === null).map((d) => d.groupId);
+  if (format === 'json') {
+    io.out(json(deletions.map((d) => ({ groupId: d.groupId, error: d.error?.error.name ?? null }))));
+  } else if (deleted.length > 0) {
+    io.out(`Deletion of requested consumer groups (${deleted.map((g) => `'${g}'`).join(', ')}) was successful.\n`);
+  }
+  for (const d of deletions) {
+    if (d.error !== null) {
+      io.err(
+        `Error: Group '${d.groupId}' could not be deleted due to: ${d.error.error.name} (${d.error.error.message ?? d.error.message})\n`,
+      );
+    }
+  }
+  return deleted.length === deletions.length ? 0 : 1;
+}
+
+async function resetAction(cluster: KafkaCluster, a: ResetArgs, io: Output): Promise<number> {
+  if (!a.execute && !a.dryRunAsked) {
+    io.err('WARN: No action will be performed as the --execute option is missing. Add --dry-run to plan without this warning.\n');
+  }
+  const planned = await planOffsetReset(cluster, a.groupId, { scope: a.scope, target: a.target }, (done, total) => {
+    if (total > OFFSET_RESET_CHUNK) io.err(`Planned ${done} of ${total} partitions\n`);
+  });
+  if (a.execute) {
+    await commitOffsets(
+      cluster,
+      a.groupId,
+      planned.map((p) => ({ topic: p.topic, partition: p.partition, offset: p.newOffset })),
+    );
+  }
+  io.out(
+    a.output === 'json' ? json({ groupId: a.groupId, executed: a.execute, offsets: planned }) : formatOffsetResetPlan(a.groupId, planned),
+  );
+  return 0;
+}
+
+async function runAction(cluster: KafkaCluster, a: GroupsArgs, io: Output): Promise<number> {
+  switch (a.action) {
+    case 'list': {
+      const groups = await listGroups(cluster);
+      io.out(a.output === 'json' ? json(groups) : formatGroupList(groups));
+      return 0;
+    }
+    case 'describe': {
+      const described = await describeGroup(cluster, a.groups[0]!);
+      io.out(a.output === 'json' ? json(described) : formatGroupDescription(described));
+      return 0;
+    }
+    case 'delete':
+      return deleteAction(cluster, a.groups, a.output, io);
+    default:
+      return resetAction(cluster, a, io);
+  }
+}
+
+/** Entry point of `sluice groups ...`; argv may start with the word `groups`. */
 export async function runGroupsCommand(argv: string[], io: Output = stdio): Promise<number> {
   const args = argv[0] === 'groups' ? argv.slice(1) : argv;
-  let parsed: ReturnType<typeof parseGroupsArgs>;
-  try {
-    parsed = parseGroupsArgs(args);
-  } catch (err) {
-    io.err(`sluice groups: ${(err as Error).message}\n${GROUPS_USAGE}\n`);
-    return 2;
-  }
-  const [action, groupId, ...extra] = parsed.positionals;
-  if (parsed.values.help === true) {
+  const parsed = parseOrUsage(io, 'groups', GROUPS_USAGE, () => parseGroupsArgs(args, Date.now()));
+  if (parsed === null) return 2;
+  if (parsed.help) {
     io.out(GROUPS_USAGE + '\n');
     return 0;
   }
-  const valid = (action === 'list' && groupId === undefined) || (action === 'describe' && groupId !== undefined && extra.length === 0);
-  if (!valid) {
-    io.err(`${GROUPS_USAGE}\n`);
-    return 2;
-  }
-  const bootstrap = (parsed.values['bootstrap-server'] ?? DEFAULT_BOOTSTRAP)
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-  let cluster: KafkaCluster;
-  try {
-    cluster = new KafkaCluster(bootstrap, { clientId: 'sluice-groups' });
-  } catch (err) {
-    io.err(`Error: ${(err as Error).message}\n`);
-    return 2;
-  }
-  try {
-    if (action === 'list') {
-      io.out(formatGroupList(await listGroups(cluster)));
-    } else {
-      io.out(formatGroupDescription(await describeGroup(cluster, groupId!)));
-    }
-    return 0;
-  } catch (err) {
-    io.err(`Error: ${(err as Error).message}\n`);
-    return 1;
-  } finally {
-    await cluster.close();
-  }
+  return withCluster(io, parsed.bootstrap, 'sluice-groups', (cluster) => runAction(cluster, parsed, io));
 }

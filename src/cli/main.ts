@@ -5,8 +5,13 @@
  *   sluice start --config server.properties [--override key=value ...]
  *   sluice storage format --config server.properties --cluster-id ID [--ignore-formatted]
  *   sluice storage random-uuid
- *   sluice groups list|describe GROUP [--bootstrap-server host:port]
+ *   sluice groups list|describe|delete|reset-offsets ... [--bootstrap-server host:port]
+ *   sluice configs describe|alter --entity-type topics|brokers ... [--bootstrap-server host:port]
+ *   sluice topics list|describe|create|delete|alter-config ... [--bootstrap-server host:port]
+ *   sluice produce TOPIC [--bootstrap-server host:port]   (records from stdin)
+ *   sluice consume TOPIC [--bootstrap-server host:port]
  *   sluice cluster describe|add-controller|remove-controller --bootstrap-controller host:port ...
+ *   sluice cluster describe --bootstrap-server host:port
  *
  * Prints one ready line on stdout once the listeners are bound; logs go to stderr (text on a
  * terminal, JSON lines otherwise, or as --log-format says).
@@ -19,6 +24,10 @@ import { runDevCluster } from './dev-cluster.ts';
 import { runStorageCommand } from './storage.ts';
 import type { LogFormat } from '../observability/logger.ts';
 import { runGroupsCommand } from './groups.ts';
+import { runTopicsCommand } from './topics.ts';
+import { runConfigsCommand } from './configs.ts';
+import { runProduceCommand } from './produce.ts';
+import { runConsumeCommand } from './consume.ts';
 import { runClusterCommand } from './cluster.ts';
 import { runContainer } from '../container/run.ts';
 
@@ -94,7 +103,8 @@ async function runBroker(argv: string[]): Promise<number> {
     return 1;
   }
   const addresses = broker.listeners.map((l) => `${l.name}://${l.host}:${l.boundPort}`).join(', ');
-  process.stdout.write(`sluice ready: node ${config.nodeId} listening on ${addresses}, data in ${config.logDirs.join(', ')}\n`);
+  const http = broker.httpListeners.map((l) => `, http on http://${l.host}:${l.port}`).join('');
+  process.stdout.write(`sluice ready: node ${config.nodeId} listening on ${addresses}, data in ${config.logDirs.join(', ')}${http}\n`);
   return -1;
 }
 
@@ -107,6 +117,10 @@ const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = 
   start: runBroker,
   storage: (argv) => runStorageCommand(argv),
   groups: runGroupsCommand,
+  topics: (argv) => runTopicsCommand(argv),
+  configs: (argv) => runConfigsCommand(argv),
+  produce: (argv) => runProduceCommand(argv),
+  consume: (argv) => runConsumeCommand(argv),
   cluster: (argv) => runClusterCommand(argv),
   container: (argv) => runContainer(argv, runBroker),
 };

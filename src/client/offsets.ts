@@ -10,15 +10,7 @@ import {
   makeListOffsetsRequestListOffsetsTopic,
   type ListOffsetsResponse,
 } from '../../protocol/messages/list-offsets.ts';
-import {
-  makeFetchRequest,
-  makeFetchRequestFetchPartition,
-  makeFetchRequestFetchTopic,
-  type FetchResponse,
-} from '../../protocol/messages/fetch.ts';
 import { toSafeNumber } from '../../protocol/primitives.ts';
-import { InvalidRecordBatchError, RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
-import { readRecords } from '../../protocol/records/record.ts';
 import { kafkaError, type KafkaCluster } from './cluster.ts';
 
 /** ListOffsets special timestamps. */
@@ -33,7 +25,7 @@ export interface TopicPartition {
 export const tpKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
 /** Topic names travel in Fetch up to v12; v13+ carries topic ids only. */
-const FETCH_MAX_VERSION = 12;
+const _FETCH_MAX_VERSION = 12;
 
 /**
  * The offset for `timestamp` (LATEST_TIMESTAMP: the log end offset as a consumer sees it,
@@ -88,64 +80,4 @@ export async function listOffsets(
     }),
   );
   return out;
-}
-
-export interface RecordPosition {
-  offset: number;
-  timestamp: number;
-}
-
-/**
- * The first data record at or after `offset` in one Fetch from the partition's leader
- * (null when the fetch returns none, e.g. at the log end). The broker returns whole batches
- * from the one containing `offset`, so earlier records of that batch are skipped here.
- */
-export async function firstRecordAtOrAfter(
-  cluster: KafkaCluster,
-  topic: string,
-  partition: number,
-  offset: number,
-  maxBytes = 1024 * 1024,
-): Promise<RecordPosition | null> {
-  const conn = await cluster.leaderConnection(topic, partition);
-  const request = makeFetchRequest({
-    replicaId: -1,
-    maxWaitMs: 0,
-    minBytes: 0,
-    maxBytes,
-    isolationLevel: 0,
-    sessionId: 0,
-    sessionEpoch: -1,
-    topics: [
-      makeFetchRequestFetchTopic({
-        topic,
-        partitions: [makeFetchRequestFetchPartition({ partition, fetchOffset: BigInt(offset), partitionMaxBytes: maxBytes })],
-      }),
-    ],
-  });
-  const res = await conn.send<FetchResponse>(ApiKey.Fetch, request, conn.version(ApiKey.Fetch, FETCH_MAX_VERSION));
-  if (res.errorCode !== Errors.NONE.code) throw kafkaError(res.errorCode, `Fetch ${topic}-${partition}`);
-  const data = res.responses.flatMap((t) => t.partitions).find((p) => p.partitionIndex === partition);
-  if (data === undefined) return null;
-  if (data.errorCode !== Errors.NONE.code) throw kafkaError(data.errorCode, `Fetch ${topic}-${partition}`);
-  const records = data.records;
-  if (records === null) return null;
-  let at = 0;
-  while (at < records.length) {
-    let size: number;
-    try {
-      size = validateBatchAt(records, at, records.length, false);
-    } catch (err) {
-      // The broker may cut the last batch short at maxBytes: everything before it was whole.
-      if (err instanceof InvalidRecordBatchError && err.kind === 'truncated') return null;
-      throw err;
-    }
-    const batch = new RecordBatch(records, at);
-    at += size;
-    if (batch.isControl || batch.nextOffset <= offset) continue;
-    for (const r of await readRecords(batch)) {
-      if (r.offset >= offset) return { offset: r.offset, timestamp: r.timestamp };
-    }
-  }
-  return null;
 }

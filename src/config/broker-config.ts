@@ -241,6 +241,15 @@ export class BrokerConfig {
     return parseListeners(this.getString('listeners'), this.securityProtocolMap, 'listeners');
   }
 
+  /** `http.listeners` as host and port (the host unbracketed; empty for every interface). */
+  get httpListeners(): { host: string; port: number }[] {
+    return this.getList('http.listeners').map((entry) => {
+      const address = entry.slice('http://'.length);
+      const colon = address.lastIndexOf(':');
+      return { host: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(colon + 1)) };
+    });
+  }
+
   /** What Metadata/DescribeCluster report; controller listeners are never advertised to clients. */
   get advertisedListeners(): Listener[] {
     const raw = this.get('advertised.listeners');

@@ -24,6 +24,16 @@ function def(name: string, type: ConfigType, defaultValue: string | null, docume
 }
 
 const CLUSTER: DefOptions = { updateMode: 'cluster-wide' };
+
+/** http.listeners: http://host:port entries, the host possibly empty (every interface). */
+function validHttpListeners(value: string): string | null {
+  for (const entry of value.split(',').map((e) => e.trim())) {
+    if (entry === '') continue;
+    const m = /^http:\/\/(\[[^\]]*\]|[^:/]*):(\d+)$/.exec(entry);
+    if (m === null || Number(m[2]) > 65535) return `${entry} is not http://host:port`;
+  }
+  return null;
+}
 const COMPRESSION_TYPES = ['uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'];
 
 export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
@@ -156,6 +166,34 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     'PLAINTEXT://:9092',
     'Listener List - Comma-separated list of URIs we will listen on and the listener names. Specify hostname as 0.0.0.0 to bind to all interfaces. Leave hostname empty to bind to the default interface (Sluice binds 127.0.0.1).',
     { updateMode: 'per-broker' },
+  ),
+  def(
+    'http.listeners',
+    'list',
+    '',
+    'Sluice: where the node serves HTTP: GET /metrics (Prometheus), /health/live, /health/ready and the admin API under /api/v1, as a comma-separated list of http://host:port URIs (port 0: a free port). Empty: no HTTP listener. `sluice dev` serves one beside its broker port.',
+    { validate: validHttpListeners },
+  ),
+  def(
+    'metrics.partition.series.max',
+    'int',
+    '10000',
+    'Sluice: per-partition metric series (log end offset, high watermark, log size, consumer group lag) are exported while the node hosts at most this many partitions, and left out above, to bound the cardinality of a scrape. Per-topic and broker-wide series are always exported.',
+    { validate: atLeast(0) },
+  ),
+  def(
+    'metrics.lag.sample.interval.ms',
+    'long',
+    '15000',
+    "Sluice: how often the node samples the lag (in records and in time) of the consumer groups it coordinates, for /metrics and the admin API's lag history.",
+    { validate: atLeast(1000) },
+  ),
+  def(
+    'metrics.lag.history.ms',
+    'long',
+    '3600000',
+    'Sluice: how much lag history the node keeps per group partition (a bounded ring of samples), for the admin API and the console.',
+    { validate: atLeast(0) },
   ),
   def(
     'advertised.listeners',

@@ -126,11 +126,7 @@ function describeResource(
     }
     case ConfigResourceType.BROKER: {
       if (resource.resourceName === '') {
-        // The cluster-wide default resource lists only what is set dynamically at that level.
-        const dynamic = services.config
-          .describe(keys, includeSynonyms)
-          .filter((c) => c.source === ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG);
-        return result(Errors.NONE.code, null, dynamic);
+        return result(Errors.NONE.code, null, describeClusterDefaults(services.config.describe(keys, true), includeSynonyms));
       }
       if (resource.resourceName !== String(services.nodeId)) {
         return result(
@@ -153,4 +149,17 @@ function describeResource(
     default:
       return result(Errors.INVALID_REQUEST.code, `Unsupported resource type ${resource.resourceType}`, []);
   }
+}
+
+/**
+ * The cluster-wide default resource lists only what is set dynamically at that level, with
+ * the value set there: a config this node overrides for itself still shows its default-level
+ * value, as Kafka's DescribeConfigs for the resource "" does.
+ */
+function describeClusterDefaults(described: readonly DescribedConfig[], includeSynonyms: boolean): DescribedConfig[] {
+  return described.flatMap((c) => {
+    const atDefault = c.synonyms.find((s) => s.name === c.name && s.source === ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG);
+    if (atDefault === undefined) return [];
+    return [{ ...c, value: atDefault.value, source: atDefault.source, synonyms: includeSynonyms ? [atDefault] : [] }];
+  });
 }

@@ -18,6 +18,7 @@ import { ProducerIdManager, type ProducerIdBlock } from './producer-id-manager.t
 import type { Clock } from '../runtime/clock.ts';
 import type { Network } from '../runtime/network.ts';
 import type { Random } from '../runtime/random.ts';
+import type { TopicTraffic } from '../observability/metrics.ts';
 import { ReplicaManager, type TransactionVerifier, appendQueueLimitsOf } from './replica-manager.ts';
 import { LogManagerProvider } from './storage-adapter.ts';
 
@@ -52,6 +53,8 @@ export interface DataPathOptions {
    * transaction (KIP-890 part 1); used while transaction.partition.verification.enable is true.
    */
   readonly verifyTransaction?: TransactionVerifier;
+  /** Where the records and bytes in and out of each topic are counted (metrics). */
+  readonly traffic?: TopicTraffic;
 }
 
 export interface DataPath {
@@ -71,6 +74,7 @@ export function createDataPath(options: DataPathOptions): DataPath {
     clock: options.clock,
     partitionExists: (topic, partition) => metadata.image().partition(topic, partition) !== undefined,
     onAppendError: (partition, err) => options.onError(err, `append to ${partition}`),
+    traffic: options.traffic,
     verifyTransaction: config.getBoolean('transaction.partition.verification.enable') ? options.verifyTransaction : undefined,
     appendQueueLimits: appendQueueLimitsOf(config),
     replicaLagTimeMaxMs: config.getLong('replica.lag.time.max.ms'),

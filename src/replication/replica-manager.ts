@@ -6,6 +6,7 @@
  * divergence from the leader-epoch cache), keeps the high watermark with the ISR manager,
  * and parks acks=all produces and waiting fetches in purgatories woken by appends.
  */
+import type { TopicTraffic } from '../observability/metrics.ts';
 import { Errors, errorByCode } from '../../protocol/errors.ts';
 import { type BrokerConfig, DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 import { INTERNAL_TOPICS } from '../../protocol/internal-topics.ts';
@@ -53,6 +54,8 @@ export interface ReplicaManagerOptions {
   /** Whether the cluster metadata knows this partition (decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER). */
   readonly partitionExists?: (topic: string, partition: number) => boolean;
   readonly onAppendError?: (partition: string, err: unknown) => void;
+  /** Told of the records appended as leader and the bytes consumers fetched (metrics). */
+  readonly traffic?: TopicTraffic;
   /**
    * KIP-890 part 1 (transaction.partition.verification.enable): asks the producer's transaction
    * coordinator whether a partition is in its open transaction, before the transaction's first
@@ -1004,6 +1007,7 @@ export class ReplicaManager {
       next += p.validated.offsetCount;
       p.resolve({ ok: true, baseOffset, nextOffset: next, logAppendTimeMs });
     }
+    this.options.traffic?.appended(partition.topic, next - info.firstOffset, bytes);
     partition.onLocalAppend(next, bytes, this.clock.now());
     this.wake(partition.key);
   }
@@ -1016,6 +1020,15 @@ export class ReplicaManager {
    * max.wait.ms passes, and reads again.
    */
   async fetchMessages(params: FetchParams): Promise<FetchPartitionResult[]> {
+    const results = await this.readWaitingForMinBytes(params);
+    const traffic = this.options.traffic;
+    if (traffic !== undefined && params.replicaId < 0) {
+      for (const r of results) if (r.records.length > 0) traffic.fetched(r.topic, r.records.length);
+    }
+    return results;
+  }
+
+  private async readWaitingForMinBytes(params: FetchParams): Promise<FetchPartitionResult[]> {
     const first = await this.readFromLog(params, true);
     const canWait = params.maxWaitMs > 0 && params.partitions.length > 0 && first.bytes < params.minBytes && !first.respondNow;
     if (!canWait) return first.results;

@@ -20,6 +20,7 @@ import { decodeRequestHeader, encodeResponseHeader } from '../../protocol/header
 import type { HandlerRegistry } from '../handlers/registry.ts';
 import { unsupportedApiVersionsResponse } from '../handlers/api-versions.ts';
 import type { Logger } from '../observability/logger.ts';
+import type { RequestObserver } from '../observability/metrics.ts';
 import { ReadBufferPool, type ReadBufferLease } from '../../storage/read-buffers.ts';
 import { CloseRequestedError, ConnectionClosingError, RequestFailedError, type FrameProcessor, type ResponseFrame } from './connection.ts';
 import type { RequestContext, Session } from './session.ts';
@@ -38,6 +39,8 @@ export class RequestProcessor implements FrameProcessor {
   constructor(
     private readonly registry: HandlerRegistry,
     private readonly logger: Logger,
+    /** Told of every request answered, with its response (metrics). */
+    private readonly observer: RequestObserver | null = null,
     private readonly buffers = new ReadBufferPool(POOLED_BUFFERS_RETAINED_BYTES),
   ) {}
 
@@ -84,6 +87,7 @@ export class RequestProcessor implements FrameProcessor {
     }
     const descriptor = apis.get(apiKey);
     if (descriptor === undefined) throw new ConnectionClosingError('api key not in the codec', apiKey, apiVersion);
+    const startedAtMs = performance.now();
     const reader = new Reader(frame);
     let ctx: RequestContext;
     let request: unknown;
@@ -112,11 +116,12 @@ export class RequestProcessor implements FrameProcessor {
     try {
       const response = await api.handler(ctx, request, apiVersion);
       if (closeReason !== null) throw new CloseRequestedError(closeReason, apiKey, apiVersion);
-      if (response === null) return null;
-      return frameResponse(correlationId, apiKey, apiVersion, response, readBuffers);
+      const frame = response === null ? null : frameResponse(correlationId, apiKey, apiVersion, response, readBuffers);
+      this.observer?.completed(apiKey, startedAtMs, response);
+      return frame;
     } catch (err) {
       if (err instanceof ConnectionClosingError) throw err;
-      return this.errorResponse(session, correlationId, apiKey, apiVersion, request, err);
+      return this.errorResponse(session, correlationId, apiKey, apiVersion, request, err, startedAtMs);
     }
   }
 
@@ -127,6 +132,7 @@ export class RequestProcessor implements FrameProcessor {
     apiVersion: number,
     request: unknown,
     err: unknown,
+    startedAtMs: number,
   ): Buffer[] {
     const refused = err instanceof KafkaError;
     const error = refused ? err.error : Errors.UNKNOWN_SERVER_ERROR;
@@ -134,11 +140,14 @@ export class RequestProcessor implements FrameProcessor {
     if (refused) this.logger.info({ ...context, reason: err.message }, 'request refused');
     else this.logger.error({ ...context, err }, 'request handling failed');
     if (apiKey === ApiKey.Produce && (request as { acks?: number }).acks === 0) {
+      this.observer?.completed(apiKey, startedAtMs, { errorCode: error.code });
       throw new RequestFailedError(apiKey, apiVersion, err);
     }
     try {
       const body = errorResponseFor(apiKey, apiVersion, request, error.code, refused ? err.message : null);
-      return frameResponse(correlationId, apiKey, apiVersion, body);
+      const frame = frameResponse(correlationId, apiKey, apiVersion, body);
+      this.observer?.completed(apiKey, startedAtMs, body);
+      return frame;
     } catch (encodeErr) {
       throw new RequestFailedError(apiKey, apiVersion, encodeErr);
     }

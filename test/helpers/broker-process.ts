@@ -16,12 +16,15 @@ import { REPO, sluiceCommand } from './sluice-cli.ts';
 
 export { sluiceCommand };
 const READY = /^sluice ready: .* listening on [A-Z_]+:\/\/([^:,\s]+):(\d+)/m;
+const HTTP = /^sluice ready: .*, http on (http:\/\/[^,\s]+)/m;
 
 export interface SpawnBrokerOptions {
   /** Defaults to a fresh temp dir (deleted by cleanup()). */
   dataDir?: string;
   /** Defaults to 0 (a free port, read back from the ready line). */
   port?: number;
+  /** The HTTP listener's port: 0 (a free one) by default, -1 for none. */
+  httpPort?: number;
   /** Broker properties passed as --override key=value. */
   overrides?: Record<string, string | number | boolean>;
   /** Extra environment (SLUICE_* variables). */
@@ -35,6 +38,8 @@ export interface BrokerProcess {
   readonly port: number;
   /** `host:port` */
   readonly bootstrap: string;
+  /** `http://host:port` of the HTTP listener (metrics, health, admin API); null without one. */
+  readonly httpUrl: string | null;
   readonly dataDir: string;
   readonly child: ChildProcess;
   /** Everything the process wrote to stdout / stderr so far. */
@@ -55,7 +60,16 @@ export async function spawnBroker(options: SpawnBrokerOptions = {}): Promise<Bro
 }
 
 async function launch(options: SpawnBrokerOptions & { dataDir: string }, ownDir: boolean): Promise<BrokerProcess> {
-  const args = ['dev', '--host', '127.0.0.1', '--port', String(options.port ?? 0), '--data-dir', options.dataDir];
+  const args = [
+    'dev',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(options.port ?? 0),
+    `--http-port=${options.httpPort ?? 0}`,
+    '--data-dir',
+    options.dataDir,
+  ];
   for (const [k, v] of Object.entries(options.overrides ?? {})) args.push('--override', `${k}=${v}`);
   const cmd = sluiceCommand(args);
   const child = spawn(cmd.command, cmd.args, {
@@ -100,6 +114,7 @@ async function launch(options: SpawnBrokerOptions & { dataDir: string }, ownDir:
     host,
     port,
     bootstrap: `${host}:${port}`,
+    httpUrl: HTTP.exec(out)?.[1] ?? null,
     dataDir: options.dataDir,
     child,
     stdout: () => out,

@@ -1,37 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { Writer } from '../../../protocol/primitives.ts';
 import { encodeConsumerProtocolAssignment } from '../../../protocol/messages/consumer-protocol-assignment.ts';
-import { decodeAssignment, formatDuration, runGroupsCommand, type Output } from '../../../src/cli/groups.ts';
-import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
+import { formatDuration, runGroupsCommand } from '../../../src/cli/groups.ts';
+import { decodeAssignment } from '../../../src/client/groups.ts';
+import { againstEachBroker, runCaptured, type CommandResult } from '../../helpers/cli-targets.ts';
 
-const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
-
-function capture(): Output & { stdout: () => string; stderr: () => string } {
-  let out = '';
-  let err = '';
-  return {
-    out: (t) => {
-      out += t;
-    },
-    err: (t) => {
-      err += t;
-    },
-    stdout: () => out,
-    stderr: () => err,
-  };
-}
-
-async function groups(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const io = capture();
-  const code = await runGroupsCommand(['groups', ...argv], io);
-  return { code, stdout: io.stdout(), stderr: io.stderr() };
+function groups(...argv: string[]): Promise<CommandResult> {
+  return runCaptured((io) => runGroupsCommand(['groups', ...argv], io));
 }
 
 /** The data row of `describe` for one partition, split into its columns. */
@@ -205,65 +181,4 @@ function lagScenario(target: () => string): void {
   });
 }
 
-describe('sluice groups against Sluice', function () {
-  this.timeout(60_000);
-  let broker: BrokerProcess | undefined;
-
-  before(async () => {
-    broker = await spawnBroker({ overrides: { 'group.initial.rebalance.delay.ms': 0, 'offsets.topic.num.partitions': 5 } });
-  });
-
-  after(async () => {
-    await broker?.cleanup();
-  });
-
-  lagScenario(() => broker!.bootstrap);
-});
-
-function kafkaInstalled(): boolean {
-  const cache = join(REPO, '.cache');
-  return existsSync(cache) && readdirSync(cache).some((d) => d.startsWith('kafka-') && existsSync(join(cache, d, 'libs', '.complete')));
-}
-
-function referenceScript(action: 'start' | 'stop', stateDir: string): Promise<string> {
-  return new Promise((resolveRun, reject) => {
-    execFile(
-      'bash',
-      [join(REPO, 'scripts/kafka-reference.sh'), action],
-      {
-        env: { ...process.env, KAFKA_REFERENCE_STATE: stateDir },
-      },
-      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolveRun(stdout.trim())),
-    );
-  });
-}
-
-describe('sluice groups against the Apache Kafka reference broker', function () {
-  this.timeout(60_000);
-  let stateDir: string | undefined;
-  let bootstrap = '';
-
-  before(async function () {
-    // Runs where scripts/install-test-clients.sh has cached Kafka; CI always has it.
-    if (!kafkaInstalled()) {
-      if (process.env.CI === 'true')
-        throw new Error('the Apache Kafka reference broker is not installed (scripts/install-test-clients.sh)');
-      console.error(
-        '*** SKIP: sluice groups against Kafka: the reference broker is not installed (bash scripts/install-test-clients.sh) ***',
-      );
-      this.skip();
-    }
-    this.timeout(180_000);
-    stateDir = await mkdtemp(join(tmpdir(), 'sluice-groups-kafka-'));
-    bootstrap = (await referenceScript('start', stateDir)).split('\n').pop()!;
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (stateDir === undefined) return;
-    await referenceScript('stop', stateDir).catch(() => undefined);
-    await rm(stateDir, { recursive: true, force: true });
-  });
-
-  lagScenario(() => bootstrap);
-});
+againstEachBroker('sluice groups', lagScenario);

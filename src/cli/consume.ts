@@ -1,0 +1,348 @@
+/**
+ * `sluice consume TOPIC`: kafka-console-consumer over the wire, by assignment: Fetch from each
+ * partition's leader, from a position chosen by --offset (earliest, the default; latest; a
+ * number, with --partition), by --from-timestamp (ListOffsets), or by --group (the group's
+ * committed offsets, the others from --offset). Records print one a line (record-format.ts).
+ *
+ * Where it stops: at the high watermark each partition had when the command started, so
+ * `sluice consume T` prints what the topic holds and exits. With --follow it keeps fetching
+ * new records until --max-messages, --timeout-ms without a record, or SIGINT.
+ *
+ * --group G commits the positions reached when it stops (OffsetCommit with generation -1 and
+ * no member id, as a Java consumer with assign() and commitSync() does); the group must have
+ * no active members.
+ */
+import { parseArgs } from 'node:util';
+import { ApiKey } from '../../protocol/messages/index.ts';
+import { Errors, errorByCode } from '../../protocol/errors.ts';
+import {
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  type FetchResponse,
+} from '../../protocol/messages/fetch.ts';
+import {
+  makeOffsetCommitRequest,
+  makeOffsetCommitRequestPartition,
+  makeOffsetCommitRequestTopic,
+  type OffsetCommitResponse,
+} from '../../protocol/messages/offset-commit.ts';
+import { makeOffsetFetchRequest, makeOffsetFetchRequestTopic, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
+import type { KafkaCluster } from '../client/cluster.ts';
+import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, listOffsets, tpKey } from '../client/offsets.ts';
+import { UsageError, bootstrapServers, parseIntFlag, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
+import { UnknownTopicError, brokerError, sleep, withRetries } from '../client/errors.ts';
+import { formatRecord, parseRecordFormat, type PrintOptions } from './record-format.ts';
+import { FETCH_MAX_VERSION, recordsIn } from '../client/records.ts';
+
+export const CONSUME_USAGE = `usage:
+  sluice consume TOPIC [--bootstrap-server HOST:PORT,...] [--partition P]
+                       [--offset earliest|latest|N | --from-timestamp MS|ISO-8601] [--group G]
+                       [--max-messages N] [--follow] [--timeout-ms T]
+                       [--format text|json|hex] [--print-key] [--key-separator SEP]
+  Without --follow, stops at the end of the partitions as they were at start.`;
+
+/** OffsetFetch v8+ nests groups; v7 is enough for one. */
+const OFFSET_FETCH_MAX_VERSION = 7;
+const FETCH_MAX_BYTES = 4 * 1024 * 1024;
+const PARTITION_MAX_BYTES = 1024 * 1024;
+/** How long a Fetch waits for new records when following. */
+const FOLLOW_MAX_WAIT_MS = 500;
+/** How long group coordinator and leader look-ups retry retriable errors. */
+const RETRY_TIMEOUT_MS = 30_000;
+const RETRY_BACKOFF_MS = 200;
+
+export type StartPosition =
+  | { kind: 'earliest' }
+  | { kind: 'latest' }
+  | { kind: 'offset'; offset: number }
+  | { kind: 'timestamp'; timestampMs: number };
+
+/** `--from-timestamp`: milliseconds since the epoch, or an ISO-8601 date-time. */
+export function parseTimestamp(text: string): number {
+  if (/^\d+$/.test(text)) {
+    const ms = Number(text);
+    if (Number.isSafeInteger(ms)) return ms;
+  } else if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
+    // Only ISO-8601 shapes: Date.parse alone also takes '1.5' or '-5' as dates.
+    const ms = Date.parse(text);
+    if (Number.isFinite(ms) && ms >= 0) return ms;
+  }
+  throw new UsageError(`--from-timestamp expects milliseconds since the epoch or an ISO-8601 date-time, got '${text}'`);
+}
+
+export function parseStartPosition(offset: string | undefined, fromTimestamp: string | undefined): StartPosition {
+  if (offset !== undefined && fromTimestamp !== undefined) throw new UsageError('--offset and --from-timestamp exclude each other');
+  if (fromTimestamp !== undefined) return { kind: 'timestamp', timestampMs: parseTimestamp(fromTimestamp) };
+  if (offset === undefined || offset === 'earliest') return { kind: 'earliest' };
+  if (offset === 'latest') return { kind: 'latest' };
+  return { kind: 'offset', offset: parseIntFlag(offset, '--offset') };
+}
+
+export interface ConsumeOptions {
+  topic: string;
+  /** null: every partition of the topic. */
+  partition: number | null;
+  start: StartPosition;
+  group: string | null;
+  /** null: no limit. */
+  maxMessages: number | null;
+  follow: boolean;
+  /** Stop when no record arrived for this long; null: never. */
+  idleTimeoutMs: number | null;
+  print: PrintOptions;
+}
+
+interface PartitionState {
+  partition: number;
+  position: number;
+  /** Without --follow, the high watermark at start: the partition is done at it. */
+  end: number | null;
+}
+
+async function topicPartitions(cluster: KafkaCluster, topic: string, only: number | null): Promise<number[]> {
+  const res = await cluster.metadata([topic]);
+  const t = res.topics.find((x) => x.name === topic);
+  if (t === undefined || t.errorCode === Errors.UNKNOWN_TOPIC_OR_PARTITION.code) throw new UnknownTopicError(topic);
+  if (t.errorCode !== Errors.NONE.code) throw brokerError(t.errorCode, null, `topic '${topic}'`);
+  const all = t.partitions.map((p) => p.partitionIndex).sort((a, b) => a - b);
+  if (only === null) return all;
+  if (!all.includes(only)) throw new Error(`partition ${only} of topic '${topic}' does not exist (${all.length} partitions)`);
+  return [only];
+}
+
+/** The group's committed offsets for the partitions (absent: nothing committed). */
+async function committedOffsets(cluster: KafkaCluster, group: string, topic: string, partitions: number[]): Promise<Map<number, number>> {
+  const res = await withRetries(RETRY_TIMEOUT_MS, async () => {
+    const conn = await cluster.coordinatorConnection(group);
+    const r = await conn.send<OffsetFetchResponse>(
+      ApiKey.OffsetFetch,
+      makeOffsetFetchRequest({ groupId: group, topics: [makeOffsetFetchRequestTopic({ name: topic, partitionIndexes: partitions })] }),
+      conn.version(ApiKey.OffsetFetch, OFFSET_FETCH_MAX_VERSION),
+    );
+    if (r.errorCode !== Errors.NONE.code) throw brokerError(r.errorCode, null, `OffsetFetch '${group}'`);
+    return r;
+  });
+  const out = new Map<number, number>();
+  for (const p of res.topics.flatMap((t) => t.partitions)) {
+    if (p.errorCode !== Errors.NONE.code) throw brokerError(p.errorCode, null, `OffsetFetch ${topic}-${p.partitionIndex}`);
+    if (p.committedOffset >= 0n) out.set(p.partitionIndex, Number(p.committedOffset));
+  }
+  return out;
+}
+
+async function commitOffsets(cluster: KafkaCluster, group: string, topic: string, states: readonly PartitionState[]): Promise<void> {
+  await withRetries(RETRY_TIMEOUT_MS, async () => {
+    const conn = await cluster.coordinatorConnection(group);
+    const res = await conn.send<OffsetCommitResponse>(
+      ApiKey.OffsetCommit,
+      makeOffsetCommitRequest({
+        groupId: group,
+        generationIdOrMemberEpoch: -1,
+        memberId: '',
+        topics: [
+          makeOffsetCommitRequestTopic({
+            name: topic,
+            partitions: states.map((s) =>
+              makeOffsetCommitRequestPartition({ partitionIndex: s.partition, committedOffset: BigInt(s.position), committedMetadata: '' }),
+            ),
+          }),
+        ],
+      }),
+    );
+    for (const p of res.topics.flatMap((t) => t.partitions)) {
+      if (p.errorCode !== Errors.NONE.code)
+        throw brokerError(p.errorCode, null, `OffsetCommit ${topic}-${p.partitionIndex} for group '${group}'`);
+    }
+  });
+}
+
+/** Where each partition starts: the group's commit, else the start position asked for. */
+async function startPositions(cluster: KafkaCluster, o: ConsumeOptions, partitions: number[]): Promise<Map<number, number>> {
+  const committed = o.group === null ? new Map<number, number>() : await committedOffsets(cluster, o.group, o.topic, partitions);
+  const rest = partitions.filter((p) => !committed.has(p));
+  const positions = new Map(committed);
+  if (rest.length === 0) return positions;
+  if (o.start.kind === 'offset') {
+    for (const p of rest) positions.set(p, o.start.offset);
+    return positions;
+  }
+  const tps = rest.map((partition) => ({ topic: o.topic, partition }));
+  const timestamp =
+    o.start.kind === 'timestamp' ? BigInt(o.start.timestampMs) : o.start.kind === 'latest' ? LATEST_TIMESTAMP : EARLIEST_TIMESTAMP;
+  const found = await withRetries(RETRY_TIMEOUT_MS, () => listOffsets(cluster, tps, timestamp));
+  // No record at or after the timestamp: start at the end, as auto.offset.reset=latest would.
+  const ends =
+    o.start.kind === 'timestamp' ? await withRetries(RETRY_TIMEOUT_MS, () => listOffsets(cluster, tps, LATEST_TIMESTAMP)) : found;
+  for (const p of rest) {
+    const at = found.get(tpKey(o.topic, p)) ?? -1;
+    positions.set(p, at >= 0 ? at : ends.get(tpKey(o.topic, p))!);
+  }
+  return positions;
+}
+
+/**
+ * Fetches from each leader the partitions it leads, once; prints what arrived and advances
+ * the positions. Returns how many records were printed and whether any position moved; a
+ * leader change refreshes the metadata on the next round.
+ */
+async function fetchRound(
+  cluster: KafkaCluster,
+  o: ConsumeOptions,
+  active: PartitionState[],
+  io: Output,
+  budget: number,
+): Promise<{ printed: number; progressed: boolean }> {
+  const leaders = (await cluster.leaders([o.topic])).get(o.topic) ?? new Map<number, number>();
+  const byLeader = new Map<number, PartitionState[]>();
+  for (const s of active) {
+    const leader = leaders.get(s.partition) ?? -1;
+    if (leader >= 0) byLeader.set(leader, [...(byLeader.get(leader) ?? []), s]);
+  }
+  let printed = 0;
+  let progressed = false;
+  if (byLeader.size === 0) {
+    await sleep(RETRY_BACKOFF_MS);
+    return { printed, progressed };
+  }
+  for (const [leader, states] of byLeader) {
+    const conn = await cluster.brokerConnection(leader);
+    const res = await conn.send<FetchResponse>(
+      ApiKey.Fetch,
+      makeFetchRequest({
+        replicaId: -1,
+        maxWaitMs: o.follow ? FOLLOW_MAX_WAIT_MS : 0,
+        minBytes: 1,
+        maxBytes: FETCH_MAX_BYTES,
+        isolationLevel: 0,
+        sessionId: 0,
+        sessionEpoch: -1,
+        topics: [
+          makeFetchRequestFetchTopic({
+            topic: o.topic,
+            partitions: states.map((s) =>
+              makeFetchRequestFetchPartition({
+                partition: s.partition,
+                fetchOffset: BigInt(s.position),
+                partitionMaxBytes: PARTITION_MAX_BYTES,
+              }),
+            ),
+          }),
+        ],
+      }),
+      conn.version(ApiKey.Fetch, FETCH_MAX_VERSION),
+    );
+    if (res.errorCode !== Errors.NONE.code) throw brokerError(res.errorCode, null, `Fetch from broker ${leader}`);
+    for (const data of res.responses.flatMap((t) => t.partitions)) {
+      const s = states.find((x) => x.partition === data.partitionIndex);
+      if (s === undefined) continue;
+      if (data.errorCode !== Errors.NONE.code) {
+        if (errorByCode(data.errorCode).retriable) continue;
+        throw brokerError(data.errorCode, null, `Fetch ${o.topic}-${s.partition} at offset ${s.position}`);
+      }
+      if (data.records === null) continue;
+      const { records, next } = await recordsIn(o.topic, s.partition, data.records, s.position, s.end);
+      const shown = records.slice(0, budget - printed);
+      if (shown.length > 0) io.out(shown.map((r) => formatRecord(r, o.print) + '\n').join(''));
+      printed += shown.length;
+      const position = shown.length < records.length ? shown[shown.length - 1]!.offset + 1 : next;
+      progressed ||= position > s.position;
+      s.position = position;
+      if (printed >= budget) return { printed, progressed };
+    }
+  }
+  return { printed, progressed };
+}
+
+/** Consumes as the options say; returns how many records were printed. */
+export async function consume(cluster: KafkaCluster, o: ConsumeOptions, io: Output, stop: AbortSignal): Promise<number> {
+  const partitions = await topicPartitions(cluster, o.topic, o.partition);
+  const positions = await startPositions(cluster, o, partitions);
+  const tps = partitions.map((partition) => ({ topic: o.topic, partition }));
+  const ends = o.follow ? null : await withRetries(RETRY_TIMEOUT_MS, () => listOffsets(cluster, tps, LATEST_TIMESTAMP));
+  const states: PartitionState[] = partitions.map((p) => ({
+    partition: p,
+    position: positions.get(p)!,
+    end: ends === null ? null : ends.get(tpKey(o.topic, p))!,
+  }));
+  let printed = 0;
+  let lastRecordMs = Date.now();
+  for (;;) {
+    const budget = (o.maxMessages ?? Number.POSITIVE_INFINITY) - printed;
+    const active = states.filter((s) => s.end === null || s.position < s.end);
+    if (budget <= 0 || active.length === 0 || stop.aborted) break;
+    if (o.idleTimeoutMs !== null && Date.now() - lastRecordMs >= o.idleTimeoutMs) break;
+    const round = await fetchRound(cluster, o, active, io, budget);
+    if (round.printed > 0) lastRecordMs = Date.now();
+    printed += round.printed;
+    // A Fetch that waits for nothing (not following) and brought nothing would only spin.
+    if (!round.progressed && !o.follow) await sleep(RETRY_BACKOFF_MS);
+  }
+  // Only after a clean stop: a failed run leaves the commit where it was (at least once).
+  if (o.group !== null) await commitOffsets(cluster, o.group, o.topic, states);
+  return printed;
+}
+
+function parseConsumeArgs(args: string[]) {
+  const { values: v, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      'bootstrap-server': { type: 'string' },
+      partition: { type: 'string' },
+      offset: { type: 'string' },
+      'from-timestamp': { type: 'string' },
+      group: { type: 'string' },
+      'max-messages': { type: 'string' },
+      follow: { type: 'boolean' },
+      'timeout-ms': { type: 'string' },
+      format: { type: 'string' },
+      'print-key': { type: 'boolean' },
+      'key-separator': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (v.help === true) return { help: true as const };
+  if (positionals.length !== 1) throw new UsageError('consume takes one topic');
+  const partition = v.partition === undefined ? null : parseIntFlag(v.partition, '--partition');
+  const start = parseStartPosition(v.offset, v['from-timestamp']);
+  // kafka-console-consumer's rule: a numeric offset means one partition's offset.
+  if (start.kind === 'offset' && partition === null) throw new UsageError('a numeric --offset needs --partition');
+  const format = parseRecordFormat(v.format);
+  if (v['key-separator'] !== undefined && v['print-key'] !== true) throw new UsageError('--key-separator needs --print-key');
+  const options: ConsumeOptions = {
+    topic: positionals[0]!,
+    partition,
+    start,
+    group: v.group ?? null,
+    maxMessages: v['max-messages'] === undefined ? null : parseIntFlag(v['max-messages'], '--max-messages', 1),
+    follow: v.follow === true,
+    idleTimeoutMs: v['timeout-ms'] === undefined ? null : parseIntFlag(v['timeout-ms'], '--timeout-ms', 1),
+    print: { format, keySeparator: v['print-key'] === true && format !== 'json' ? (v['key-separator'] ?? '\t') : null },
+  };
+  return { help: false as const, bootstrap: bootstrapServers(v['bootstrap-server']), options };
+}
+
+/** Entry point of `sluice consume ...`; argv may start with the word `consume`. */
+export async function runConsumeCommand(argv: string[], io: Output = stdio): Promise<number> {
+  const args = argv[0] === 'consume' ? argv.slice(1) : argv;
+  const parsed = parseOrUsage(io, 'consume', CONSUME_USAGE, () => parseConsumeArgs(args));
+  if (parsed === null) return 2;
+  if (parsed.help) {
+    io.out(CONSUME_USAGE + '\n');
+    return 0;
+  }
+  // SIGINT ends a --follow run cleanly, so that --group still commits what was printed.
+  const stop = new AbortController();
+  const onSigint = (): void => stop.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    return await withCluster(io, parsed.bootstrap, 'sluice-consume', async (cluster) => {
+      const printed = await consume(cluster, parsed.options, io, stop.signal);
+      io.err(`Processed a total of ${printed} messages\n`);
+      return 0;
+    });
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+}

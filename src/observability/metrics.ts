@@ -1,0 +1,339 @@
+/**
+ * The node's metrics in a prom-client registry of its own (several brokers embedded in one
+ * process keep their series apart). Traffic is counted where it happens, through the two
+ * narrow interfaces the data path and the request processor are handed (TopicTraffic,
+ * RequestObserver); everything that is state (partitions, connections, groups, lag, the
+ * metadata quorum) is read from a MetricsSource when Prometheus scrapes, so an idle broker
+ * does no metrics work.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type RegistryContentType } from 'prom-client';
+import { apis } from '../../protocol/messages/index.ts';
+import { errorByCode, isKnownErrorCode } from '../../protocol/errors.ts';
+
+/** Records and bytes a topic took in and gave out; called by the data path. */
+export interface TopicTraffic {
+  /** A leader append of `records` records in `bytes` bytes. */
+  appended(topic: string, records: number, bytes: number): void;
+  /** Bytes a consumer fetch returned (followers' fetches are replication, not egress). */
+  fetched(topic: string, bytes: number): void;
+}
+
+/** Called once per request answered (or dropped, acks=0), with the response body. */
+export interface RequestObserver {
+  completed(apiKey: number, startedAtMs: number, response: unknown): void;
+}
+
+/** A topic's traffic through this node since it started. */
+export interface TopicTrafficTotals {
+  topic: string;
+  messagesIn: number;
+  bytesIn: number;
+  bytesOut: number;
+}
+
+export interface PartitionStateCounts {
+  online: number;
+  offline: number;
+  underReplicated: number;
+  underMinIsr: number;
+}
+
+export interface HostedPartition {
+  topic: string;
+  partition: number;
+  logEndOffset: number;
+  highWatermark: number;
+  sizeBytes: number;
+}
+
+export interface GroupLagPoint {
+  group: string;
+  topic: string;
+  partition: number;
+  lag: number;
+  /** Timestamp of the oldest unconsumed record, null when caught up. */
+  oldestUnconsumedTimestampMs: number | null;
+}
+
+/** The node's state, read at scrape time. */
+export interface MetricsSource {
+  /** Topics that exist: per-topic series of deleted topics are dropped. */
+  topicExists(topic: string): boolean;
+  partitionStates(): PartitionStateCounts;
+  hostedPartitions(): readonly HostedPartition[];
+  connectionsByListener(): ReadonlyMap<string, number>;
+  groups(): readonly { group: string; state: string; members: number }[];
+  groupLag(): readonly GroupLagPoint[];
+  /** null on a node without the metadata quorum started. */
+  raft(): { leaderId: number; commitOffset: number } | null;
+  nowMs(): number;
+}
+
+export interface MetricsOptions {
+  /** metrics.partition.series.max: per-partition series only while at most this many partitions are hosted. */
+  readonly partitionSeriesMax: number;
+  /** Default labels of every series (the node id). */
+  readonly labels?: Record<string, string>;
+}
+
+/** The states Kafka's group coordinator reports (ConsumerGroupState / ClassicGroupState). */
+const GROUP_STATES = ['PreparingRebalance', 'CompletingRebalance', 'Stable', 'Dead', 'Empty'] as const;
+
+interface TopicChildren {
+  messagesIn: Counter.Internal;
+  bytesIn: Counter.Internal;
+  bytesOut: Counter.Internal;
+}
+
+export class BrokerMetrics implements TopicTraffic, RequestObserver {
+  readonly registry = new Registry<RegistryContentType>();
+  private readonly messagesIn: Counter<'topic'>;
+  private readonly bytesIn: Counter<'topic'>;
+  private readonly bytesOut: Counter<'topic'>;
+  private readonly requestDuration: Histogram<'api'>;
+  private readonly requestErrors: Counter<'api' | 'error'>;
+  private readonly topics = new Map<string, TopicChildren>();
+  /** By api key: label lookups are hashed strings, too slow for every request. */
+  private readonly durations: (Histogram.Internal<'api'> | undefined)[] = [];
+  private source: MetricsSource | null = null;
+  private lastExposition: Promise<unknown> = Promise.resolve();
+
+  constructor(options: MetricsOptions) {
+    if (options.labels !== undefined) this.registry.setDefaultLabels(options.labels);
+    const registers = [this.registry];
+    this.messagesIn = new Counter({
+      name: 'sluice_topic_messages_in_total',
+      help: 'Records appended to the partitions this node leads, by topic.',
+      labelNames: ['topic'],
+      registers,
+    });
+    this.bytesIn = new Counter({
+      name: 'sluice_topic_bytes_in_total',
+      help: 'Record batch bytes appended to the partitions this node leads, by topic.',
+      labelNames: ['topic'],
+      registers,
+    });
+    this.bytesOut = new Counter({
+      name: 'sluice_topic_bytes_out_total',
+      help: 'Record batch bytes returned to consumers, by topic.',
+      labelNames: ['topic'],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: 'sluice_request_duration_seconds',
+      help: 'Time from a request read to its response encoded, by api.',
+      labelNames: ['api'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.requestErrors = new Counter({
+      name: 'sluice_request_errors_total',
+      help: 'Error codes in responses (each partition or resource that failed counts once), by api and error.',
+      labelNames: ['api', 'error'],
+      registers,
+    });
+    this.registerStateGauges(options.partitionSeriesMax);
+    collectDefaultMetrics({ register: this.registry, prefix: 'sluice_', eventLoopMonitoringPrecision: 10 });
+  }
+
+  /** Where scrape-time gauges read the node's state; until set they are empty. */
+  attach(source: MetricsSource): void {
+    this.source = source;
+  }
+
+  appended(topic: string, records: number, bytes: number): void {
+    const t = this.topic(topic);
+    t.messagesIn.inc(records);
+    t.bytesIn.inc(bytes);
+  }
+
+  fetched(topic: string, bytes: number): void {
+    if (bytes > 0) this.topic(topic).bytesOut.inc(bytes);
+  }
+
+  completed(apiKey: number, startedAtMs: number, response: unknown): void {
+    let duration = this.durations[apiKey];
+    const api = apis.get(apiKey)?.name ?? String(apiKey);
+    if (duration === undefined) {
+      duration = this.requestDuration.labels(api);
+      this.durations[apiKey] = duration;
+    }
+    duration.observe((performance.now() - startedAtMs) / 1000);
+    if (response !== null) forEachErrorCode(response, (code) => this.requestErrors.inc({ api, error: errorName(code) }));
+  }
+
+  /** The exposition in Prometheus text format, or OpenMetrics when `openMetrics`. */
+  exposition(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
+    // The format is the registry's one setting: scrapes run one after another so that one
+    // in either format never renders with the other's.
+    const next = this.lastExposition.then(async () => {
+      this.registry.setContentType(openMetrics ? Registry.OPENMETRICS_CONTENT_TYPE : Registry.PROMETHEUS_CONTENT_TYPE);
+      this.pruneDeletedTopics();
+      // prom-client renders OpenMetrics counters by cutting `_total` off their names for good;
+      // they get them back so that the next Prometheus scrape finds the same series.
+      const counters = this.registry.getMetricsAsArray().filter((m) => String(m.type) === 'counter') as unknown as { name: string }[];
+      const names = counters.map((c) => c.name);
+      try {
+        return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+      } finally {
+        counters.forEach((c, i) => {
+          c.name = names[i]!;
+        });
+      }
+    });
+    this.lastExposition = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The per-topic counters as they stand, for the admin API's throughput view. */
+  async topicTraffic(): Promise<TopicTrafficTotals[]> {
+    const totals = new Map<string, TopicTrafficTotals>();
+    const read = async (counter: Counter<'topic'>, field: 'messagesIn' | 'bytesIn' | 'bytesOut') => {
+      for (const v of (await counter.get()).values) {
+        const topic = String(v.labels.topic);
+        const t = totals.get(topic) ?? { topic, messagesIn: 0, bytesIn: 0, bytesOut: 0 };
+        t[field] = v.value;
+        totals.set(topic, t);
+      }
+    };
+    await read(this.messagesIn, 'messagesIn');
+    await read(this.bytesIn, 'bytesIn');
+    await read(this.bytesOut, 'bytesOut');
+    return [...totals.values()].sort((a, b) => a.topic.localeCompare(b.topic));
+  }
+
+  private topic(topic: string): TopicChildren {
+    let t = this.topics.get(topic);
+    if (t === undefined) {
+      t = { messagesIn: this.messagesIn.labels(topic), bytesIn: this.bytesIn.labels(topic), bytesOut: this.bytesOut.labels(topic) };
+      this.topics.set(topic, t);
+    }
+    return t;
+  }
+
+  /** Kafka removes a deleted topic's metrics; so does the scrape after the deletion. */
+  private pruneDeletedTopics(): void {
+    const source = this.source;
+    if (source === null) return;
+    for (const topic of this.topics.keys()) {
+      if (source.topicExists(topic)) continue;
+      this.topics.delete(topic);
+      for (const counter of [this.messagesIn, this.bytesIn, this.bytesOut]) counter.remove(topic);
+    }
+  }
+
+  private registerStateGauges(partitionSeriesMax: number): void {
+    const registers = [this.registry];
+    const metrics = this;
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[], collect: (g: Gauge<L>, source: MetricsSource) => void) =>
+      new Gauge<L>({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          if (metrics.source !== null) collect(this, metrics.source);
+        },
+      });
+    gauge(
+      'sluice_partitions',
+      'Partitions by state: online and offline as this node leads or hosts them, under_replicated and under_min_isr among those it leads (offline counts partitions without a leader on the active controller, as Kafka).',
+      ['state'],
+      (g, source) => {
+        const s = source.partitionStates();
+        g.set({ state: 'online' }, s.online);
+        g.set({ state: 'offline' }, s.offline);
+        g.set({ state: 'under_replicated' }, s.underReplicated);
+        g.set({ state: 'under_min_isr' }, s.underMinIsr);
+      },
+    );
+    const hosted = (source: MetricsSource) => {
+      const partitions = source.hostedPartitions();
+      return partitions.length <= partitionSeriesMax ? partitions : [];
+    };
+    gauge('sluice_partition_log_end_offset', 'Log end offset of each hosted partition.', ['topic', 'partition'], (g, source) => {
+      for (const p of hosted(source)) g.set({ topic: p.topic, partition: String(p.partition) }, p.logEndOffset);
+    });
+    gauge('sluice_partition_high_watermark', 'High watermark of each hosted partition.', ['topic', 'partition'], (g, source) => {
+      for (const p of hosted(source)) g.set({ topic: p.topic, partition: String(p.partition) }, p.highWatermark);
+    });
+    gauge('sluice_log_size_bytes', 'Bytes on disk of each hosted partition log.', ['topic', 'partition'], (g, source) => {
+      for (const p of hosted(source)) g.set({ topic: p.topic, partition: String(p.partition) }, p.sizeBytes);
+    });
+    gauge('sluice_connections', 'Open client connections, by listener.', ['listener'], (g, source) => {
+      for (const [listener, n] of source.connectionsByListener()) g.set({ listener }, n);
+    });
+    const lag = (source: MetricsSource) => {
+      const points = source.groupLag();
+      return points.length <= partitionSeriesMax ? points : [];
+    };
+    gauge(
+      'sluice_consumer_group_lag',
+      'Records between a group committed offset and the high watermark, for the groups this node coordinates (sampled every metrics.lag.sample.interval.ms).',
+      ['group', 'topic', 'partition'],
+      (g, source) => {
+        for (const p of lag(source)) g.set({ group: p.group, topic: p.topic, partition: String(p.partition) }, p.lag);
+      },
+    );
+    gauge(
+      'sluice_consumer_group_lag_seconds',
+      'Age of the oldest record a group has not consumed (0 when caught up), for the groups this node coordinates.',
+      ['group', 'topic', 'partition'],
+      (g, source) => {
+        const now = source.nowMs();
+        for (const p of lag(source)) {
+          const age = p.oldestUnconsumedTimestampMs === null ? 0 : Math.max(0, now - p.oldestUnconsumedTimestampMs) / 1000;
+          g.set({ group: p.group, topic: p.topic, partition: String(p.partition) }, age);
+        }
+      },
+    );
+    gauge('sluice_consumer_group_members', 'Members of each group this node coordinates.', ['group'], (g, source) => {
+      for (const group of source.groups()) g.set({ group: group.group }, group.members);
+    });
+    gauge(
+      'sluice_consumer_group_state',
+      'The state of each group this node coordinates: 1 for its state, 0 for the others.',
+      ['group', 'state'],
+      (g, source) => {
+        for (const group of source.groups()) {
+          for (const state of GROUP_STATES) g.set({ group: group.group, state }, group.state === state ? 1 : 0);
+        }
+      },
+    );
+    gauge('sluice_raft_leader', 'The node id of the metadata quorum leader as this node knows it (-1: none).', [], (g, source) => {
+      const raft = source.raft();
+      if (raft !== null) g.set(raft.leaderId);
+    });
+    gauge('sluice_raft_commit_offset', 'The metadata log offset known committed (its high watermark) on this node.', [], (g, source) => {
+      const raft = source.raft();
+      if (raft !== null) g.set(raft.commitOffset);
+    });
+  }
+}
+
+/** Kafka's error names (UNKNOWN_TOPIC_OR_PARTITION); a code Kafka does not define keeps its number. */
+function errorName(code: number): string {
+  return isKnownErrorCode(code) ? errorByCode(code).name : String(code);
+}
+
+/**
+ * Every non-zero `errorCode` in a response, as Kafka's AbstractResponse.errorCounts counts
+ * them: one per partition, topic or resource that failed. Byte fields (records) are not walked.
+ */
+export function forEachErrorCode(value: unknown, onError: (code: number) => void): void {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return;
+  if (Array.isArray(value)) {
+    for (const v of value) forEachErrorCode(v, onError);
+    return;
+  }
+  const fields = value as Record<string, unknown>;
+  for (const key in fields) {
+    const v = fields[key];
+    if (key === 'errorCode') {
+      if (typeof v === 'number' && v !== 0) onError(v);
+    } else if (typeof v === 'object' && v !== null) {
+      forEachErrorCode(v, onError);
+    }
+  }
+}

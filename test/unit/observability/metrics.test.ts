@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { Errors } from '../../../protocol/errors.ts';
+import { ApiKey } from '../../../protocol/messages/index.ts';
+import { makeProduceResponse, type ProduceResponse } from '../../../protocol/messages/produce.ts';
+import { BrokerMetrics, forEachErrorCode, type MetricsSource } from '../../../src/observability/metrics.ts';
+import { parseExposition } from '../../helpers/prometheus.ts';
+
+/** A response-shaped tree: objects and arrays, error codes at any depth, byte fields beside them. */
+interface Tree {
+  errorCode?: number;
+  records?: Buffer;
+  children?: Tree[];
+}
+
+const tree: fc.Arbitrary<Tree> = fc.letrec<{ node: Tree }>((tie) => ({
+  node: fc.record(
+    {
+      errorCode: fc.integer({ min: -1, max: 120 }),
+      records: fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a)),
+      children: fc.array(tie('node'), { maxLength: 3 }),
+    },
+    { requiredKeys: [] },
+  ),
+})).node;
+
+function expectedErrors(t: Tree): number[] {
+  const own = t.errorCode !== undefined && t.errorCode !== 0 ? [t.errorCode] : [];
+  return [...own, ...(t.children ?? []).flatMap(expectedErrors)];
+}
+
+const emptySource: MetricsSource = {
+  topicExists: () => true,
+  partitionStates: () => ({ online: 0, offline: 0, underReplicated: 0, underMinIsr: 0 }),
+  hostedPartitions: () => [],
+  connectionsByListener: () => new Map(),
+  groups: () => [],
+  groupLag: () => [],
+  raft: () => null,
+  nowMs: () => 0,
+};
+
+describe('BrokerMetrics', () => {
+  it('finds every non-zero error code of a response, at any depth, once each', () => {
+    fc.assert(
+      fc.property(tree, (t) => {
+        const found: number[] = [];
+        forEachErrorCode(t, (code) => found.push(code));
+        assert.deepEqual(found.sort(), expectedErrors(t).sort());
+      }),
+    );
+  });
+
+  it('counts a response error per partition under the api and error names', async () => {
+    const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
+    metrics.attach(emptySource);
+    const response: ProduceResponse = makeProduceResponse({
+      responses: [
+        {
+          name: 't',
+          partitionResponses: [0, 1, 2].map((index) => ({
+            index,
+            errorCode: index === 0 ? Errors.NONE.code : Errors.NOT_LEADER_OR_FOLLOWER.code,
+            baseOffset: -1n,
+            logAppendTimeMs: -1n,
+            logStartOffset: -1n,
+            recordErrors: [],
+            errorMessage: null,
+            currentLeader: { leaderId: -1, leaderEpoch: -1 },
+          })),
+        },
+      ],
+    });
+    metrics.completed(ApiKey.Produce, performance.now(), response);
+    metrics.completed(ApiKey.Produce, performance.now(), null);
+    const m = parseExposition((await metrics.exposition(false)).body);
+    assert.equal(m.value('sluice_request_errors_total', { api: 'Produce', error: 'NOT_LEADER_OR_FOLLOWER' }), 2);
+    assert.equal(m.value('sluice_request_duration_seconds_count', { api: 'Produce' }), 2);
+  });
+
+  it('names counters the same in both formats, whichever was scraped before', async () => {
+    const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
+    metrics.attach(emptySource);
+    metrics.appended('t', 3, 300);
+    const [text, open, again] = await Promise.all([metrics.exposition(false), metrics.exposition(true), metrics.exposition(false)]);
+    const sluiceLines = (body: string) => body.split('\n').filter((l) => l.startsWith('sluice_topic'));
+    assert.deepEqual(sluiceLines(again.body), sluiceLines(text.body));
+    assert.match(open.body, /^sluice_topic_messages_in_total\{topic="t"\} 3$/m);
+    assert.match(open.body, /^# TYPE sluice_topic_messages_in counter$/m);
+    assert.equal(parseExposition(again.body).value('sluice_topic_messages_in_total', { topic: 't' }), 3);
+  });
+
+  it('keeps per-partition series within metrics.partition.series.max', async () => {
+    const partitions = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ topic: 't', partition: i, logEndOffset: i, highWatermark: i, sizeBytes: i }));
+    for (const [hosted, expected] of [
+      [2, 2],
+      [3, 0],
+    ] as const) {
+      const metrics = new BrokerMetrics({ partitionSeriesMax: 2 });
+      metrics.attach({ ...emptySource, hostedPartitions: () => partitions(hosted) });
+      const m = parseExposition((await metrics.exposition(false)).body);
+      assert.equal(m.all('sluice_partition_high_watermark').length, expected);
+    }
+  });
+});
