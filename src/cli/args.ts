@@ -58,7 +58,8 @@ export const USAGE = `Usage:
                        [--group G] [--max-messages N] [--follow] [--timeout-ms T]
                        [--format text|json|hex] [--print-key] [--key-separator SEP]
       Records one a line, from the start (or the offset, timestamp or group's commit) to the
-      end of the partitions as they were at start; --follow keeps reading new ones.
+      end of the partitions as they were at start; --follow keeps reading new ones. With
+      --group G it is a member of consumer group G and reads the partitions the group gives it.
   The groups, configs, topics, produce and consume commands take --bootstrap-server
   HOST:PORT[,...] (default 127.0.0.1:9092) and work against any Kafka-compatible cluster;
   groups, configs and topics take --output text|json.

@@ -1,34 +1,31 @@
 /**
- * `sluice consume TOPIC`: kafka-console-consumer over the wire, by assignment: Fetch from each
- * partition's leader, from a position chosen by --offset (earliest, the default; latest; a
- * number, with --partition), by --from-timestamp (ListOffsets), or by --group (the group's
- * committed offsets, the others from --offset). Records print one a line (record-format.ts).
+ * `sluice consume TOPIC`: kafka-console-consumer over the wire. Fetch from each partition's
+ * leader, from a position chosen by --offset (earliest, the default; latest; a number, with
+ * --partition), by --from-timestamp (ListOffsets), or by --group (the group's committed
+ * offsets, the others from --offset). Records print one a line (record-format.ts).
  *
- * Where it stops: at the high watermark each partition had when the command started, so
- * `sluice consume T` prints what the topic holds and exits. With --follow it keeps fetching
- * new records until --max-messages, --timeout-ms without a record, or SIGINT.
+ * Where it stops: at the high watermark each partition had when it was assigned, so `sluice
+ * consume T` prints what the topic holds and exits. With --follow it keeps fetching new
+ * records until --max-messages, --timeout-ms without a record, or SIGINT.
  *
- * --group G commits the positions reached when it stops (OffsetCommit with generation -1 and
- * no member id, as a Java consumer with assign() and commitSync() does); the group must have
- * no active members.
+ * Without --group it reads every partition (or --partition) by assignment. With --group G it
+ * is a member of consumer group G (src/client/group-member.ts): it reads the partitions the
+ * group assigns it, shares them with the group's other members, commits what it printed
+ * when a rebalance takes them away and when it stops, and leaves the group.
  */
 import { parseArgs } from 'node:util';
 import { ApiKey } from '../../protocol/messages/index.ts';
-import { Errors, errorByCode } from '../../protocol/errors.ts';
+import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import {
   makeFetchRequest,
   makeFetchRequestFetchPartition,
   makeFetchRequestFetchTopic,
   type FetchResponse,
 } from '../../protocol/messages/fetch.ts';
-import {
-  makeOffsetCommitRequest,
-  makeOffsetCommitRequestPartition,
-  makeOffsetCommitRequestTopic,
-  type OffsetCommitResponse,
-} from '../../protocol/messages/offset-commit.ts';
 import { makeOffsetFetchRequest, makeOffsetFetchRequestTopic, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
 import type { KafkaCluster } from '../client/cluster.ts';
+import { GroupMember } from '../client/group-member.ts';
+import { commitOffsets } from '../client/groups.ts';
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, listOffsets, tpKey } from '../client/offsets.ts';
 import { UsageError, bootstrapServers, parseIntFlag, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
 import { UnknownTopicError, brokerError, sleep, withRetries } from '../client/errors.ts';
@@ -40,7 +37,8 @@ export const CONSUME_USAGE = `usage:
                        [--offset earliest|latest|N | --from-timestamp MS|ISO-8601] [--group G]
                        [--max-messages N] [--follow] [--timeout-ms T]
                        [--format text|json|hex] [--print-key] [--key-separator SEP]
-  Without --follow, stops at the end of the partitions as they were at start.`;
+  Without --follow, stops at the end of the partitions as they were at start. With --group G,
+  a member of consumer group G: it reads the partitions the group assigns it.`;
 
 /** OffsetFetch v8+ nests groups; v7 is enough for one. */
 const OFFSET_FETCH_MAX_VERSION = 7;
@@ -129,32 +127,6 @@ async function committedOffsets(cluster: KafkaCluster, group: string, topic: str
     if (p.committedOffset >= 0n) out.set(p.partitionIndex, Number(p.committedOffset));
   }
   return out;
-}
-
-async function commitOffsets(cluster: KafkaCluster, group: string, topic: string, states: readonly PartitionState[]): Promise<void> {
-  await withRetries(RETRY_TIMEOUT_MS, async () => {
-    const conn = await cluster.coordinatorConnection(group);
-    const res = await conn.send<OffsetCommitResponse>(
-      ApiKey.OffsetCommit,
-      makeOffsetCommitRequest({
-        groupId: group,
-        generationIdOrMemberEpoch: -1,
-        memberId: '',
-        topics: [
-          makeOffsetCommitRequestTopic({
-            name: topic,
-            partitions: states.map((s) =>
-              makeOffsetCommitRequestPartition({ partitionIndex: s.partition, committedOffset: BigInt(s.position), committedMetadata: '' }),
-            ),
-          }),
-        ],
-      }),
-    );
-    for (const p of res.topics.flatMap((t) => t.partitions)) {
-      if (p.errorCode !== Errors.NONE.code)
-        throw brokerError(p.errorCode, null, `OffsetCommit ${topic}-${p.partitionIndex} for group '${group}'`);
-    }
-  });
 }
 
 /** Where each partition starts: the group's commit, else the start position asked for. */
@@ -255,31 +227,72 @@ async function fetchRound(
 }
 
 /** Consumes as the options say; returns how many records were printed. */
-export async function consume(cluster: KafkaCluster, o: ConsumeOptions, io: Output, stop: AbortSignal): Promise<number> {
-  const partitions = await topicPartitions(cluster, o.topic, o.partition);
+/** The partitions to read and where each starts (and, without --follow, ends). */
+async function partitionStates(cluster: KafkaCluster, o: ConsumeOptions, partitions: number[]): Promise<PartitionState[]> {
   const positions = await startPositions(cluster, o, partitions);
   const tps = partitions.map((partition) => ({ topic: o.topic, partition }));
-  const ends = o.follow ? null : await withRetries(RETRY_TIMEOUT_MS, () => listOffsets(cluster, tps, LATEST_TIMESTAMP));
-  const states: PartitionState[] = partitions.map((p) => ({
+  const ends = o.follow || tps.length === 0 ? null : await withRetries(RETRY_TIMEOUT_MS, () => listOffsets(cluster, tps, LATEST_TIMESTAMP));
+  return partitions.map((p) => ({
     partition: p,
     position: positions.get(p)!,
     end: ends === null ? null : ends.get(tpKey(o.topic, p))!,
   }));
+}
+
+/** Errors of a commit that lost the race with a rebalance: the next owner reads those records again. */
+const LOST_GENERATION_ERRORS: ReadonlySet<number> = new Set([
+  Errors.REBALANCE_IN_PROGRESS.code,
+  Errors.ILLEGAL_GENERATION.code,
+  Errors.UNKNOWN_MEMBER_ID.code,
+]);
+
+/**
+ * Consumes as the options say; returns how many records were printed. With a group it is a
+ * member: it reads the partitions the group assigns it, and on a rebalance commits what it
+ * printed and joins again.
+ */
+export async function consume(cluster: KafkaCluster, o: ConsumeOptions, io: Output, stop: AbortSignal): Promise<number> {
+  const all = await topicPartitions(cluster, o.topic, o.partition);
+  const member = o.group === null ? null : new GroupMember(cluster, { groupId: o.group, topics: [o.topic], clientId: 'sluice-consume' });
+  const assigned = async (): Promise<PartitionState[]> => {
+    if (member === null) return partitionStates(cluster, o, all);
+    const partitions = (await member.join()).filter((tp) => tp.topic === o.topic).map((tp) => tp.partition);
+    return partitionStates(cluster, o, partitions);
+  };
+  const commit = async (states: readonly PartitionState[]): Promise<void> => {
+    if (o.group === null || member === null) return;
+    const offsets = states.map((s) => ({ topic: o.topic, partition: s.partition, offset: s.position }));
+    try {
+      await commitOffsets(cluster, o.group, offsets, { generationId: member.generationId, memberId: member.memberId });
+    } catch (err) {
+      if (!(err instanceof KafkaError && LOST_GENERATION_ERRORS.has(err.code))) throw err;
+    }
+  };
   let printed = 0;
-  let lastRecordMs = Date.now();
-  for (;;) {
-    const budget = (o.maxMessages ?? Number.POSITIVE_INFINITY) - printed;
-    const active = states.filter((s) => s.end === null || s.position < s.end);
-    if (budget <= 0 || active.length === 0 || stop.aborted) break;
-    if (o.idleTimeoutMs !== null && Date.now() - lastRecordMs >= o.idleTimeoutMs) break;
-    const round = await fetchRound(cluster, o, active, io, budget);
-    if (round.printed > 0) lastRecordMs = Date.now();
-    printed += round.printed;
-    // A Fetch that waits for nothing (not following) and brought nothing would only spin.
-    if (!round.progressed && !o.follow) await sleep(RETRY_BACKOFF_MS);
+  try {
+    let states = await assigned();
+    let lastRecordMs = Date.now();
+    for (;;) {
+      if (member?.needsRejoin) {
+        await commit(states);
+        states = await assigned();
+      }
+      const budget = (o.maxMessages ?? Number.POSITIVE_INFINITY) - printed;
+      const active = states.filter((s) => s.end === null || s.position < s.end);
+      // Following, a member without partitions waits for a rebalance to give it some.
+      if (budget <= 0 || (active.length === 0 && !o.follow) || stop.aborted) break;
+      if (o.idleTimeoutMs !== null && Date.now() - lastRecordMs >= o.idleTimeoutMs) break;
+      const round = await fetchRound(cluster, o, active, io, budget);
+      if (round.printed > 0) lastRecordMs = Date.now();
+      printed += round.printed;
+      // A Fetch that waits for nothing (not following) and brought nothing would only spin.
+      if (!round.progressed && !o.follow) await sleep(RETRY_BACKOFF_MS);
+    }
+    // Only after a clean stop: a failed run leaves the commit where it was (at least once).
+    await commit(states);
+  } finally {
+    await member?.leave();
   }
-  // Only after a clean stop: a failed run leaves the commit where it was (at least once).
-  if (o.group !== null) await commitOffsets(cluster, o.group, o.topic, states);
   return printed;
 }
 
@@ -308,6 +321,8 @@ function parseConsumeArgs(args: string[]) {
   const start = parseStartPosition(v.offset, v['from-timestamp']);
   // kafka-console-consumer's rule: a numeric offset means one partition's offset.
   if (start.kind === 'offset' && partition === null) throw new UsageError('a numeric --offset needs --partition');
+  // A member reads the partitions its group assigns it.
+  if (partition !== null && v.group !== undefined) throw new UsageError('--group and --partition exclude each other');
   const format = parseRecordFormat(v.format);
   if (v['key-separator'] !== undefined && v['print-key'] !== true) throw new UsageError('--key-separator needs --print-key');
   const options: ConsumeOptions = {

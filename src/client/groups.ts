@@ -447,22 +447,24 @@ export async function planOffsetReset(
 }
 
 /**
- * OffsetCommit at the group's coordinator as an admin (generation -1, no member id): the
- * coordinator accepts it only while the group has no members. One request for all
- * partitions, so that the coordinator writes the reset as one batch.
+ * OffsetCommit at the group's coordinator: as an admin (generation -1, no member id), which
+ * the coordinator accepts only while the group has no members, or as `member` of the current
+ * generation. One request for all partitions, so that the coordinator writes them as one
+ * batch.
  */
 export async function commitOffsets(
   cluster: KafkaCluster,
   groupId: string,
   offsets: readonly (TopicPartition & { offset: number })[],
+  member: { generationId: number; memberId: string } = { generationId: -1, memberId: '' },
 ): Promise<void> {
   if (offsets.length === 0) return;
   const byTopic = new Map<string, { partition: number; offset: number }[]>();
   for (const o of offsets) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset }]);
   const request = makeOffsetCommitRequest({
     groupId,
-    generationIdOrMemberEpoch: -1,
-    memberId: '',
+    generationIdOrMemberEpoch: member.generationId,
+    memberId: member.memberId,
     topics: [...byTopic].map(([name, ps]) =>
       makeOffsetCommitRequestTopic({
         name,

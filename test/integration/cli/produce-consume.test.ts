@@ -55,6 +55,7 @@ describe('sluice produce and consume: usage and connection errors', () => {
       ['t', '--from-timestamp', 'yesterday'],
       ['t', '--max-messages', '0'],
       ['t', '--key-separator', ':'],
+      ['t', '--group', 'g', '--partition', '0'],
     ]) {
       const r = await consume(...argv);
       assert.equal(r.code, 2, `consume ${argv.join(' ')}: ${r.stderr}`);
@@ -196,6 +197,40 @@ againstEachBroker('sluice produce and consume', (bootstrap) => {
     const third = await consume(timed, '--group', group, ...b());
     assert.equal(third.code, 0, third.stderr);
     assert.equal(third.stdout, '');
+  });
+
+  it('consume --group members share the partitions, hand them over on a rebalance and commit what they printed', async function () {
+    this.timeout(90_000);
+    const shared = 'cli-shared';
+    assert.equal((await runCaptured((io) => runTopicsCommand(['topics', 'create', shared, '--partitions', '4', ...b()], io))).code, 0);
+    const batch = (from: number) => Array.from({ length: 20 }, (_, i) => `k${from + i}:v${from + i}`).join('\n') + '\n';
+    assert.equal((await produce(batch(0), shared, '--key-separator', ':', ...b())).code, 0);
+    const member = () => consume(shared, '--group', 'cli-sharing', '--follow', '--timeout-ms', '8000', '--format', 'json', ...b());
+    const first = member();
+    // The second joins while the first reads: the group rebalances and splits the partitions,
+    // and the records produced then go to both.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const second = member();
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    assert.equal((await produce(batch(20), shared, '--key-separator', ':', ...b())).code, 0);
+    const [a, c] = [records(await first), records(await second)];
+    assert.deepEqual(
+      [...a, ...c].map((r) => r.value).sort(),
+      Array.from({ length: 40 }, (_, i) => `v${i}`).sort(),
+      'every record once, across the two members',
+    );
+    // After the rebalance each member owns half the partitions: the later records went to both.
+    const later = (rs: JsonRecord[]) => rs.filter((r) => Number(r.value!.slice(1)) >= 20);
+    assert.ok(later(a).length > 0 && later(c).length > 0, `the later records split ${later(a).length}/${later(c).length}`);
+    const partitionsOfA = new Set(later(a).map((r) => r.partition));
+    assert.ok(
+      later(c).every((r) => !partitionsOfA.has(r.partition)),
+      'no partition read by both after the rebalance',
+    );
+    // Both committed where they stopped: a new member of the group has nothing left to read.
+    const after = await consume(shared, '--group', 'cli-sharing', ...b());
+    assert.equal(after.code, 0, after.stderr);
+    assert.equal(after.stdout, '');
   });
 
   it('consume --follow prints records produced after it started', async () => {
