@@ -22,10 +22,9 @@ import {
   makeFetchRequestFetchTopic,
   type FetchResponse,
 } from '../../protocol/messages/fetch.ts';
-import { makeOffsetFetchRequest, makeOffsetFetchRequestTopic, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
 import type { KafkaCluster } from '../client/cluster.ts';
 import { GroupMember } from '../client/group-member.ts';
-import { commitOffsets } from '../client/groups.ts';
+import { commitOffsets, fetchCommittedOffsets } from '../client/groups.ts';
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, listOffsets, tpKey } from '../client/offsets.ts';
 import { UsageError, bootstrapServers, parseIntFlag, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
 import { UnknownTopicError, brokerError, sleep, withRetries } from '../client/errors.ts';
@@ -40,8 +39,6 @@ export const CONSUME_USAGE = `usage:
   Without --follow, stops at the end of the partitions as they were at start. With --group G,
   a member of consumer group G: it reads the partitions the group assigns it.`;
 
-/** OffsetFetch v8+ nests groups; v7 is enough for one. */
-const OFFSET_FETCH_MAX_VERSION = 7;
 const FETCH_MAX_BYTES = 4 * 1024 * 1024;
 const PARTITION_MAX_BYTES = 1024 * 1024;
 /** How long a Fetch waits for new records when following. */
@@ -110,28 +107,13 @@ async function topicPartitions(cluster: KafkaCluster, topic: string, only: numbe
 }
 
 /** The group's committed offsets for the partitions (absent: nothing committed). */
-async function committedOffsets(cluster: KafkaCluster, group: string, topic: string, partitions: number[]): Promise<Map<number, number>> {
-  const res = await withRetries(RETRY_TIMEOUT_MS, async () => {
-    const conn = await cluster.coordinatorConnection(group);
-    const r = await conn.send<OffsetFetchResponse>(
-      ApiKey.OffsetFetch,
-      makeOffsetFetchRequest({ groupId: group, topics: [makeOffsetFetchRequestTopic({ name: topic, partitionIndexes: partitions })] }),
-      conn.version(ApiKey.OffsetFetch, OFFSET_FETCH_MAX_VERSION),
-    );
-    if (r.errorCode !== Errors.NONE.code) throw brokerError(r.errorCode, null, `OffsetFetch '${group}'`);
-    return r;
-  });
-  const out = new Map<number, number>();
-  for (const p of res.topics.flatMap((t) => t.partitions)) {
-    if (p.errorCode !== Errors.NONE.code) throw brokerError(p.errorCode, null, `OffsetFetch ${topic}-${p.partitionIndex}`);
-    if (p.committedOffset >= 0n) out.set(p.partitionIndex, Number(p.committedOffset));
-  }
-  return out;
-}
-
 /** Where each partition starts: the group's commit, else the start position asked for. */
 async function startPositions(cluster: KafkaCluster, o: ConsumeOptions, partitions: number[]): Promise<Map<number, number>> {
-  const committed = o.group === null ? new Map<number, number>() : await committedOffsets(cluster, o.group, o.topic, partitions);
+  const committed = new Map<number, number>();
+  if (o.group !== null) {
+    for (const c of (await fetchCommittedOffsets(cluster, o.group, { topic: o.topic, partitions })).values())
+      committed.set(c.partition, c.offset);
+  }
   const rest = partitions.filter((p) => !committed.has(p));
   const positions = new Map(committed);
   if (rest.length === 0) return positions;

@@ -25,17 +25,23 @@ export function brokerError(code: number, message: string | null, context: strin
   return new KafkaError(e, `${context}: ${e.name} (${message || e.message || 'no message'})`);
 }
 
+const kafkaRetriable = (err: KafkaError): boolean => err.error.retriable;
+
 /**
  * Runs `attempt` again while it fails with an error Kafka calls retriable (a coordinator still
- * loading, a leader election under way), for at most `timeoutMs`.
+ * loading, a leader election under way), or that `retriable` accepts, for at most `timeoutMs`.
  */
-export async function withRetries<T>(timeoutMs: number, attempt: () => Promise<T>): Promise<T> {
+export async function withRetries<T>(
+  timeoutMs: number,
+  attempt: () => Promise<T>,
+  retriable: (err: KafkaError) => boolean = kafkaRetriable,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return await attempt();
     } catch (err) {
-      if (!(err instanceof KafkaError && err.error.retriable) || Date.now() >= deadline) throw err;
+      if (!(err instanceof KafkaError && retriable(err)) || Date.now() >= deadline) throw err;
       await sleep(RETRY_BACKOFF_MS);
     }
   }

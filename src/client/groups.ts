@@ -14,7 +14,7 @@ import {
   type DescribeGroupsResponse,
   type DescribeGroupsResponseDescribedGroup,
 } from '../../protocol/messages/describe-groups.ts';
-import { makeOffsetFetchRequest, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
+import { makeOffsetFetchRequest, makeOffsetFetchRequestTopic, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
 import { decodeConsumerProtocolAssignment } from '../../protocol/messages/consumer-protocol-assignment.ts';
 import { makeDeleteGroupsRequest, type DeleteGroupsResponse } from '../../protocol/messages/delete-groups.ts';
 import {
@@ -32,7 +32,6 @@ import { readPartition } from './records.ts';
 const OFFSET_FETCH_MAX_VERSION = 7;
 /** How long coordinator look-ups retry retriable errors (coordinator loading, not yet elected). */
 const COORDINATOR_RETRY_MS = 10_000;
-const COORDINATOR_BACKOFF_MS = 200;
 
 export interface GroupListing {
   groupId: string;
@@ -212,13 +211,21 @@ async function oldestUnconsumed(cluster: KafkaCluster, tp: TopicPartition, commi
   }
 }
 
-/** Committed offsets of every partition of the group (OffsetFetch with topics = null). */
-async function fetchCommittedOffsets(cluster: KafkaCluster, groupId: string): Promise<Map<string, TopicPartition & { offset: number }>> {
+/**
+ * The group's committed offsets: of every partition it committed to (OffsetFetch with topics =
+ * null), or of `only`'s partitions. Partitions without a commit are left out.
+ */
+export async function fetchCommittedOffsets(
+  cluster: KafkaCluster,
+  groupId: string,
+  only?: { topic: string; partitions: readonly number[] },
+): Promise<Map<string, TopicPartition & { offset: number }>> {
+  const topics = only === undefined ? null : [makeOffsetFetchRequestTopic({ name: only.topic, partitionIndexes: [...only.partitions] })];
   const res = await withCoordinatorRetries(async () => {
     const conn = await cluster.coordinatorConnection(groupId);
     const version = conn.version(ApiKey.OffsetFetch, OFFSET_FETCH_MAX_VERSION);
-    if (version < 2) throw new Error(`the coordinator's OffsetFetch (v${version}) cannot list all partitions`);
-    const r = await conn.send<OffsetFetchResponse>(ApiKey.OffsetFetch, makeOffsetFetchRequest({ groupId, topics: null }), version);
+    if (topics === null && version < 2) throw new Error(`the coordinator's OffsetFetch (v${version}) cannot list all partitions`);
+    const r = await conn.send<OffsetFetchResponse>(ApiKey.OffsetFetch, makeOffsetFetchRequest({ groupId, topics }), version);
     if (r.errorCode !== Errors.NONE.code) throw kafkaError(r.errorCode, `OffsetFetch '${groupId}'`);
     return r;
   });
@@ -254,17 +261,9 @@ const RETRIABLE_COORDINATOR_ERRORS: ReadonlySet<number> = new Set([
   Errors.NOT_COORDINATOR.code,
 ]);
 
-async function withCoordinatorRetries<T>(attempt: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + COORDINATOR_RETRY_MS;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (err) {
-      const retriable = err instanceof KafkaError && RETRIABLE_COORDINATOR_ERRORS.has(err.code);
-      if (!retriable || Date.now() >= deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, COORDINATOR_BACKOFF_MS));
-    }
-  }
+/** Retries what finding and reaching a group's coordinator can fail with, and nothing else. */
+function withCoordinatorRetries<T>(attempt: () => Promise<T>): Promise<T> {
+  return withRetries(COORDINATOR_RETRY_MS, attempt, (err) => RETRIABLE_COORDINATOR_ERRORS.has(err.code));
 }
 
 /** One group's outcome of DeleteGroups: null error when it was deleted. */
