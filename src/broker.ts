@@ -119,7 +119,16 @@ export class Broker {
       runtime: this.runtime,
     });
     const serveHttp = this.config.httpListeners.length > 0;
-    this.metrics = serveHttp ? new BrokerMetrics({ partitionSeriesMax: this.config.getInt('metrics.partition.series.max') }) : null;
+    this.metrics = serveHttp
+      ? new BrokerMetrics({
+          partitionSeriesMax: this.config.getInt('metrics.partition.series.max'),
+          onCountError: (topic, err) =>
+            this.logger.warn(
+              { component: 'metrics', topic, err },
+              'could not read the records of a retry or dead-letter topic to count them',
+            ),
+        })
+      : null;
     this.http = serveHttp ? new HttpServer(this.logger.child({ component: 'http' })) : null;
     this.server = new SocketServer(
       new RequestProcessor(this.registry, this.logger, this.metrics),

@@ -9,11 +9,12 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type RegistryContentType } from 'prom-client';
 import { apis } from '../../protocol/messages/index.ts';
 import { errorByCode, isKnownErrorCode } from '../../protocol/errors.ts';
+import { DeadLetterMetrics } from './dead-letter-metrics.ts';
 
 /** Records and bytes a topic took in and gave out; called by the data path. */
 export interface TopicTraffic {
-  /** A leader append of `records` records in `bytes` bytes. */
-  appended(topic: string, records: number, bytes: number): void;
+  /** A leader append of `records` records in `bytes` bytes, the record batches in `batches`. */
+  appended(topic: string, records: number, bytes: number, batches: readonly Buffer[]): void;
   /** Bytes a consumer fetch returned (followers' fetches are replication, not egress). */
   fetched(topic: string, bytes: number): void;
 }
@@ -74,6 +75,8 @@ export interface MetricsOptions {
   readonly partitionSeriesMax: number;
   /** Default labels of every series (the node id). */
   readonly labels?: Record<string, string>;
+  /** Told when the records of a retry or dead-letter topic's append could not be read for counting. */
+  readonly onCountError?: (topic: string, err: unknown) => void;
 }
 
 /** The states Kafka's group coordinator reports (ConsumerGroupState / ClassicGroupState). */
@@ -83,6 +86,8 @@ interface TopicChildren {
   messagesIn: Counter.Internal;
   bytesIn: Counter.Internal;
   bytesOut: Counter.Internal;
+  /** A retry or dead-letter topic, whose records DeadLetterMetrics counts. */
+  deadLetters: boolean;
 }
 
 export class BrokerMetrics implements TopicTraffic, RequestObserver {
@@ -94,7 +99,8 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
   private readonly requestErrors: Counter<'api' | 'error'>;
   private readonly topics = new Map<string, TopicChildren>();
   /** By api key: label lookups are hashed strings, too slow for every request. */
-  private readonly durations: (Histogram.Internal<'api'> | undefined)[] = [];
+  private readonly durations: ({ api: string; histogram: Histogram.Internal<'api'> } | undefined)[] = [];
+  readonly deadLetters: DeadLetterMetrics;
   private source: MetricsSource | null = null;
   private lastExposition: Promise<unknown> = Promise.resolve();
 
@@ -132,6 +138,7 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
       labelNames: ['api', 'error'],
       registers,
     });
+    this.deadLetters = new DeadLetterMetrics(this.registry, options.onCountError ?? (() => undefined));
     this.registerStateGauges(options.partitionSeriesMax);
     collectDefaultMetrics({ register: this.registry, prefix: 'sluice_', eventLoopMonitoringPrecision: 10 });
   }
@@ -141,10 +148,11 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
     this.source = source;
   }
 
-  appended(topic: string, records: number, bytes: number): void {
+  appended(topic: string, records: number, bytes: number, batches: readonly Buffer[]): void {
     const t = this.topic(topic);
     t.messagesIn.inc(records);
     t.bytesIn.inc(bytes);
+    if (t.deadLetters) this.deadLetters.counted(topic, batches);
   }
 
   fetched(topic: string, bytes: number): void {
@@ -153,12 +161,13 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
 
   completed(apiKey: number, startedAtMs: number, response: unknown): void {
     let duration = this.durations[apiKey];
-    const api = apis.get(apiKey)?.name ?? String(apiKey);
     if (duration === undefined) {
-      duration = this.requestDuration.labels(api);
+      const api = apis.get(apiKey)?.name ?? String(apiKey);
+      duration = { api, histogram: this.requestDuration.labels(api) };
       this.durations[apiKey] = duration;
     }
-    duration.observe((performance.now() - startedAtMs) / 1000);
+    duration.histogram.observe((performance.now() - startedAtMs) / 1000);
+    const api = duration.api;
     if (response !== null) forEachErrorCode(response, (code) => this.requestErrors.inc({ api, error: errorName(code) }));
   }
 
@@ -169,6 +178,7 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
     const next = this.lastExposition.then(async () => {
       this.registry.setContentType(openMetrics ? Registry.OPENMETRICS_CONTENT_TYPE : Registry.PROMETHEUS_CONTENT_TYPE);
       this.pruneDeletedTopics();
+      await this.deadLetters.settled();
       // prom-client renders OpenMetrics counters by cutting `_total` off their names for good;
       // they get them back so that the next Prometheus scrape finds the same series.
       const counters = this.registry.getMetricsAsArray().filter((m) => String(m.type) === 'counter') as unknown as { name: string }[];
@@ -205,7 +215,12 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
   private topic(topic: string): TopicChildren {
     let t = this.topics.get(topic);
     if (t === undefined) {
-      t = { messagesIn: this.messagesIn.labels(topic), bytesIn: this.bytesIn.labels(topic), bytesOut: this.bytesOut.labels(topic) };
+      t = {
+        messagesIn: this.messagesIn.labels(topic),
+        bytesIn: this.bytesIn.labels(topic),
+        bytesOut: this.bytesOut.labels(topic),
+        deadLetters: this.deadLetters.counts(topic),
+      };
       this.topics.set(topic, t);
     }
     return t;
@@ -215,6 +230,7 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
   private pruneDeletedTopics(): void {
     const source = this.source;
     if (source === null) return;
+    this.deadLetters.prune((topic) => source.topicExists(topic));
     for (const topic of this.topics.keys()) {
       if (source.topicExists(topic)) continue;
       this.topics.delete(topic);

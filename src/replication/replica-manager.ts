@@ -1007,7 +1007,7 @@ export class ReplicaManager {
       next += p.validated.offsetCount;
       p.resolve({ ok: true, baseOffset, nextOffset: next, logAppendTimeMs });
     }
-    this.options.traffic?.appended(partition.topic, next - info.firstOffset, bytes);
+    this.options.traffic?.appended(partition.topic, next - info.firstOffset, bytes, buffers);
     partition.onLocalAppend(next, bytes, this.clock.now());
     this.wake(partition.key);
   }

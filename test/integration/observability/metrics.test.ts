@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { DeadLetterHeaders } from '../../../src/tools/dead-letters.ts';
 import { consumeRecords } from '../../helpers/consume-records.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { parseExposition, type Exposition } from '../../helpers/prometheus.ts';
@@ -145,6 +146,43 @@ describe('metrics and health over HTTP (real broker, kafkajs)', function () {
       const lag = m.all('sluice_consumer_group_lag', { group: 'halfway' });
       return lag.length === 3 && sum(lag) === 0 && sum(m.all('sluice_consumer_group_lag_seconds', { group: 'halfway' })) === 0;
     });
+  });
+
+  it('counts the records written to retry and dead-letter topics, by source topic and group', async () => {
+    await admin.createTopics({
+      topics: [
+        { topic: 'orders.retry.1', numPartitions: 2 },
+        { topic: 'orders.dlq', numPartitions: 2 },
+      ],
+      waitForLeaders: true,
+    });
+    const failed = (group: string) => ({
+      [DeadLetterHeaders.originalTopic]: 'orders',
+      [DeadLetterHeaders.consumerGroup]: group,
+      [DeadLetterHeaders.attempts]: '2',
+    });
+    await producer.send({
+      topic: 'orders.retry.1',
+      compression: CompressionTypes.GZIP,
+      messages: [
+        { key: 'a', value: 'x', headers: failed('billing') },
+        { key: 'b', value: 'x', headers: failed('billing') },
+        { key: 'c', value: 'x', headers: failed('shipping') },
+      ],
+    });
+    await producer.send({
+      topic: 'orders.dlq',
+      messages: [
+        { key: 'a', value: 'x', headers: failed('billing') },
+        { key: 'b', value: 'x', headers: { ...failed('billing'), [DeadLetterHeaders.originalTopic]: 'refunds' } },
+      ],
+    });
+    const m = await scrape(broker);
+    assert.equal(m.value('sluice_retry_records_total', { topic: 'orders.retry.1', source_topic: 'orders', group: 'billing' }), 2);
+    assert.equal(m.value('sluice_retry_records_total', { topic: 'orders.retry.1', source_topic: 'orders', group: 'shipping' }), 1);
+    assert.equal(m.value('sluice_dlq_records_total', { topic: 'orders.dlq', source_topic: 'orders' }), 1);
+    assert.equal(m.value('sluice_dlq_records_total', { topic: 'orders.dlq', source_topic: 'refunds' }), 1);
+    assert.equal(m.all('sluice_dlq_records_total', { topic: 'metered' }).length, 0);
   });
 
   it('serves OpenMetrics when asked', async () => {

@@ -81,7 +81,7 @@ describe('BrokerMetrics', () => {
   it('names counters the same in both formats, whichever was scraped before', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
     metrics.attach(emptySource);
-    metrics.appended('t', 3, 300);
+    metrics.appended('t', 3, 300, []);
     const [text, open, again] = await Promise.all([metrics.exposition(false), metrics.exposition(true), metrics.exposition(false)]);
     const sluiceLines = (body: string) => body.split('\n').filter((l) => l.startsWith('sluice_topic'));
     assert.deepEqual(sluiceLines(again.body), sluiceLines(text.body));
