@@ -9,6 +9,8 @@
  *   sluice topics alter-config TOPIC [--set k=v ...] [--delete k ...] [--partitions N]
  *
  * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092) and --output text|json.
+ * Describe also shows what `sluice apply` keeps for a topic (its key and value schemas and
+ * delivery contract, from the policy store), as `policy` in JSON.
  * Create and delete wait (briefly) until the cluster's metadata shows the change, so that a
  * script can produce to a topic right after creating it.
  */
@@ -23,6 +25,8 @@ import {
   listTopics,
   type TopicDescription,
 } from '../client/topics.ts';
+import type { StoredKey, TopicPolicy } from '../tools/policy/policy.ts';
+import { readPolicyStore } from '../tools/policy/store.ts';
 import {
   UsageError,
   bootstrapServers,
@@ -44,8 +48,21 @@ export const TOPICS_USAGE = `usage:
   sluice topics alter-config TOPIC [--set name=value ...] [--delete name ...] [--partitions N]
   every subcommand: [--bootstrap-server HOST:PORT,...] [--output text|json]`;
 
-/** kafka-topics --describe's layout (tab-separated fields), plus each partition's log start and end offsets. */
-export function formatTopicDescriptions(topics: readonly TopicDescription[]): string {
+/** A policy's key and value schemas and delivery contract, as describe's header line names them. */
+const POLICY_FIELDS: readonly (readonly [StoredKey, string])[] = [
+  ['key_schema', 'KeySchema'],
+  ['value_schema', 'ValueSchema'],
+  ['delivery_contract', 'DeliveryContract'],
+];
+
+/**
+ * kafka-topics --describe's layout (tab-separated fields), plus each partition's log start and
+ * end offsets, and what `sluice apply` stored for the topic (schemas, delivery contract).
+ */
+export function formatTopicDescriptions(
+  topics: readonly TopicDescription[],
+  policies: ReadonlyMap<string, TopicPolicy> = new Map(),
+): string {
   const ids = (nodes: readonly number[]): string => nodes.join(',');
   const offset = (n: number | null): string => (n === null ? '-' : String(n));
   let text = '';
@@ -53,7 +70,11 @@ export function formatTopicDescriptions(topics: readonly TopicDescription[]): st
     const configs = Object.entries(t.configs)
       .map(([k, v]) => `${k}=${v ?? '<sensitive>'}`)
       .join(',');
-    text += `Topic: ${t.name}\tTopicId: ${t.topicId}\tPartitionCount: ${t.partitionCount}\tReplicationFactor: ${t.replicationFactor}\tConfigs: ${configs}\n`;
+    const policy = policies.get(t.name);
+    const stored = POLICY_FIELDS.filter(([key]) => policy?.[key] !== undefined)
+      .map(([key, label]) => `\t${label}: ${policy![key]}`)
+      .join('');
+    text += `Topic: ${t.name}\tTopicId: ${t.topicId}\tPartitionCount: ${t.partitionCount}\tReplicationFactor: ${t.replicationFactor}\tConfigs: ${configs}${stored}\n`;
     for (const p of t.partitions) {
       text +=
         `\tTopic: ${t.name}\tPartition: ${p.partition}\tLeader: ${p.leader ?? 'none'}\tReplicas: ${ids(p.replicas)}\tIsr: ${ids(p.isr)}` +
@@ -142,7 +163,12 @@ async function runAction(cluster: KafkaCluster, a: TopicsArgs, io: Output): Prom
     case 'describe': {
       const names = a.topics.length > 0 ? a.topics : (await listTopics(cluster, false)).map((t) => t.name);
       const topics = names.length > 0 ? await describeTopics(cluster, names) : [];
-      io.out(format === 'json' ? json(topics) : formatTopicDescriptions(topics));
+      const { policies } = await readPolicyStore(cluster);
+      io.out(
+        format === 'json'
+          ? json(topics.map((t) => ({ ...t, policy: policies.get(t.name) ?? null })))
+          : formatTopicDescriptions(topics, policies),
+      );
       return 0;
     }
     case 'create': {

@@ -7,7 +7,8 @@
  *   GET    /api/v1/cluster                                   brokers, controller, quorum
  *   GET    /api/v1/topics[?internal=true]                    topics
  *   POST   /api/v1/topics                                    {name, partitions?, replicationFactor?, configs?}
- *   GET    /api/v1/topics/:topic                             partitions, leaders, ISR, offsets, configs
+ *   GET    /api/v1/topics/:topic                             partitions, leaders, ISR, offsets, configs, and
+ *                                                             `policy`: what `sluice apply` stored for it (or null)
  *   DELETE /api/v1/topics/:topic
  *   PATCH  /api/v1/topics/:topic/configs                     {set?: {name: value}, delete?: [name]}
  *   GET    /api/v1/topics/:topic/partitions/:p/records       ?offset=N | ?timestamp=ms|ISO, &limit=N, &format=text|json|hex
@@ -39,6 +40,7 @@ import { EARLIEST_TIMESTAMP, listOffsets, tpKey } from '../client/offsets.ts';
 import { TopicProducer } from '../client/producer.ts';
 import { type ConsumerRecord, readPartition } from '../client/records.ts';
 import { alterTopicConfigs, createTopic, deleteTopics, describeTopics, listTopics } from '../client/topics.ts';
+import { readPolicyStore } from '../tools/policy/store.ts';
 import { HttpError, type HttpReply, type HttpRequest, type HttpServer } from './http-server.ts';
 import type { LagSample } from './lag-sampler.ts';
 import type { TopicTrafficTotals } from './metrics.ts';
@@ -115,7 +117,11 @@ export function registerAdminApi(http: HttpServer, services: AdminApiServices): 
     const [described] = await describeTopics(cluster, [name]);
     return described;
   });
-  route('GET', '/api/v1/topics/:topic', async (cluster, request) => (await describeTopics(cluster, [request.params.topic!]))[0]);
+  route('GET', '/api/v1/topics/:topic', async (cluster, request) => {
+    const topic = request.params.topic!;
+    const [[described], { policies }] = await Promise.all([describeTopics(cluster, [topic]), readPolicyStore(cluster)]);
+    return { ...described, policy: policies.get(topic) ?? null };
+  });
   route('DELETE', '/api/v1/topics/:topic', async (cluster, request) => ({
     deleted: await deleteTopics(cluster, [request.params.topic!], false),
   }));

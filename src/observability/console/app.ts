@@ -1,8 +1,8 @@
 /**
  * The web console: one page served by the node's HTTP listener, talking to its admin API
  * (/api/v1). No framework and nothing fetched from elsewhere, so it works offline. Views by
- * location hash: #/ (cluster and throughput), #/topics, #/topics/NAME (partitions, configs,
- * record browser, produce form), #/groups, #/groups/ID (lag per partition, lag over time).
+ * location hash: #/ (cluster and throughput), #/topics, #/topics/NAME (partitions, the policy
+ * `sluice apply` stored, configs, record browser, produce form), #/groups, #/groups/ID (lag per partition, lag over time).
  */
 
 interface Broker {
@@ -40,12 +40,20 @@ interface PartitionDescription {
   logEndOffset: number | null;
 }
 
+/** What `sluice apply` stored for a topic: the fields Kafka has no topic config for. */
+interface TopicPolicy {
+  key_schema?: string;
+  value_schema?: string;
+  delivery_contract?: string;
+}
+
 interface TopicDescription {
   name: string;
   partitionCount: number;
   replicationFactor: number;
   configs: Record<string, string | null>;
   partitions: PartitionDescription[];
+  policy: TopicPolicy | null;
 }
 
 interface GroupListing {
@@ -420,6 +428,17 @@ async function topicView(name: string): Promise<void> {
       ]),
       { id: 'partitions' },
     ),
+    topic.policy &&
+      el(
+        'section',
+        {},
+        el('h3', {}, 'Policy (sluice apply)'),
+        table(
+          ['Key schema', 'Value schema', 'Delivery contract'],
+          [[topic.policy.key_schema ?? '-', topic.policy.value_schema ?? '-', topic.policy.delivery_contract ?? '-']],
+          { id: 'policy' },
+        ),
+      ),
     el('h3', {}, 'Configs set on the topic'),
     Object.keys(topic.configs).length === 0
       ? el('p', {}, 'None: every config has its default.')

@@ -111,6 +111,8 @@ againstEachBroker('sluice topics', (bootstrap) => {
     const d = await describeJson(bootstrap(), topic);
     assert.equal(d.partitionCount, 3);
     assert.deepEqual(d.configs, { 'retention.ms': '123456789' });
+    // No `sluice apply` policy is stored for it (test/integration/tools/apply.test.ts covers one that is).
+    assert.equal((d as TopicDescription & { policy: unknown }).policy, null);
     assert.deepEqual(
       d.partitions.map((p) => [p.partition, p.replicas.length, p.isr.length, p.logStartOffset, p.logEndOffset]),
       [

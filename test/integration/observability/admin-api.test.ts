@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
+import { runApplyCommand } from '../../../src/cli/apply.ts';
 import type { GroupDescription } from '../../../src/client/groups.ts';
 import type { TopicDescription, TopicListing } from '../../../src/client/topics.ts';
 import type { TopicTrafficTotals } from '../../../src/observability/metrics.ts';
 import { consumeRecords } from '../../helpers/consume-records.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
+import { runCaptured } from '../../helpers/cli-targets.ts';
 
 interface Reply<T> {
   status: number;
@@ -222,5 +227,29 @@ describe('admin HTTP API (real broker; what it shows checked with kafkajs)', fun
     assert.equal(bad.status, 400);
     assert.equal(bad.body.kafkaError, 'INVALID_CONFIG');
     assert.equal((await call('GET', '/health/ready')).status, 200);
+  });
+
+  it('shows with a topic the policy sluice apply stored for it, null for a topic apply does not manage', async () => {
+    const policy = {
+      name: 'described',
+      partitions: 1,
+      key_schema: 'order_id',
+      value_schema: 'order_event_v2',
+      delivery_contract: 'at_least_once',
+    };
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-admin-api-'));
+    try {
+      await writeFile(join(dir, 'policy.json'), JSON.stringify({ topic_policy: policy }));
+      const applied = await runCaptured((io) =>
+        runApplyCommand(['-f', join(dir, 'policy.json'), '--bootstrap-server', broker.bootstrap], io),
+      );
+      assert.equal(applied.code, 0, applied.stderr);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    const described = await call<TopicDescription & { policy: unknown }>('GET', '/api/v1/topics/described');
+    assert.equal(described.status, 200);
+    assert.deepEqual(described.body.policy, policy);
+    assert.equal((await call<{ policy: unknown }>('GET', '/api/v1/topics/events')).body.policy, null);
   });
 });

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Browser, Page } from 'playwright-core';
+import { runApplyCommand } from '../../../src/cli/apply.ts';
+import { runCaptured } from '../../helpers/cli-targets.ts';
 import { consumeRecords } from '../../helpers/consume-records.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { REPO } from '../../helpers/sluice-cli.ts';
@@ -152,6 +155,26 @@ describe('web console in headless Chromium (real broker, kafkajs traffic)', func
       { timeout: 20_000 },
     );
     await page.screenshot({ path: join(SCREENSHOTS, 'group.png'), fullPage: true });
+  });
+
+  it('shows on a topic page the schemas and delivery contract sluice apply stored', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-console-'));
+    try {
+      await writeFile(
+        join(dir, 'policy.yaml'),
+        'topic_policy: {name: order.events, partitions: 1, key_schema: order_id, value_schema: order_event_v2, delivery_contract: at_least_once}\n',
+      );
+      const applied = await runCaptured((io) =>
+        runApplyCommand(['-f', join(dir, 'policy.yaml'), '--bootstrap-server', broker.bootstrap], io),
+      );
+      assert.equal(applied.code, 0, applied.stderr);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    await open('#/topics/order.events');
+    assert.deepEqual(await page.locator('#policy tbody td').allTextContents(), ['order_id', 'order_event_v2', 'at_least_once']);
+    await open('#/topics/payments');
+    assert.equal(await page.locator('#policy').count(), 0);
   });
 
   it('loads nothing from anywhere but the broker, and throws no script errors', () => {
