@@ -51,6 +51,10 @@ export const USAGE = `Usage:
   sluice topics alter-config TOPIC [--set name=value ...] [--delete name ...] [--partitions N]
       Kafka's kafka-topics: list, describe (leaders, replicas, ISR, log start and end offsets,
       the topic's own configs), create, delete, change configs and add partitions.
+  sluice apply -f FILE [-f FILE ...] [--dry-run] [--allow-delete] [--allow-repartition] [--allow-reassign]
+  sluice apply --export [--topic NAME ...]
+      Topics as code: compare topic policies (YAML/JSON) with the cluster, print the plan,
+      apply it over the Admin API; --export prints the policies of existing topics.
   sluice produce TOPIC [--format text|json|hex] [--key KEY | --key-separator SEP]
                        [--header name=value ...] [--partition P] [--acks all|1]
       Records from stdin, one a line; keyed records go where Kafka's default partitioner puts them.
@@ -60,9 +64,16 @@ export const USAGE = `Usage:
       Records one a line, from the start (or the offset, timestamp or group's commit) to the
       end of the partitions as they were at start; --follow keeps reading new ones. With
       --group G it is a member of consumer group G and reads the partitions the group gives it.
-  The groups, configs, topics, produce and consume commands take --bootstrap-server
+  sluice dlq inspect TOPIC [--samples N]
+  sluice dlq replay TOPIC [--to TOPIC] [--filter FIELD=VALUE | FIELD~=TEXT ...]
+                          [--partition P [--from-offset O] [--to-offset O]] [--dry-run]
+      Dead-letter topics (<topic>.dlq): counts by error class and source topic, the oldest and
+      newest dead letters, samples; re-publish dead letters to their original topic (or --to)
+      after a fix, recording sluice.replay.count and sluice.replayed.from. Dead letters stay
+      where they are: replaying again publishes them again.
+  The groups, configs, topics, apply, produce, consume and dlq commands take --bootstrap-server
   HOST:PORT[,...] (default 127.0.0.1:9092) and work against any Kafka-compatible cluster;
-  groups, configs and topics take --output text|json.
+  groups, configs, topics and dlq take --output text|json.
   sluice cluster describe --bootstrap-server HOST:PORT[,...] [--output text|json]
       The cluster id, brokers, active controller and metadata quorum (leader, epoch, high
       watermark, voters and observers with their lag), asked of a broker.

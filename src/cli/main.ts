@@ -8,8 +8,10 @@
  *   sluice groups list|describe|delete|reset-offsets ... [--bootstrap-server host:port]
  *   sluice configs describe|alter --entity-type topics|brokers ... [--bootstrap-server host:port]
  *   sluice topics list|describe|create|delete|alter-config ... [--bootstrap-server host:port]
+ *   sluice apply -f FILE [--dry-run] [--allow-delete] ... | --export   [--bootstrap-server host:port]
  *   sluice produce TOPIC [--bootstrap-server host:port]   (records from stdin)
  *   sluice consume TOPIC [--bootstrap-server host:port]
+ *   sluice dlq inspect|replay TOPIC ... [--bootstrap-server host:port]
  *   sluice cluster describe|add-controller|remove-controller --bootstrap-controller host:port ...
  *   sluice cluster describe --bootstrap-server host:port
  *
@@ -25,9 +27,11 @@ import { runStorageCommand } from './storage.ts';
 import type { LogFormat } from '../observability/logger.ts';
 import { runGroupsCommand } from './groups.ts';
 import { runTopicsCommand } from './topics.ts';
+import { runApplyCommand } from './apply.ts';
 import { runConfigsCommand } from './configs.ts';
 import { runProduceCommand } from './produce.ts';
 import { runConsumeCommand } from './consume.ts';
+import { runDlqCommand } from './dlq.ts';
 import { runClusterCommand } from './cluster.ts';
 import { runContainer } from '../container/run.ts';
 
@@ -118,9 +122,11 @@ const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = 
   storage: (argv) => runStorageCommand(argv),
   groups: runGroupsCommand,
   topics: (argv) => runTopicsCommand(argv),
+  apply: (argv) => runApplyCommand(argv.slice(1)),
   configs: (argv) => runConfigsCommand(argv),
   produce: (argv) => runProduceCommand(argv),
   consume: (argv) => runConsumeCommand(argv),
+  dlq: (argv) => runDlqCommand(argv.slice(1)),
   cluster: (argv) => runClusterCommand(argv),
   container: (argv) => runContainer(argv, runBroker),
 };
