@@ -15,6 +15,7 @@ const run = promisify(execFile);
 const READY = /^sluice ready: .* listening on [A-Z_]+:\/\/([^:,\s]+):(\d+)/m;
 
 const CONSUMER_TS = `import { startBroker, type EmbeddedBroker } from 'sluice';
+import { consumeWithRetries } from 'sluice/retry';
 import { Kafka, logLevel } from 'kafkajs';
 
 const broker: EmbeddedBroker = await startBroker();
@@ -24,7 +25,7 @@ await producer.connect();
 const [result] = await producer.send({ topic: 'from-a-consumer', messages: [{ key: 'k', value: 'typed' }] });
 await producer.disconnect();
 await broker.close();
-console.log(JSON.stringify({ bootstrap: broker.bootstrap, errorCode: result?.errorCode, baseOffset: result?.baseOffset }));
+console.log(JSON.stringify({ bootstrap: broker.bootstrap, errorCode: result?.errorCode, baseOffset: result?.baseOffset, retry: typeof consumeWithRetries }));
 `;
 
 const CONSUMER_TSCONFIG = {
@@ -102,13 +103,14 @@ describe('the npm package, installed from its tarball', function () {
     }
   });
 
-  it('a TypeScript file importing startBroker type-checks and runs under plain node', async function () {
+  it('a TypeScript file importing startBroker and sluice/retry type-checks and runs under plain node', async function () {
     await writeFile(join(project, 'consumer.ts'), CONSUMER_TS);
     await writeFile(join(project, 'tsconfig.json'), JSON.stringify(CONSUMER_TSCONFIG, null, 2));
     await run(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: project });
     const expectAcknowledged = (stdout: string) => {
-      const out = JSON.parse(stdout) as { bootstrap: string; errorCode: number; baseOffset: string };
+      const out = JSON.parse(stdout) as { bootstrap: string; errorCode: number; baseOffset: string; retry: string };
       assert.match(out.bootstrap, /^127\.0\.0\.1:\d+$/);
+      assert.equal(out.retry, 'function', 'sluice/retry resolves to the retry library');
       assert.equal(out.errorCode, 0);
       assert.equal(out.baseOffset, '0');
     };
