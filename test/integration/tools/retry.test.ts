@@ -16,7 +16,8 @@ import {
   type RetryRecord,
   consumeWithRetries,
 } from '../../../src/tools/retry/index.ts';
-import { againstEachBroker } from '../../helpers/cli-targets.ts';
+import { runDlqCommand } from '../../../src/cli/dlq.ts';
+import { againstEachBroker, runCaptured } from '../../helpers/cli-targets.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const PARTITIONS = 3;
@@ -315,5 +316,46 @@ againstEachBroker('consumeWithRetries', (bootstrap) => {
     assert.ok(recorder.invocations > invocationsBefore, 'the last consumer took over');
     assert.equal(recorder.calls.get(good)!.length, 1, `record ${good}, handled as the consumer stopped, is not handled again`);
     assertSettled(await readTopic(cluster, topic), recorder, dead, topic, groupId);
+  });
+
+  it('after a fix, sluice dlq replay sends the dead letters back and the group handles each once', async () => {
+    const topic = 'orders-retry-c';
+    const groupId = 'billing-c';
+    await produceSource(kafka, admin, topic);
+    let fixed = false;
+    const replayed = new Map<number, RetryRecord[]>();
+    const recorder = new Recorder();
+    const handler = async (record: RetryRecord): Promise<void> => {
+      if (!fixed) return recorder.handler(record);
+      const i = indexOf(record.value);
+      replayed.set(i, [...(replayed.get(i) ?? []), record]);
+    };
+    const consumer = await consumeWithRetries({ ...options(kafka, topic, groupId, recorder), handler });
+    running.push(consumer);
+    const dead = await awaitAllSettled(cluster, [recorder], consumer.deadLetterTopic);
+    const badIndexes = dead.map((d) => indexOf(d.value)).sort((a, b) => a - b);
+    assert.equal(badIndexes.length, RECORDS / 3);
+
+    fixed = true;
+    const run = await runCaptured((io) => runDlqCommand(['replay', consumer.deadLetterTopic, '--bootstrap-server', bootstrap()], io));
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, new RegExp(`replayed ${badIndexes.length} of ${badIndexes.length} dead letters to ${topic}`));
+
+    await eventually(`${badIndexes.length} replayed records handled`, async () => replayed.size === badIndexes.length, 30_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual(
+      [...replayed.keys()].sort((a, b) => a - b),
+      badIndexes,
+      'exactly the dead letters came back',
+    );
+    for (const [i, records] of replayed) {
+      assert.equal(records.length, 1, `replayed record ${i} handled once`);
+      const [record] = records as [RetryRecord];
+      assert.equal(record.attempt, 1, 'a replayed record starts its attempts afresh');
+      assert.equal(record.key?.toString(), `key-${i}`);
+      assert.equal(record.headers.trace?.toString(), `trace-${i}`);
+      assert.equal(record.headers[DeadLetterHeaders.replayCount]?.toString(), '1');
+      assert.match(record.headers[DeadLetterHeaders.replayedFrom]?.toString() ?? '', new RegExp(`^${topic}\\.dlq/\\d+/\\d+$`));
+    }
   });
 });
