@@ -27,6 +27,9 @@ async function awaitConfigs(cluster: KafkaCluster, topic: string, wanted: readon
     if (wanted.every((w) => sameConfigValue(w.name, current.get(w.name) ?? null, w.to))) return;
     await sleep(POLL_MS);
   }
+  throw new Error(
+    `the cluster accepted the config change of ${topic} but DescribeConfigs does not show it after ${CONFIG_WAIT_MS / 1000} s; apply again to see where it stands`,
+  );
 }
 
 async function awaitReassignment(cluster: KafkaCluster, topic: string, partitions: readonly number[], rf: number): Promise<void> {

@@ -18,21 +18,12 @@ import type { TopicPolicy } from '../../../src/tools/policy/policy.ts';
 import { againstEachBroker, runCaptured, type CommandResult } from '../../helpers/cli-targets.ts';
 import { type ClusterProcesses, startCluster } from '../../helpers/cluster.ts';
 import { REPO } from '../../helpers/sluice-cli.ts';
+import { orderEventsYaml } from '../../helpers/topic-policy.ts';
 
 const NO_CHANGES = 'No changes. The cluster matches the policies.\n';
 
-/** The issue's block, with 6 partitions to keep the clusters light. */
-const ORDER_EVENTS = `topic_policy:
-  name: order.events
-  partitions: 6
-  replication_factor: 3
-  min_insync_replicas: 2
-  cleanup_policy: delete
-  retention_ms: 604800000
-  key_schema: order_id
-  value_schema: order_event_v2
-  delivery_contract: at_least_once
-`;
+/** The README's example policy, with 6 partitions to keep the clusters light. */
+const ORDER_EVENTS = orderEventsYaml(6);
 
 let dir = '';
 let files = 0;
@@ -107,7 +98,7 @@ describe('sluice apply: usage and refused files, before any connection', () => {
   });
 });
 
-/** The scenario of the issue, on a cluster of three brokers. */
+/** The whole life of a policy, on a cluster of three brokers. */
 function onThreeBrokers(bootstrap: () => string): void {
   let admin: Admin;
   const run = (...argv: string[]) => apply(...argv, '--bootstrap-server', bootstrap());
@@ -136,7 +127,7 @@ function onThreeBrokers(bootstrap: () => string): void {
     await admin?.disconnect();
   });
 
-  it("applies the issue's policy: the topic with its partitions, replication factor and configs, the schemas in describe", async () => {
+  it('applies the example policy: the topic with its partitions, replication factor and configs, the schemas in describe', async () => {
     const r = await run('-f', await policyFile(ORDER_EVENTS));
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^\+ create topic order\.events \(6 partitions, replication factor 3\)\n/);

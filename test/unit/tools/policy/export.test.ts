@@ -52,7 +52,7 @@ describe('tools/policy/export: the exported file', () => {
     );
   });
 
-  it('writes a topic_policies list, as the issue spells policies', () => {
+  it('writes a topic_policies list, one of the document forms policy files take', () => {
     assert.equal(
       exportText([
         {

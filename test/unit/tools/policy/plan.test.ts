@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { ORDER_EVENTS } from '../../../helpers/topic-policy.ts';
 import fc from 'fast-check';
 import {
   type ChangeAction,
@@ -61,18 +62,6 @@ function planOf(policies: TopicPolicy[], state: ClusterState, options = ALL_ALLO
   assert.deepEqual(errors, []);
   return plan!;
 }
-
-const ORDER_EVENTS: TopicPolicy = {
-  name: 'order.events',
-  partitions: 24,
-  replication_factor: 3,
-  min_insync_replicas: 2,
-  cleanup_policy: 'delete',
-  retention_ms: 604800000,
-  key_schema: 'order_id',
-  value_schema: 'order_event_v2',
-  delivery_contract: 'at_least_once',
-};
 
 describe('tools/policy/plan: checking policies against the cluster', () => {
   it('refuses a partition decrease, as Kafka cannot remove partitions', () => {

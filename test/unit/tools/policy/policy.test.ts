@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { ORDER_EVENTS, orderEventsYaml } from '../../../helpers/topic-policy.ts';
 import {
   type TopicPolicy,
   checkPolicy,
@@ -8,30 +9,6 @@ import {
   parsePolicyFile,
   policyConfigs,
 } from '../../../../src/tools/policy/policy.ts';
-
-const ISSUE_BLOCK = `topic_policy:
-  name: order.events
-  partitions: 24
-  replication_factor: 3
-  min_insync_replicas: 2
-  cleanup_policy: delete
-  retention_ms: 604800000
-  key_schema: order_id
-  value_schema: order_event_v2
-  delivery_contract: at_least_once
-`;
-
-const ORDER_EVENTS: TopicPolicy = {
-  name: 'order.events',
-  partitions: 24,
-  replication_factor: 3,
-  min_insync_replicas: 2,
-  cleanup_policy: 'delete',
-  retention_ms: 604800000,
-  key_schema: 'order_id',
-  value_schema: 'order_event_v2',
-  delivery_contract: 'at_least_once',
-};
 
 function parsed(text: string, file = 'topics.yaml'): TopicPolicy[] {
   const { policies, errors } = parsePolicyFile(file, text);
@@ -44,8 +21,8 @@ function reasons(text: string, file = 'topics.yaml'): string[] {
 }
 
 describe('tools/policy/policy: reading topic policies', () => {
-  it("reads the issue's block", () => {
-    assert.deepEqual(parsed(ISSUE_BLOCK), [ORDER_EVENTS]);
+  it('reads the example policy', () => {
+    assert.deepEqual(parsed(orderEventsYaml()), [ORDER_EVENTS]);
   });
 
   it('reads every document form: topic_policies, a list of either kind, several documents, JSON', () => {

@@ -1,21 +1,10 @@
 import { strict as assert } from 'node:assert';
+import { ORDER_EVENTS } from '../../../helpers/topic-policy.ts';
 import { type ClusterState, type PlanOptions, planApply } from '../../../../src/tools/policy/plan.ts';
 import type { TopicPolicy } from '../../../../src/tools/policy/policy.ts';
 import { CONTRACT_GUIDANCE, NO_CHANGES, renderPlan } from '../../../../src/tools/policy/render.ts';
 
 const ALL_ALLOWED: PlanOptions = { allowDelete: true, allowRepartition: true, allowReassign: true };
-
-const ORDER_EVENTS: TopicPolicy = {
-  name: 'order.events',
-  partitions: 24,
-  replication_factor: 3,
-  min_insync_replicas: 2,
-  cleanup_policy: 'delete',
-  retention_ms: 604800000,
-  key_schema: 'order_id',
-  value_schema: 'order_event_v2',
-  delivery_contract: 'at_least_once',
-};
 
 function state(topics: Record<string, { partitions: number; configs: Record<string, string> }>, stored: TopicPolicy[] = []): ClusterState {
   return {
