@@ -27,7 +27,8 @@ import { GroupMember } from '../client/group-member.ts';
 import { commitOffsets, fetchCommittedOffsets } from '../client/groups.ts';
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, listOffsets, tpKey } from '../client/offsets.ts';
 import { UsageError, bootstrapServers, parseIntFlag, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
-import { UnknownTopicError, brokerError, sleep, withRetries } from '../client/errors.ts';
+import { brokerError, sleep, withRetries } from '../client/errors.ts';
+import { topicPartitions } from '../client/topics.ts';
 import { formatRecord, parseRecordFormat, type PrintOptions } from './record-format.ts';
 import { FETCH_MAX_VERSION, recordsIn } from '../client/records.ts';
 
@@ -95,12 +96,8 @@ interface PartitionState {
   end: number | null;
 }
 
-async function topicPartitions(cluster: KafkaCluster, topic: string, only: number | null): Promise<number[]> {
-  const res = await cluster.metadata([topic]);
-  const t = res.topics.find((x) => x.name === topic);
-  if (t === undefined || t.errorCode === Errors.UNKNOWN_TOPIC_OR_PARTITION.code) throw new UnknownTopicError(topic);
-  if (t.errorCode !== Errors.NONE.code) throw brokerError(t.errorCode, null, `topic '${topic}'`);
-  const all = t.partitions.map((p) => p.partitionIndex).sort((a, b) => a - b);
+async function partitionsToRead(cluster: KafkaCluster, topic: string, only: number | null): Promise<number[]> {
+  const all = await topicPartitions(cluster, topic);
   if (only === null) return all;
   if (!all.includes(only)) throw new Error(`partition ${only} of topic '${topic}' does not exist (${all.length} partitions)`);
   return [only];
@@ -234,7 +231,7 @@ const LOST_GENERATION_ERRORS: ReadonlySet<number> = new Set([
  * printed and joins again.
  */
 export async function consume(cluster: KafkaCluster, o: ConsumeOptions, io: Output, stop: AbortSignal): Promise<number> {
-  const all = await topicPartitions(cluster, o.topic, o.partition);
+  const all = await partitionsToRead(cluster, o.topic, o.partition);
   const member = o.group === null ? null : new GroupMember(cluster, { groupId: o.group, topics: [o.topic], clientId: 'sluice-consume' });
   const assigned = async (): Promise<PartitionState[]> => {
     if (member === null) return partitionStates(cluster, o, all);

@@ -139,6 +139,15 @@ async function topicConfigs(cluster: KafkaCluster, names: readonly string[]): Pr
   return out;
 }
 
+/** The partition indexes of a topic, in order; UnknownTopicError when the cluster does not know it. */
+export async function topicPartitions(cluster: KafkaCluster, topic: string): Promise<number[]> {
+  const res = await cluster.metadata([topic]);
+  const t = res.topics.find((x) => x.name === topic);
+  if (t === undefined || t.errorCode === Errors.UNKNOWN_TOPIC_OR_PARTITION.code) throw new UnknownTopicError(topic);
+  if (t.errorCode !== Errors.NONE.code) throw brokerError(t.errorCode, null, `topic '${topic}'`);
+  return t.partitions.map((p) => p.partitionIndex).sort((a, b) => a - b);
+}
+
 /** Partitions, leaders, replicas, ISR, offsets and configs of each topic, as kafka-topics --describe shows them. */
 export async function describeTopics(cluster: KafkaCluster, names: readonly string[]): Promise<TopicDescription[]> {
   const topics = await topicMetadata(cluster, names);

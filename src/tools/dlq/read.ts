@@ -6,7 +6,8 @@
  */
 import { Errors } from '../../../protocol/errors.ts';
 import type { KafkaCluster } from '../../client/cluster.ts';
-import { UnknownTopicError, brokerError, withRetries } from '../../client/errors.ts';
+import { brokerError, withRetries } from '../../client/errors.ts';
+import { topicPartitions } from '../../client/topics.ts';
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, listOffsets, tpKey } from '../../client/offsets.ts';
 import { type ConsumerRecord, readPartition } from '../../client/records.ts';
 
@@ -31,17 +32,9 @@ export interface ReadScope {
 
 export const WHOLE_TOPIC: ReadScope = { partition: null, fromOffset: null, toOffset: null };
 
-async function partitionsOf(cluster: KafkaCluster, topic: string): Promise<number[]> {
-  const res = await cluster.metadata([topic]);
-  const t = res.topics.find((x) => x.name === topic);
-  if (t === undefined || t.errorCode === Errors.UNKNOWN_TOPIC_OR_PARTITION.code) throw new UnknownTopicError(topic);
-  if (t.errorCode !== Errors.NONE.code) throw brokerError(t.errorCode, null, `topic '${topic}'`);
-  return t.partitions.map((p) => p.partitionIndex).sort((a, b) => a - b);
-}
-
 /** The offsets to read of each partition in scope: from the log start (or --from-offset) to the end now (or past --to-offset). */
 export async function partitionRanges(cluster: KafkaCluster, topic: string, scope: ReadScope): Promise<PartitionRange[]> {
-  const all = await partitionsOf(cluster, topic);
+  const all = await topicPartitions(cluster, topic);
   if (scope.partition !== null && !all.includes(scope.partition)) {
     throw brokerError(
       Errors.UNKNOWN_TOPIC_OR_PARTITION.code,

@@ -3,22 +3,10 @@ import { CompressionType } from '../../../protocol/records/batch.ts';
 import { buildRecordBatch } from '../../../protocol/records/builder.ts';
 import type { RecordHeader } from '../../../protocol/records/record.ts';
 import { DEAD_LETTER_SERIES_MAX, OVERFLOW_LABEL } from '../../../src/observability/dead-letter-metrics.ts';
-import { BrokerMetrics, type MetricsSource } from '../../../src/observability/metrics.ts';
+import { BrokerMetrics } from '../../../src/observability/metrics.ts';
+import { idleMetricsSource } from '../../helpers/metrics-source.ts';
 import { DeadLetterHeaders } from '../../../src/tools/dead-letters.ts';
 import { parseExposition } from '../../helpers/prometheus.ts';
-
-function source(exists: (topic: string) => boolean): MetricsSource {
-  return {
-    topicExists: exists,
-    partitionStates: () => ({ online: 0, offline: 0, underReplicated: 0, underMinIsr: 0 }),
-    hostedPartitions: () => [],
-    connectionsByListener: () => new Map(),
-    groups: () => [],
-    groupLag: () => [],
-    raft: () => null,
-    nowMs: () => 0,
-  };
-}
 
 const headers = (fields: Record<string, string>): RecordHeader[] =>
   Object.entries(fields).map(([key, value]) => ({ key, value: Buffer.from(value) }));
@@ -37,7 +25,7 @@ async function scrape(metrics: BrokerMetrics) {
 describe('dead-letter and retry metrics', () => {
   it('counts dead letters by source topic and retries by source topic and group, from the headers', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
-    metrics.attach(source(() => true));
+    metrics.attach(idleMetricsSource());
     const dead = await batch([
       { [DeadLetterHeaders.originalTopic]: 'orders' },
       { [DeadLetterHeaders.originalTopic]: 'orders' },
@@ -62,7 +50,7 @@ describe('dead-letter and retry metrics', () => {
 
   it('takes the source topic from the name when the header is missing, and reads no other topic', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
-    metrics.attach(source(() => true));
+    metrics.attach(idleMetricsSource());
     const plain = await batch([{}, {}]);
     metrics.appended('audit.dlq', 2, plain.length, [plain]);
     metrics.appended('audit', 2, plain.length, [plain]);
@@ -78,7 +66,7 @@ describe('dead-letter and retry metrics', () => {
 
   it('copies the batches it reads later: the request buffer may be reused at once', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
-    metrics.attach(source(() => true));
+    metrics.attach(idleMetricsSource());
     const dead = await batch([{ [DeadLetterHeaders.originalTopic]: 'orders' }]);
     metrics.appended('orders.dlq', 1, dead.length, [dead]);
     dead.fill(0);
@@ -88,7 +76,7 @@ describe('dead-letter and retry metrics', () => {
 
   it('bounds its series: past the bound new source topics count under one overflow label', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
-    metrics.attach(source(() => true));
+    metrics.attach(idleMetricsSource());
     const records = Array.from({ length: DEAD_LETTER_SERIES_MAX + 5 }, (_, i) => ({ [DeadLetterHeaders.originalTopic]: `s${i}` }));
     const dead = await batch(records);
     metrics.appended('many.dlq', records.length, dead.length, [dead]);
@@ -106,7 +94,7 @@ describe('dead-letter and retry metrics', () => {
   it('drops the series of a deleted dead-letter topic', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
     let exists = true;
-    metrics.attach(source(() => exists));
+    metrics.attach(idleMetricsSource(() => exists));
     const dead = await batch([{ [DeadLetterHeaders.originalTopic]: 'orders' }]);
     metrics.appended('orders.dlq', 1, dead.length, [dead]);
     assert.equal((await scrape(metrics)).all('sluice_dlq_records_total').length, 1);
@@ -120,7 +108,7 @@ describe('dead-letter and retry metrics', () => {
   it('reports a batch it cannot read and counts on', async () => {
     const errors: string[] = [];
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10, onCountError: (topic) => errors.push(topic) });
-    metrics.attach(source(() => true));
+    metrics.attach(idleMetricsSource());
     const dead = await batch([{ [DeadLetterHeaders.originalTopic]: 'orders' }], CompressionType.Gzip);
     const broken = Buffer.from(dead);
     broken.fill(0xff, 61);

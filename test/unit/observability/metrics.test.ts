@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { Errors } from '../../../protocol/errors.ts';
 import { ApiKey } from '../../../protocol/messages/index.ts';
 import { makeProduceResponse, type ProduceResponse } from '../../../protocol/messages/produce.ts';
-import { BrokerMetrics, forEachErrorCode, type MetricsSource } from '../../../src/observability/metrics.ts';
+import { BrokerMetrics, forEachErrorCode } from '../../../src/observability/metrics.ts';
+import { idleMetricsSource } from '../../helpers/metrics-source.ts';
 import { parseExposition } from '../../helpers/prometheus.ts';
 
 /** A response-shaped tree: objects and arrays, error codes at any depth, byte fields beside them. */
@@ -29,17 +30,6 @@ function expectedErrors(t: Tree): number[] {
   return [...own, ...(t.children ?? []).flatMap(expectedErrors)];
 }
 
-const emptySource: MetricsSource = {
-  topicExists: () => true,
-  partitionStates: () => ({ online: 0, offline: 0, underReplicated: 0, underMinIsr: 0 }),
-  hostedPartitions: () => [],
-  connectionsByListener: () => new Map(),
-  groups: () => [],
-  groupLag: () => [],
-  raft: () => null,
-  nowMs: () => 0,
-};
-
 describe('BrokerMetrics', () => {
   it('finds every non-zero error code of a response, at any depth, once each', () => {
     fc.assert(
@@ -53,7 +43,7 @@ describe('BrokerMetrics', () => {
 
   it('counts a response error per partition under the api and error names', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
-    metrics.attach(emptySource);
+    metrics.attach(idleMetricsSource());
     const response: ProduceResponse = makeProduceResponse({
       responses: [
         {
@@ -80,7 +70,7 @@ describe('BrokerMetrics', () => {
 
   it('names counters the same in both formats, whichever was scraped before', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
-    metrics.attach(emptySource);
+    metrics.attach(idleMetricsSource());
     metrics.appended('t', 3, 300, []);
     const [text, open, again] = await Promise.all([metrics.exposition(false), metrics.exposition(true), metrics.exposition(false)]);
     const sluiceLines = (body: string) => body.split('\n').filter((l) => l.startsWith('sluice_topic'));
@@ -98,7 +88,7 @@ describe('BrokerMetrics', () => {
       [3, 0],
     ] as const) {
       const metrics = new BrokerMetrics({ partitionSeriesMax: 2 });
-      metrics.attach({ ...emptySource, hostedPartitions: () => partitions(hosted) });
+      metrics.attach({ ...idleMetricsSource(), hostedPartitions: () => partitions(hosted) });
       const m = parseExposition((await metrics.exposition(false)).body);
       assert.equal(m.all('sluice_partition_high_watermark').length, expected);
     }
