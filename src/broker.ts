@@ -22,6 +22,13 @@ import { createLogger, type LogFormat, type Logger } from './observability/logge
 import { registerControllerNodeHandlers, registerHandlers } from './handlers/index.ts';
 import { HandlerRegistry } from './handlers/registry.ts';
 import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
+import {
+  controllerClientSecurity,
+  interBrokerClientSecurity,
+  listenerSecurity,
+  type BuiltListenerSecurity,
+} from './security/listener-security.ts';
+import { watchKeystores } from './security/keystore-watch.ts';
 import { GroupCoordinatorService } from './coordinator/service.ts';
 import { groupCoordinatorConfig, transactionCoordinatorConfig } from './coordinator/config.ts';
 import { coordinatorTopicAccess } from './coordinator/topic-access.ts';
@@ -90,6 +97,9 @@ export class Broker {
   /** This node's own admin client (the lag sampler, the admin API), opened on first use. */
   private adminClient: KafkaCluster | null = null;
   private state: 'new' | 'starting' | 'running' | 'closing' | 'closed' = 'new';
+  /** Each listener's TLS and SASL, built (and checked) when the node is made. */
+  private readonly security: ReadonlyMap<string, BuiltListenerSecurity>;
+  private readonly keystoreWatches: { stop(): void }[] = [];
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
@@ -118,6 +128,7 @@ export class Broker {
       logger: this.logger.child({ component: 'metadata' }),
       runtime: this.runtime,
     });
+    this.security = new Map(this.config.listeners.map((l) => [l.name, this.buildListenerSecurity(l)]));
     const serveHttp = this.config.httpListeners.length > 0;
     this.metrics = serveHttp
       ? new BrokerMetrics({
@@ -134,6 +145,7 @@ export class Broker {
       new RequestProcessor(this.registry, this.logger, this.metrics),
       {
         maxRequestBytes: this.config.getInt('socket.request.max.bytes'),
+        maxUnauthenticatedRequestBytes: this.config.getInt('sasl.server.max.receive.size'),
         maxQueuedRequests: this.config.getInt('queued.max.requests'),
         maxBufferedBytes: this.config.getLong('connection.max.buffered.bytes'),
         idleMs: this.config.getLong('connections.max.idle.ms'),
@@ -235,6 +247,7 @@ export class Broker {
         requestTimeoutMs: config.getInt('controller.quorum.request.timeout.ms'),
         logger: this.logger.child({ component: `${purpose}-channel` }),
         network: this.runtime.network,
+        security: controllerClientSecurity(config),
         clock: this.runtime.clock,
       });
       this.channels.push(c);
@@ -308,6 +321,7 @@ export class Broker {
       },
     });
     await this.server.start(this.listenerSpecs());
+    this.watchKeystores();
     if (isBroker) {
       // Registered with the endpoints as bound (a configured port 0 is known only now); the
       // node is running once the controller unfenced it (it caught up with the metadata log).
@@ -373,10 +387,11 @@ export class Broker {
       quorum: this.metadata,
     });
     await this.server.start(this.listenerSpecs());
+    this.watchKeystores();
     this.state = 'running';
   }
 
-  /** The listeners to bind, each with the role of the requests it serves. */
+  /** The listeners to bind, each with the role of the requests it serves and its security. */
   private listenerSpecs(): ListenerSpec[] {
     const controllers = new Set(this.config.controllerListenerNames);
     return this.config.listeners.map((l) => ({
@@ -385,7 +400,41 @@ export class Broker {
       port: l.port,
       securityProtocol: l.securityProtocol,
       role: controllers.has(l.name) ? 'controller' : 'broker',
+      security: this.security.get(l.name)!,
     }));
+  }
+
+  private buildListenerSecurity(listener: Listener): BuiltListenerSecurity {
+    return listenerSecurity(this.config, listener, {
+      scramCredential: (mechanism, user) => this.metadata.image().scramCredential(mechanism, user),
+      nowMs: () => this.runtime.clock.now(),
+    });
+  }
+
+  /**
+   * A TLS listener whose keystore or truststore files change takes the new keys for the
+   * connections it accepts from then on, as Kafka's dynamic ssl.keystore.* updates do; a
+   * change that does not load is logged and the old keys stay.
+   */
+  private watchKeystores(): void {
+    for (const [name, security] of this.security) {
+      if (security.keystoreFiles.length === 0) continue;
+      const listener = this.config.listeners.find((l) => l.name === name)!;
+      const watch = watchKeystores(
+        [...security.keystoreFiles],
+        () => {
+          try {
+            const tls = this.buildListenerSecurity(listener).tls;
+            if (tls !== null) this.server.reloadTls(name, tls);
+            this.logger.info({ listener: name }, 'TLS keystore changed: new connections use the new certificates');
+          } catch (err) {
+            this.logger.error({ listener: name, err }, 'TLS keystore changed but does not load: the listener keeps its certificates');
+          }
+        },
+        { onError: (err) => this.logger.warn({ listener: name, err }, 'could not read a TLS keystore file') },
+      );
+      this.keystoreWatches.push(watch);
+    }
   }
 
   /** Requests to other brokers on the inter-broker listener (markers, transaction verification). */
@@ -402,6 +451,7 @@ export class Broker {
       },
       requestTimeoutMs: this.config.getInt('request.timeout.ms'),
       network: this.runtime.network,
+      security: interBrokerClientSecurity(this.config),
       clock: this.runtime.clock,
     });
     return this.interBroker;
@@ -557,7 +607,10 @@ export class Broker {
     if (this.adminClient === null) {
       const listener = this.advertisedListeners().find((l) => l.name === this.config.interBrokerListenerName);
       if (listener === undefined || this.state !== 'running') throw new Error('the node does not serve clients yet');
-      this.adminClient = new KafkaCluster([`${listener.host}:${listener.port}`], { clientId: `sluice-admin-${this.nodeId}` });
+      this.adminClient = new KafkaCluster([`${listener.host}:${listener.port}`], {
+        clientId: `sluice-admin-${this.nodeId}`,
+        ...interBrokerClientSecurity(this.config),
+      });
     }
     return this.adminClient;
   }
@@ -637,6 +690,7 @@ export class Broker {
     if (this.state === 'closing' || this.state === 'closed') return;
     this.state = 'closing';
     this.logger.info('shutting down');
+    for (const watch of this.keystoreWatches) watch.stop();
     if (this.http !== null) {
       this.lagSampler?.stop();
       await this.http.close();

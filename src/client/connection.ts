@@ -16,6 +16,11 @@ import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { makeApiVersionsRequest, type ApiVersionsResponse } from '../../protocol/messages/api-versions.ts';
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+import { makeSaslHandshakeRequest, type SaslHandshakeResponse } from '../../protocol/messages/sasl-handshake.ts';
+import { makeSaslAuthenticateRequest, type SaslAuthenticateResponse } from '../../protocol/messages/sasl-authenticate.ts';
+import { plainClientToken } from '../security/plain.ts';
+import { ScramClient, type ScramMechanism } from '../security/scram.ts';
 
 export interface ConnectionOptions {
   /** Defaults to `sluice-client`. */
@@ -30,6 +35,34 @@ export interface ConnectionOptions {
   network?: Network;
   /** Times connects and requests out; defaults to the system clock. */
   clock?: Clock;
+  /**
+   * Connect over TLS with these options (a listener of security protocol SSL or SASL_SSL), or
+   * the options for the host connected to (its name is what the certificate is checked against).
+   */
+  tls?: TlsConnectionOptions | ((host: string) => TlsConnectionOptions);
+  /** Authenticate with SASL after ApiVersions (SASL_PLAINTEXT or SASL_SSL). */
+  sasl?: SaslCredentials;
+}
+
+/** How a connection to a secured listener authenticates: its TLS and SASL settings. */
+export type ClientSecurity = Pick<ConnectionOptions, 'tls' | 'sasl'>;
+
+/** A SASL user of a mechanism Sluice's client speaks. */
+export interface SaslCredentials {
+  readonly mechanism: 'PLAIN' | ScramMechanism;
+  readonly username: string;
+  readonly password: string;
+}
+
+/** The broker refused the SASL authentication (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM...). */
+export class SaslAuthenticationFailedError extends KafkaError {}
+
+/**
+ * When a session of `lifetimeMs` is re-authenticated: at 85-95 % of it, as Kafka's clients do,
+ * so that a fleet started together does not re-authenticate at once.
+ */
+function reauthenticationDelayMs(lifetimeMs: number): number {
+  return Math.floor(lifetimeMs * (0.85 + Math.random() * 0.1));
 }
 
 export interface VersionRange {
@@ -85,6 +118,9 @@ export class KafkaConnection {
   private readonly requestTimeoutMs: number;
   private readonly maxResponseBytes: number;
   private readonly clock: Clock;
+  private reauthentication: TimerHandle | undefined;
+
+  private readonly sasl: SaslCredentials | null;
 
   private constructor(
     private readonly socket: NetSocket,
@@ -96,6 +132,7 @@ export class KafkaConnection {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.maxResponseBytes = options.maxResponseBytes ?? 100 * 1024 * 1024;
     this.clock = options.clock ?? systemClock;
+    this.sasl = options.sasl ?? null;
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err) => this.fail(new ConnectionError(`${host}:${port}: ${err.message}`)));
@@ -110,10 +147,12 @@ export class KafkaConnection {
       host,
       port,
       options.connectTimeoutMs ?? 10_000,
+      typeof options.tls === 'function' ? options.tls(host) : options.tls,
     );
     const conn = new KafkaConnection(socket, host, port, options.clientId ?? SOFTWARE_NAME, options);
     try {
       await conn.negotiate();
+      await conn.authenticate();
     } catch (err) {
       conn.close();
       throw err;
@@ -218,6 +257,58 @@ export class KafkaConnection {
     for (const k of res.apiKeys) this.brokerVersions.set(k.apiKey, { minVersion: k.minVersion, maxVersion: k.maxVersion });
   }
 
+  /**
+   * SaslHandshake v1, then the mechanism's tokens in SaslAuthenticate requests (KIP-152);
+   * again before the session the broker granted runs out (KIP-368).
+   */
+  private async authenticate(): Promise<void> {
+    const sasl = this.sasl;
+    if (sasl === null) return;
+    const where = `${this.host}:${this.port}`;
+    const handshake = await this.send<SaslHandshakeResponse>(
+      ApiKey.SaslHandshake,
+      makeSaslHandshakeRequest({ mechanism: sasl.mechanism }),
+      this.version(ApiKey.SaslHandshake, 1),
+    );
+    if (handshake.errorCode !== Errors.NONE.code) {
+      throw new SaslAuthenticationFailedError(
+        errorByCode(handshake.errorCode),
+        `${where} does not offer SASL ${sasl.mechanism} (it offers ${handshake.mechanisms.join(', ') || 'none'})`,
+      );
+    }
+    const version = this.version(ApiKey.SaslAuthenticate);
+    const exchange = async (token: Buffer): Promise<SaslAuthenticateResponse> => {
+      const res = await this.send<SaslAuthenticateResponse>(
+        ApiKey.SaslAuthenticate,
+        makeSaslAuthenticateRequest({ authBytes: token }),
+        version,
+      );
+      if (res.errorCode !== Errors.NONE.code) {
+        throw new SaslAuthenticationFailedError(
+          errorByCode(res.errorCode),
+          `SASL ${sasl.mechanism} authentication as ${sasl.username} at ${where} failed: ${res.errorMessage ?? errorByCode(res.errorCode).name}`,
+        );
+      }
+      return res;
+    };
+    let last: SaslAuthenticateResponse;
+    if (sasl.mechanism === 'PLAIN') {
+      last = await exchange(plainClientToken(sasl.username, sasl.password));
+    } else {
+      const scram = new ScramClient(sasl.mechanism, sasl.username, sasl.password);
+      const serverFirst = await exchange(scram.first());
+      last = await exchange(scram.next(serverFirst.authBytes));
+      scram.finish(last.authBytes);
+    }
+    const lifetimeMs = Number(last.sessionLifetimeMs);
+    if (lifetimeMs > 0 && this.closedError === null) {
+      this.reauthentication = this.clock.setTimeout(() => {
+        this.reauthentication = undefined;
+        this.authenticate().catch((err: Error) => this.fail(new ConnectionError(`${where}: re-authentication failed: ${err.message}`)));
+      }, reauthenticationDelayMs(lifetimeMs));
+    }
+  }
+
   private onData(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
@@ -294,6 +385,7 @@ export class KafkaConnection {
   private fail(err: Error): void {
     if (this.closedError !== null) return;
     this.closedError = err;
+    if (this.reauthentication !== undefined) this.clock.clearTimeout(this.reauthentication);
     for (const p of this.pending.values()) {
       if (p.timer !== undefined) this.clock.clearTimeout(p.timer);
       p.reject(err);
@@ -313,9 +405,16 @@ function responseBodyVersion(apiKey: number, version: number, frame: Buffer, bod
   return unsupported ? 0 : version;
 }
 
-function openSocket(network: Network, clock: Clock, host: string, port: number, timeoutMs: number): Promise<NetSocket> {
+function openSocket(
+  network: Network,
+  clock: Clock,
+  host: string,
+  port: number,
+  timeoutMs: number,
+  tls: TlsConnectionOptions | undefined,
+): Promise<NetSocket> {
   return new Promise((resolve, reject) => {
-    const socket = network.connect(host, port);
+    const socket = tls === undefined ? network.connect(host, port) : network.connect(host, port, tls);
     const timer = clock.setTimeout(() => {
       socket.destroy();
       reject(new ConnectionError(`${host}:${port}: connect timed out after ${timeoutMs} ms`));

@@ -7,7 +7,7 @@
 import { Errors, KafkaError } from '../../protocol/errors.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { Network } from '../runtime/network.ts';
-import { KafkaConnection } from './connection.ts';
+import { KafkaConnection, type ClientSecurity } from './connection.ts';
 
 export interface InterBrokerChannelOptions {
   readonly nodeId: number;
@@ -17,6 +17,8 @@ export interface InterBrokerChannelOptions {
   readonly endpoint: (brokerId: number) => { host: string; port: number } | undefined;
   readonly requestTimeoutMs: number;
   readonly network?: Network;
+  /** The inter-broker listener's TLS and SASL settings. */
+  readonly security?: ClientSecurity;
   readonly clock?: Clock;
 }
 
@@ -86,6 +88,7 @@ export class InterBrokerChannel {
         requestTimeoutMs: this.options.requestTimeoutMs,
         network: this.options.network,
         clock: this.options.clock,
+        ...this.options.security,
       });
       this.connections.set(brokerId, connecting);
     }

@@ -72,12 +72,22 @@ export class BrokerConfig {
   private readonly listenersOnChange: ChangeListener[] = [];
   /** Supplied names no definition knows; Kafka warns about these and goes on. */
   readonly unknownNames: readonly string[];
+  /** `listener.name.<listener>.<config>` values (listener lower-case), as set. */
+  private readonly listenerValues = new Map<string, string>();
 
   constructor(sources: StaticSources = {}) {
     const unknown: string[] = [];
     for (const layer of [sources.file, sources.env, sources.overrides]) {
       if (!layer) continue;
       for (const [name, value] of layer) {
+        const listenerScoped = LISTENER_PREFIX.exec(name);
+        if (listenerScoped !== null) {
+          const [, listener = '', config = ''] = listenerScoped;
+          const scopedDef = BROKER_CONFIG_DEF_BY_NAME.get(config);
+          if (scopedDef !== undefined) checkValue({ ...scopedDef, name }, value);
+          this.listenerValues.set(`listener.name.${listener.toLowerCase()}.${config}`, value.trim());
+          continue;
+        }
         const def = BROKER_CONFIG_DEF_BY_NAME.get(name);
         if (def === undefined) {
           unknown.push(name);
@@ -101,6 +111,11 @@ export class BrokerConfig {
     for (const def of BROKER_CONFIG_DEFS) {
       if (this.isSet(def.name)) result[def.name] = def.sensitive ? '[hidden]' : this.getString(def.name);
     }
+    for (const [name, value] of this.listenerValues) {
+      const config = LISTENER_PREFIX.exec(name)?.[2] ?? '';
+      const sensitive = BROKER_CONFIG_DEF_BY_NAME.get(config)?.sensitive ?? config.endsWith('sasl.jaas.config');
+      result[name] = sensitive ? '[hidden]' : value;
+    }
     return result;
   }
 
@@ -108,6 +123,17 @@ export class BrokerConfig {
   get(name: string): string | null {
     const def = this.def(name);
     return this.dynamicBroker.get(name) ?? this.dynamicDefault.get(name) ?? this.staticValues.get(name) ?? def.defaultValue;
+  }
+
+  /**
+   * A config as one listener reads it (Kafka's valuesWithPrefixOverride):
+   * `listener.name.<listener>.<name>`, else the broker's value of `name`. Names only listeners
+   * have (`plain.sasl.jaas.config`) are null unless set for the listener.
+   */
+  listenerValue(listener: string, name: string): string | null {
+    const scoped = this.listenerValues.get(`listener.name.${listener.toLowerCase()}.${name}`);
+    if (scoped !== undefined) return scoped;
+    return BROKER_CONFIG_DEF_BY_NAME.has(name) ? this.get(name) : null;
   }
 
   /** True when some layer sets the config explicitly (its default does not count). */
@@ -539,6 +565,9 @@ export class BrokerConfig {
     }
   }
 }
+
+/** `listener.name.<listener>.<config>`: a config one listener overrides. */
+const LISTENER_PREFIX = /^listener\.name\.([A-Za-z0-9_]+)\.(.+)$/;
 
 /** Kafka's SecurityProtocol names. */
 const SECURITY_PROTOCOLS: readonly string[] = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'];

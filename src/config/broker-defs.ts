@@ -218,6 +218,131 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
   def('security.inter.broker.protocol', 'string', 'PLAINTEXT', 'Security protocol used to communicate between brokers.', {
     validate: validString('PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'),
   }),
+  def(
+    'sasl.enabled.mechanisms',
+    'list',
+    'GSSAPI',
+    'The list of SASL mechanisms enabled in the Kafka server. The list may contain any mechanism for which a security provider is available. Only GSSAPI is enabled by default.',
+    { updateMode: 'per-broker' },
+  ),
+  def(
+    'sasl.mechanism.inter.broker.protocol',
+    'string',
+    'GSSAPI',
+    'SASL mechanism used for inter-broker communication. Default is GSSAPI.',
+    {
+      updateMode: 'per-broker',
+    },
+  ),
+  def(
+    'sasl.mechanism.controller.protocol',
+    'string',
+    'GSSAPI',
+    'SASL mechanism used for communication with controllers. Default is GSSAPI.',
+  ),
+  def(
+    'sasl.jaas.config',
+    'password',
+    null,
+    'JAAS login context parameters for SASL connections in the format used by JAAS configuration files. The broker reads it per listener and mechanism: listener.name.{listenerName}.{saslMechanism}.sasl.jaas.config.',
+    { updateMode: 'per-broker' },
+  ),
+  def(
+    'sasl.server.max.receive.size',
+    'int',
+    '524288',
+    'The maximum receive size allowed before and during initial SASL authentication. Default receive size is 512KB.',
+  ),
+  def(
+    'connections.max.reauth.ms',
+    'long',
+    '0',
+    'When explicitly set to a positive number, a session lifetime that will not exceed the configured value will be communicated to SASL clients that support re-authentication (v1 or later of SaslAuthenticate), and connections whose session expired are closed at their next request.',
+  ),
+  def('sasl.oauthbearer.jwks.endpoint.url', 'string', null, "The OAuth/OIDC provider URL from which the provider's JWKS can be retrieved."),
+  def('sasl.oauthbearer.jwks.endpoint.refresh.ms', 'long', '3600000', 'How often the broker refreshes its JWKS cache.'),
+  def('sasl.oauthbearer.jwks.endpoint.retry.backoff.ms', 'long', '100', 'The wait between attempts to retrieve the JWKS.'),
+  def('sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms', 'long', '10000', 'The longest wait between attempts to retrieve the JWKS.'),
+  def(
+    'sasl.oauthbearer.expected.audience',
+    'list',
+    null,
+    'The (optional) comma-delimited setting for the broker to use to verify that the JWT was issued for one of the expected audiences.',
+  ),
+  def(
+    'sasl.oauthbearer.expected.issuer',
+    'string',
+    null,
+    'The (optional) setting for the broker to use to verify that the JWT was created by the expected issuer.',
+  ),
+  def(
+    'sasl.oauthbearer.sub.claim.name',
+    'string',
+    'sub',
+    'The OAuth claim for the subject is often named "sub", but this (optional) setting can provide a different name.',
+  ),
+  def(
+    'sasl.oauthbearer.scope.claim.name',
+    'string',
+    'scope',
+    'The OAuth claim for the scope is often named "scope", but this (optional) setting can provide a different name.',
+  ),
+  def(
+    'sasl.oauthbearer.clock.skew.seconds',
+    'int',
+    '30',
+    'The (optional) value in seconds to allow for differences between the time of the OAuth/OIDC identity provider and the broker.',
+  ),
+  def('ssl.keystore.type', 'string', 'JKS', 'The file format of the key store file. Sluice reads PEM and PKCS12.', {
+    updateMode: 'per-broker',
+  }),
+  def('ssl.keystore.location', 'string', null, 'The location of the key store file.', { updateMode: 'per-broker' }),
+  def('ssl.keystore.password', 'password', null, 'The store password for the key store file.', { updateMode: 'per-broker' }),
+  def(
+    'ssl.key.password',
+    'password',
+    null,
+    'The password of the private key in the key store file or the PEM key specified in ssl.keystore.key.',
+    {
+      updateMode: 'per-broker',
+    },
+  ),
+  def('ssl.keystore.key', 'password', null, "Private key in the format specified by 'ssl.keystore.type'.", { updateMode: 'per-broker' }),
+  def('ssl.keystore.certificate.chain', 'password', null, "Certificate chain in the format specified by 'ssl.keystore.type'.", {
+    updateMode: 'per-broker',
+  }),
+  def('ssl.truststore.type', 'string', 'JKS', 'The file format of the trust store file. Sluice reads PEM and PKCS12.', {
+    updateMode: 'per-broker',
+  }),
+  def('ssl.truststore.location', 'string', null, 'The location of the trust store file.', { updateMode: 'per-broker' }),
+  def('ssl.truststore.password', 'password', null, 'The password for the trust store file.', { updateMode: 'per-broker' }),
+  def('ssl.truststore.certificates', 'password', null, "Trusted certificates in the format specified by 'ssl.truststore.type'.", {
+    updateMode: 'per-broker',
+  }),
+  def('ssl.client.auth', 'string', 'none', 'Configures the broker to request client authentication: required, requested or none.', {
+    updateMode: 'per-broker',
+    validate: validString('required', 'requested', 'none'),
+  }),
+  def('ssl.enabled.protocols', 'list', 'TLSv1.2,TLSv1.3', 'The list of protocols enabled for SSL connections.', {
+    updateMode: 'per-broker',
+  }),
+  def('ssl.protocol', 'string', 'TLSv1.3', 'The SSL protocol used to generate the SSLContext.', { updateMode: 'per-broker' }),
+  def('ssl.cipher.suites', 'list', '', 'A list of cipher suites. By default all the available cipher suites are supported.', {
+    updateMode: 'per-broker',
+  }),
+  def(
+    'ssl.endpoint.identification.algorithm',
+    'string',
+    'https',
+    'The endpoint identification algorithm to validate server hostname using server certificate.',
+    { updateMode: 'per-broker' },
+  ),
+  def(
+    'ssl.principal.mapping.rules',
+    'string',
+    'DEFAULT',
+    'A list of rules for mapping from distinguished name from the client certificate to short name.',
+  ),
   def('socket.request.max.bytes', 'int', '104857600', 'The maximum number of bytes in a socket request.', { validate: atLeast(1) }),
   def(
     'socket.send.buffer.bytes',

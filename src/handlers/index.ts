@@ -78,6 +78,8 @@ import {
   type QuorumServices,
 } from './quorum.ts';
 import type { HandlerRegistry } from './registry.ts';
+import { handleSaslAuthenticate, handleSaslHandshake } from './sasl.ts';
+import { handleAlterUserScramCredentials, handleDescribeUserScramCredentials } from './scram.ts';
 import { handleWriteTxnMarkers, type TxnMarkerServices } from './txn-markers.ts';
 import {
   handleAddOffsetsToTxn,
@@ -123,6 +125,7 @@ export interface HandlerServices extends ControllerSideServices {
 /** Registers every API of a broker node (broker and controller listeners). */
 export function registerHandlers(registry: HandlerRegistry, services: HandlerServices): void {
   registerApiVersions(registry);
+  registerSaslApis(registry);
   registerMetadataApis(registry, services.metadata);
   registerForwardedApis(registry, services.forwarding);
   registerControllerApis(registry, controllerSideHandlers(services));
@@ -148,6 +151,7 @@ export interface ControllerNodeServices extends ControllerSideServices {
  */
 export function registerControllerNodeHandlers(registry: HandlerRegistry, services: ControllerNodeServices): void {
   registerApiVersions(registry);
+  registerSaslApis(registry);
   registerMetadataApis(registry, services.metadata);
   registerControllerApis(registry, controllerSideHandlers(services));
   registerQuorumApis(registry, services.quorum);
@@ -175,6 +179,7 @@ export function controllerSideHandlers(services: ControllerSideServices): Contro
     [ApiKey.BrokerHeartbeat]: (request, version) => handleBrokerHeartbeat(controllerApis, request, version),
     [ApiKey.AlterPartition]: (request, version) => handleAlterPartition(controllerApis, request, version),
     [ApiKey.AllocateProducerIds]: (request, version) => handleAllocateProducerIds(controllerApis, request, version),
+    [ApiKey.AlterUserScramCredentials]: (request) => handleAlterUserScramCredentials(controllerApis.controller, request),
   };
 }
 
@@ -183,11 +188,20 @@ export function registerApiVersions(registry: HandlerRegistry): void {
   registry.register(ApiKey.ApiVersions, (ctx, request, version) => handleApiVersions(registry, ctx, request, version));
 }
 
+/** The SASL exchange, on every listener (answered ILLEGAL_SASL_STATE where no authentication is pending). */
+function registerSaslApis(registry: HandlerRegistry): void {
+  registry.register(ApiKey.SaslHandshake, (ctx, request, version) => handleSaslHandshake(ctx, request, version));
+  registry.register(ApiKey.SaslAuthenticate, (ctx, request) => handleSaslAuthenticate(ctx, request));
+}
+
 function registerMetadataApis(registry: HandlerRegistry, metadata: MetadataRequestServices): void {
   registry.register(ApiKey.Metadata, (ctx, request, version) => handleMetadata(metadata, ctx, request, version));
   registry.register(ApiKey.DescribeConfigs, (_ctx, request, version) => handleDescribeConfigs(metadata, request, version));
   registry.register(ApiKey.DescribeCluster, (ctx, request, version) => handleDescribeCluster(metadata, ctx, request, version));
   registry.register(ApiKey.DescribeTopicPartitions, (_ctx, request) => handleDescribeTopicPartitions(metadata, request));
+  registry.register(ApiKey.DescribeUserScramCredentials, (_ctx, request) =>
+    handleDescribeUserScramCredentials(metadata.metadata.image(), request),
+  );
 }
 
 /** The admin APIs that change metadata or partition leadership, on broker listeners: forwarded to the active controller. */
@@ -205,6 +219,11 @@ function registerForwardedApis(registry: HandlerRegistry, forwarding: Forwarding
   registry.register(
     ApiKey.ElectLeaders,
     (_ctx, request, version) => forwardToController(forwarding, ApiKey.ElectLeaders, request, version),
+    broker,
+  );
+  registry.register(
+    ApiKey.AlterUserScramCredentials,
+    (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterUserScramCredentials, request, version),
     broker,
   );
   registry.register(
@@ -232,6 +251,11 @@ function registerControllerApis(registry: HandlerRegistry, handlers: ControllerS
     controller,
   );
   registry.register(ApiKey.ElectLeaders, (_ctx, request, version) => handlers[ApiKey.ElectLeaders](request, version), controller);
+  registry.register(
+    ApiKey.AlterUserScramCredentials,
+    (_ctx, request, version) => handlers[ApiKey.AlterUserScramCredentials](request, version),
+    controller,
+  );
   registry.register(
     ApiKey.AlterPartitionReassignments,
     (_ctx, request, version) => handlers[ApiKey.AlterPartitionReassignments](request, version),

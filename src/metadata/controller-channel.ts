@@ -16,7 +16,7 @@ import { errorResponseFor } from '../../protocol/error-response.ts';
 import { Errors, KafkaError, errorByCode } from '../../protocol/errors.ts';
 import { makeAllocateProducerIdsRequest } from '../../protocol/messages/allocate-producer-ids.ts';
 import { ApiKey, type ApiRequest, type ApiResponse } from '../../protocol/messages/index.ts';
-import { ConnectionError, KafkaConnection } from '../client/connection.ts';
+import { ConnectionError, KafkaConnection, type ClientSecurity } from '../client/connection.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ProducerIdBlock } from '../replication/producer-id-manager.ts';
 import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
@@ -35,7 +35,8 @@ export type ForwardedApiKey =
   | ApiKey.BrokerRegistration
   | ApiKey.BrokerHeartbeat
   | ApiKey.AlterPartition
-  | ApiKey.AllocateProducerIds;
+  | ApiKey.AllocateProducerIds
+  | ApiKey.AlterUserScramCredentials;
 
 export interface ControllerChannel {
   /**
@@ -89,6 +90,8 @@ export interface ControllerChannelOptions {
   readonly connect?: (address: ControllerAddress) => Promise<ControllerConnection>;
   /** Where the default `connect` opens connections; defaults to the system network. */
   readonly network?: Network;
+  /** The controller listener's TLS and SASL settings for the default `connect`. */
+  readonly security?: ClientSecurity;
   readonly clock?: Clock;
   readonly logger?: Logger;
 }
@@ -125,6 +128,7 @@ export class ControllerChannelManager implements ControllerChannel {
           connectTimeoutMs: Math.min(requestTimeoutMs, 10_000),
           network: options.network,
           clock: this.clock,
+          ...options.security,
         }));
   }
 

@@ -41,6 +41,8 @@ import { systemRandom, type Random } from '../runtime/random.ts';
 import type { ConfigRecord, MetadataRecord, RegisterBrokerRecord } from './records.ts';
 import { ConfigResourceType, partitionRecord } from './records.ts';
 import { placeReplicas } from './replica-placer.ts';
+import { planScramAlterations, type ScramAlterResult } from './scram-control.ts';
+import type { AlterUserScramCredentialsRequest } from '../../protocol/messages/alter-user-scram-credentials.ts';
 
 /** Kafka's metadata.version feature and the level this broker writes (3.9-IV0). */
 export const METADATA_VERSION_FEATURE = 'metadata.version';
@@ -611,6 +613,18 @@ export class QuorumController {
       assignments = placeReplicas(this.usableBrokers(image), added, replicationFactor, this.random);
     }
     return assignments.map((replicas, i) => this.newPartition(image, topic.id, current + i, replicas));
+  }
+
+  // ---- SCRAM credentials -----------------------------------------------------------
+
+  alterUserScramCredentials(request: AlterUserScramCredentialsRequest): Promise<ScramAlterResult[]> {
+    return this.serialize(async () => {
+      const users = [...new Set([...request.deletions, ...request.upsertions].map((c) => c.name))];
+      if (!this.isActive()) return users.map((user) => ({ user, ...this.notController() }));
+      const { records, results } = planScramAlterations(this.sink.image(), request);
+      if (records.length > 0) await this.write(records, results);
+      return results;
+    });
   }
 
   // ---- configs -----------------------------------------------------------------------

@@ -61,12 +61,27 @@ export interface MetadataDelta {
 
 export type ConfigMap = ReadonlyMap<string, string>;
 
+/** A user's salted SCRAM credential for one mechanism (UserScramCredentialRecord, without the password). */
+export interface ScramCredentialImage {
+  readonly salt: Buffer;
+  readonly storedKey: Buffer;
+  readonly serverKey: Buffer;
+  readonly iterations: number;
+}
+
+/** SCRAM credentials by `mechanism type:user name`. */
+export type ScramCredentials = ReadonlyMap<string, ScramCredentialImage>;
+
+function scramKey(mechanism: number, user: string): string {
+  return `${mechanism}:${user}`;
+}
+
 function configKey(resourceType: number, resourceName: string): string {
   return `${resourceType}:${resourceName}`;
 }
 
 export class MetadataImage {
-  static readonly EMPTY = new MetadataImage(new Map(), new Map(), new Map(), new Map(), new Map(), 0n, -1, -1);
+  static readonly EMPTY = new MetadataImage(new Map(), new Map(), new Map(), new Map(), new Map(), 0n, -1, -1, new Map());
 
   constructor(
     readonly brokers: ReadonlyMap<number, BrokerRegistration>,
@@ -80,7 +95,21 @@ export class MetadataImage {
     readonly offset: number,
     /** Raft epoch of that record. */
     readonly epoch: number,
+    readonly scramCredentials: ScramCredentials,
   ) {}
+
+  /** The user's credential for a SCRAM mechanism type (1 SHA-256, 2 SHA-512), if any. */
+  scramCredential(mechanism: number, user: string): ScramCredentialImage | undefined {
+    return this.scramCredentials.get(scramKey(mechanism, user));
+  }
+
+  /** Every SCRAM credential: user, mechanism type and credential. */
+  allScramCredentials(): { user: string; mechanism: number; credential: ScramCredentialImage }[] {
+    return [...this.scramCredentials].map(([key, credential]) => {
+      const colon = key.indexOf(':');
+      return { mechanism: Number(key.slice(0, colon)), user: key.slice(colon + 1), credential };
+    });
+  }
 
   topic(name: string): TopicImage | undefined {
     return this.topicsByName.get(name);
@@ -135,6 +164,7 @@ class DeltaBuilder {
   private topicsById: Map<string, TopicImage> | null = null;
   private configs: Map<string, ConfigMap> | null = null;
   private features: Map<string, number> | null = null;
+  private scram: Map<string, ScramCredentialImage> | null = null;
   private nextProducerId: bigint;
   private readonly created = new Map<string, TopicImage>();
   private readonly deleted = new Map<string, TopicImage>();
@@ -317,6 +347,21 @@ class DeltaBuilder {
         this.nextProducerId = record.data.nextProducerId;
         this.producerIdsChanged = true;
         break;
+      case 'UserScramCredentialRecord': {
+        const r = record.data;
+        this.scram ??= new Map(this.base.scramCredentials);
+        this.scram.set(scramKey(r.mechanism, r.name), {
+          salt: r.salt,
+          storedKey: r.storedKey,
+          serverKey: r.serverKey,
+          iterations: r.iterations,
+        });
+        break;
+      }
+      case 'RemoveUserScramCredentialRecord':
+        this.scram ??= new Map(this.base.scramCredentials);
+        this.scram.delete(scramKey(record.data.mechanism, record.data.name));
+        break;
       case 'NoOpRecord':
         break;
     }
@@ -333,6 +378,7 @@ class DeltaBuilder {
       this.nextProducerId,
       offset,
       epoch,
+      this.scram ?? base.scramCredentials,
     );
     const createdTopics = [...this.created.values()].map((t) => image.topicById(t.id) ?? t);
     return {
@@ -413,6 +459,9 @@ export function imageToRecords(image: MetadataImage): MetadataRecord[] {
     for (const [name, value] of c.configs) {
       out.push({ type: 'ConfigRecord', data: { resourceType: c.resourceType, resourceName: c.resourceName, name, value } });
     }
+  }
+  for (const { user, mechanism, credential } of image.allScramCredentials()) {
+    out.push({ type: 'UserScramCredentialRecord', data: { name: user, mechanism, ...credential } });
   }
   if (image.nextProducerId > 0n) {
     out.push({ type: 'ProducerIdsRecord', data: { brokerId: -1, brokerEpoch: -1n, nextProducerId: image.nextProducerId } });

@@ -29,6 +29,7 @@ import { raftMembershipOf } from './raft/voter-set.ts';
 import type { RaftTransport } from './raft/types.ts';
 import { repeat, type Clock } from '../runtime/clock.ts';
 import { systemRuntime, type Runtime } from '../runtime/index.ts';
+import { controllerClientSecurity } from '../security/listener-security.ts';
 
 /** SecurityProtocol ids as RegisterBrokerRecord stores them. */
 export const SECURITY_PROTOCOL_ID: Readonly<Record<string, number>> = {
@@ -94,6 +95,7 @@ export class MetadataManager {
           requestTimeoutMs: options.config.getInt('controller.quorum.request.timeout.ms'),
           network: this.runtime.network,
           clock: this.clock,
+          ...controllerClientSecurity(options.config),
         },
         bootstrapServers,
       );

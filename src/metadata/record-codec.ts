@@ -28,6 +28,8 @@ const WRITE_VERSION: Record<MetadataRecordName, number> = {
   ProducerIdsRecord: 0,
   BrokerRegistrationChangeRecord: 1,
   NoOpRecord: 0,
+  UserScramCredentialRecord: 0,
+  RemoveUserScramCredentialRecord: 0,
 };
 
 const NAME_BY_TYPE = new Map<number, MetadataRecordName>(
@@ -52,7 +54,7 @@ export function encodeMetadataRecord(record: MetadataRecord): Buffer {
 
 /**
  * Decodes one framed record; record types this broker does not act on (ACLs, quotas,
- * SCRAM, delegation tokens...) come back as null so replay skips them.
+ * delegation tokens...) come back as null so replay skips them.
  */
 export function decodeMetadataRecord(value: Buffer): MetadataRecord | null {
   const r = new Reader(value);

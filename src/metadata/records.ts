@@ -14,6 +14,8 @@ import type { RemoveTopicRecord } from '../../protocol/messages/metadata/remove-
 import type { FeatureLevelRecord } from '../../protocol/messages/metadata/feature-level-record.ts';
 import type { ProducerIdsRecord } from '../../protocol/messages/metadata/producer-ids-record.ts';
 import type { BrokerRegistrationChangeRecord } from '../../protocol/messages/metadata/broker-registration-change-record.ts';
+import type { UserScramCredentialRecord } from '../../protocol/messages/metadata/user-scram-credential-record.ts';
+import type { RemoveUserScramCredentialRecord } from '../../protocol/messages/metadata/remove-user-scram-credential-record.ts';
 
 export const MetadataRecordType = {
   RegisterBrokerRecord: 0,
@@ -25,10 +27,12 @@ export const MetadataRecordType = {
   FenceBrokerRecord: 7,
   UnfenceBrokerRecord: 8,
   RemoveTopicRecord: 9,
+  UserScramCredentialRecord: 11,
   FeatureLevelRecord: 12,
   ProducerIdsRecord: 15,
   BrokerRegistrationChangeRecord: 17,
   NoOpRecord: 20,
+  RemoveUserScramCredentialRecord: 22,
 } as const;
 
 /** ConfigResource.Type codes, as ConfigRecord.resourceType and DescribeConfigs use them. */
@@ -50,6 +54,8 @@ export type {
   RemoveTopicRecord,
   FeatureLevelRecord,
   ProducerIdsRecord,
+  UserScramCredentialRecord,
+  RemoveUserScramCredentialRecord,
 };
 export type BrokerEndpoint = RegisterBrokerRecordBrokerEndpoint;
 /** Null / -2 fields mean "unchanged" (Kafka's PartitionChangeRecord defaults). */
@@ -72,7 +78,9 @@ export type MetadataRecord =
   | { type: 'FeatureLevelRecord'; data: FeatureLevelRecord }
   | { type: 'ProducerIdsRecord'; data: ProducerIdsRecord }
   | { type: 'BrokerRegistrationChangeRecord'; data: BrokerRegistrationChangeRecord }
-  | { type: 'NoOpRecord'; data: NoOpRecord };
+  | { type: 'NoOpRecord'; data: NoOpRecord }
+  | { type: 'UserScramCredentialRecord'; data: UserScramCredentialRecord }
+  | { type: 'RemoveUserScramCredentialRecord'; data: RemoveUserScramCredentialRecord };
 
 export type MetadataRecordName = MetadataRecord['type'];
 

@@ -21,6 +21,7 @@ import type { Random } from '../runtime/random.ts';
 import type { TopicTraffic } from '../observability/metrics.ts';
 import { ReplicaManager, type TransactionVerifier, appendQueueLimitsOf } from './replica-manager.ts';
 import { LogManagerProvider } from './storage-adapter.ts';
+import { interBrokerClientSecurity } from '../security/listener-security.ts';
 
 export interface DataPathOptions {
   readonly config: BrokerConfig;
@@ -90,6 +91,7 @@ export function createDataPath(options: DataPathOptions): DataPath {
         brokerId: config.nodeId,
         replicaEndpoint: (id) => options.replicaEndpoint(id),
         network: options.network,
+        security: interBrokerClientSecurity(config),
         clock: options.clock,
       }),
       settings: replicaFetchSettingsOf(config),

@@ -31,7 +31,7 @@ import {
 } from '../../protocol/messages/list-offsets.ts';
 import { toSafeNumber, ZERO_UUID } from '../../protocol/primitives.ts';
 import { BATCH_LENGTH, LOG_OVERHEAD } from '../../protocol/records/batch.ts';
-import { KafkaConnection } from '../client/connection.ts';
+import { KafkaConnection, type ClientSecurity } from '../client/connection.ts';
 import type { BrokerConfig } from '../config/broker-config.ts';
 import { FINAL_EPOCH, INVALID_SESSION_ID } from './fetch-session.ts';
 import type { Partition } from './partition.ts';
@@ -88,6 +88,8 @@ export function kafkaReplicaConnector(options: {
   readonly replicaEndpoint: (brokerId: number) => { host: string; port: number } | undefined;
   readonly requestTimeoutMs?: number;
   readonly network?: Network;
+  /** The inter-broker listener's TLS and SASL settings. */
+  readonly security?: ClientSecurity;
   readonly clock?: Clock;
 }): ReplicaConnector {
   const timeoutMs = options.requestTimeoutMs ?? REPLICA_SOCKET_TIMEOUT_MS;
@@ -100,6 +102,7 @@ export function kafkaReplicaConnector(options: {
       requestTimeoutMs: timeoutMs,
       network: options.network,
       clock: options.clock,
+      ...options.security,
     });
     return {
       version: (apiKey) => conn.version(apiKey),

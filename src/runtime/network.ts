@@ -2,10 +2,12 @@
  * Sockets. The listeners, the connections they accept and the clients a broker opens (to
  * its controllers, to partition leaders) reach the network through a Network, so that the
  * simulation can run several brokers in one process over in-memory links it delays, drops
- * and cuts. The system Network hands out node:net sockets themselves: no wrapper on the
- * data path.
+ * and cuts. The system Network hands out node:net sockets themselves (node:tls ones on TLS
+ * listeners and connections): no wrapper on the data path.
  */
+import type { X509Certificate } from 'node:crypto';
 import { createServer, connect, type Server } from 'node:net';
+import { connect as tlsConnect, createServer as tlsCreateServer, type ConnectionOptions, type TLSSocket, type TlsOptions } from 'node:tls';
 
 /** The part of net.Socket the broker and its client use. */
 export interface NetSocket {
@@ -36,6 +38,8 @@ export interface NetSocket {
   off(event: 'error', listener: (err: Error) => void): this;
   off(event: 'drain' | 'timeout' | 'close' | 'connect', listener: () => void): this;
   removeAllListeners(event?: 'data' | 'error' | 'drain' | 'timeout' | 'close' | 'connect'): this;
+  /** The certificate a TLS peer presented; absent on plaintext sockets. */
+  getPeerX509Certificate?(): X509Certificate | undefined;
 }
 
 export interface NetAddress {
@@ -46,14 +50,22 @@ export interface NetAddress {
 export interface NetServer {
   /** Binds and listens; resolves with the address bound (the port chosen when `port` was 0). */
   listen(host: string, port: number): Promise<NetAddress>;
+  /** A TLS listener's new keys and certificates, for connections accepted from now on. */
+  setSecureContext?(options: TlsOptions): void;
   /** Stops accepting; resolves once the server is closed (open connections stay open). */
   close(): Promise<void>;
 }
 
+/** A TLS listener: its options, and where handshakes that fail are reported. */
+export interface TlsListenerOptions {
+  readonly options: TlsOptions;
+  onHandshakeError(err: Error, remote: string): void;
+}
+
 export interface Network {
-  createServer(onConnection: (socket: NetSocket) => void): NetServer;
-  /** Opens a connection; the socket emits 'connect' once established, or 'error'. */
-  connect(host: string, port: number): NetSocket;
+  createServer(onConnection: (socket: NetSocket) => void, tls?: TlsListenerOptions): NetServer;
+  /** Opens a connection (TLS when `tls` is given); the socket emits 'connect' once established, or 'error'. */
+  connect(host: string, port: number, tls?: ConnectionOptions): NetSocket;
 }
 
 const LISTEN_BACKLOG = 512;
@@ -61,8 +73,18 @@ const LISTEN_BACKLOG = 512;
 class SystemServer implements NetServer {
   private readonly server: Server;
 
-  constructor(onConnection: (socket: NetSocket) => void) {
-    this.server = createServer({ noDelay: true }, onConnection);
+  constructor(onConnection: (socket: NetSocket) => void, tls?: TlsListenerOptions) {
+    if (tls === undefined) {
+      this.server = createServer({ noDelay: true }, onConnection);
+      return;
+    }
+    const server = tlsCreateServer({ ...tls.options, noDelay: true }, onConnection);
+    server.on('tlsClientError', (err, socket) => tls.onHandshakeError(err, `${socket.remoteAddress}:${socket.remotePort}`));
+    this.server = server;
+  }
+
+  setSecureContext(options: TlsOptions): void {
+    (this.server as ReturnType<typeof tlsCreateServer>).setSecureContext(options);
   }
 
   listen(host: string, port: number): Promise<NetAddress> {
@@ -82,6 +104,16 @@ class SystemServer implements NetServer {
 }
 
 export const systemNetwork: Network = {
-  createServer: (onConnection) => new SystemServer(onConnection),
-  connect: (host, port) => connect({ host, port }),
+  createServer: (onConnection, tls) => new SystemServer(onConnection, tls),
+  connect: (host, port, tls) => (tls === undefined ? connect({ host, port }) : tlsClientSocket(host, port, tls)),
 };
+
+/**
+ * A TLS client socket that says 'connect' once the handshake is done, as a plaintext socket
+ * says it once connected: callers wait for it before their first request either way.
+ */
+function tlsClientSocket(host: string, port: number, options: ConnectionOptions): TLSSocket {
+  const socket = tlsConnect({ ...options, host, port });
+  socket.once('secureConnect', () => socket.emit('connect'));
+  return socket;
+}

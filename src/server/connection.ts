@@ -49,6 +49,8 @@ export interface ResponseFrame {
   readonly chunks: Buffer[];
   /** Called once the socket no longer holds the chunks (written, or dropped unsent). */
   readonly done?: () => void;
+  /** Close the connection once this response is written, for this reason. */
+  readonly closeAfter?: { reason: string; apiKey: number; apiVersion: number };
 }
 
 /** Turns one request frame (without its size prefix) into the response, or null for none. */
@@ -75,6 +77,8 @@ interface QueuedFrame {
 export interface ConnectionLimits {
   /** socket.request.max.bytes: a larger size prefix closes the connection before buffering. */
   readonly maxRequestBytes: number;
+  /** sasl.server.max.receive.size: the bound before a SASL client authenticated; maxRequestBytes when absent. */
+  readonly maxUnauthenticatedRequestBytes?: number;
   /** queued.max.requests, per connection: stop reading while this many requests wait. */
   readonly maxQueuedRequests: number;
   /** connection.max.buffered.bytes: stop reading while queued request bytes + unsent response bytes exceed this. */
@@ -158,12 +162,13 @@ export class Connection {
     if (this.closing || this.cancelMemoryWait !== null) return;
     while (this.pending.length >= SIZE_BYTES) {
       const frameBytes = this.pending.peekInt32();
-      if (frameBytes < 0 || frameBytes > this.limits.maxRequestBytes) {
+      const [maxBytes, boundName] = this.session.authenticated
+        ? [this.limits.maxRequestBytes, 'socket.request.max.bytes']
+        : [this.limits.maxUnauthenticatedRequestBytes ?? this.limits.maxRequestBytes, 'sasl.server.max.receive.size'];
+      if (frameBytes < 0 || frameBytes > maxBytes) {
         this.protocolClose(
           new ConnectionClosingError(
-            frameBytes < 0
-              ? `invalid frame size ${frameBytes}`
-              : `frame size ${frameBytes} exceeds socket.request.max.bytes ${this.limits.maxRequestBytes}`,
+            frameBytes < 0 ? `invalid frame size ${frameBytes}` : `frame size ${frameBytes} exceeds ${boundName} ${maxBytes}`,
           ),
         );
         return;
@@ -236,6 +241,12 @@ export class Connection {
         if (response !== null) {
           if (this.closed) response.done?.();
           else this.write(response);
+          const after = response.closeAfter;
+          if (after !== undefined) {
+            this.memory.release(frame.length);
+            this.protocolClose(new CloseRequestedError(after.reason, after.apiKey, after.apiVersion));
+            return;
+          }
         }
         // Done: the response is the socket's now (bounded per connection by
         // connection.max.buffered.bytes); the request's bytes go back to the pool.

@@ -28,6 +28,12 @@ import type { RequestContext, Session } from './session.ts';
 /** api key (int16) + api version (int16) + correlation id (int32): readable in every header version. */
 const FIXED_HEADER_BYTES = 8;
 
+/** What a SASL client may send before it authenticated (Kafka's SaslServerAuthenticator). */
+const BEFORE_AUTHENTICATION: ReadonlySet<number> = new Set([ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate]);
+
+/** A handler's request to close the connection once its answer is written. */
+type CloseAfter = NonNullable<ResponseFrame['closeAfter']>;
+
 /**
  * Idle buffers kept for reuse (storage/read-buffers.ts), for fetch reads, for the request
  * frames assembled across socket reads and for the responses encoded: a few fetches' and
@@ -58,25 +64,43 @@ export class RequestProcessor implements FrameProcessor {
   }
 
   private async respondWithReadBuffers(session: Session, frame: Buffer): Promise<ResponseFrame | null> {
+    if (session.sasl?.expectsBareToken) return bareSaslToken(session, frame);
     const buffers = this.buffers.lease();
+    const after: { close: CloseAfter | null } = { close: null };
     try {
-      const chunks = await this.respond(session, frame, buffers);
+      const chunks = await this.respond(session, frame, buffers, after);
       if (chunks === null) {
         buffers.release();
         return null;
       }
-      return { chunks, done: () => buffers.release() };
+      const done = () => buffers.release();
+      return after.close === null ? { chunks, done } : { chunks, done, closeAfter: after.close };
     } catch (err) {
       buffers.release();
       throw err;
     }
   }
 
-  private async respond(session: Session, frame: Buffer, readBuffers: ReadBufferLease): Promise<Buffer[] | null> {
+  private async respond(
+    session: Session,
+    frame: Buffer,
+    readBuffers: ReadBufferLease,
+    after: { close: CloseAfter | null },
+  ): Promise<Buffer[] | null> {
     if (frame.length < FIXED_HEADER_BYTES) throw new ConnectionClosingError(`truncated request header (${frame.length} bytes)`);
     const apiKey = frame.readInt16BE(0);
     const apiVersion = frame.readInt16BE(2);
     const correlationId = frame.readInt32BE(4);
+    if (!session.authenticated && !BEFORE_AUTHENTICATION.has(apiKey)) {
+      throw new ConnectionClosingError(
+        `unexpected Kafka request of type ${apis.get(apiKey)?.name ?? apiKey} during SASL authentication`,
+        apiKey,
+        apiVersion,
+      );
+    }
+    if (session.sasl?.expired() && apiKey !== ApiKey.SaslHandshake) {
+      throw new ConnectionClosingError('the SASL session expired and the client did not re-authenticate', apiKey, apiVersion);
+    }
     const api = this.registry.lookup(apiKey, session.listenerRole);
     if (api === undefined) throw new ConnectionClosingError('unknown or unsupported api key', apiKey, apiVersion);
     if (apiVersion < api.minVersion || apiVersion > api.maxVersion) {
@@ -104,6 +128,9 @@ export class RequestProcessor implements FrameProcessor {
         clientId: header.clientId ?? null,
         closeConnection: (reason) => {
           closeReason = reason;
+        },
+        closeAfterResponse: (reason) => {
+          after.close = { reason, apiKey, apiVersion };
         },
         readBuffers,
       };
@@ -152,6 +179,24 @@ export class RequestProcessor implements FrameProcessor {
       throw new RequestFailedError(apiKey, apiVersion, encodeErr);
     }
   }
+}
+
+/**
+ * One bare token of the legacy SASL exchange (after SaslHandshake v0): the answer is the
+ * server's token behind its size, with no response header; a refusal closes the connection
+ * unanswered, as Kafka does for these clients.
+ */
+async function bareSaslToken(session: Session, frame: Buffer): Promise<ResponseFrame> {
+  const sasl = session.sasl!;
+  const result = await sasl.authenticate(frame);
+  if (result.closeReason !== null) throw new ConnectionClosingError(result.closeReason);
+  if (sasl.current === 'complete') {
+    session.principal = `User:${sasl.user}`;
+    session.authenticated = true;
+  }
+  const size = Buffer.allocUnsafe(4);
+  size.writeInt32BE(result.authBytes.length);
+  return { chunks: [size, result.authBytes] };
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import type { RequestHeader } from '../../protocol/headers.ts';
 import type { ReadBufferSource } from '../../storage/read-buffers.ts';
+import type { SaslSession } from './sasl-session.ts';
 
 /** 'controller' for listeners named in controller.listener.names, else 'broker'. */
 export type ListenerRole = 'broker' | 'controller';
@@ -27,6 +28,13 @@ export interface Session {
   readonly listenerRole: ListenerRole;
   /** Kafka principal string; `User:ANONYMOUS` until authenticated. */
   principal: string;
+  /**
+   * False on a SASL listener until the client authenticated: until then only ApiVersions and
+   * the SASL exchange are served, as Kafka's SaslServerAuthenticator allows.
+   */
+  authenticated: boolean;
+  /** The SASL exchange of a SASL_PLAINTEXT or SASL_SSL connection; null on other listeners. */
+  readonly sasl: SaslSession | null;
   /** From ApiVersions v3+ (KIP-511); null until the client sent it. */
   clientSoftwareName: string | null;
   clientSoftwareVersion: string | null;
@@ -45,6 +53,8 @@ export interface RequestContext {
    * the error only by reconnecting and refreshing metadata). Requests behind it are dropped.
    */
   closeConnection(reason: string): void;
+  /** Answers this request, then closes the connection (a failed SASL authentication, as Kafka closes after its answer). */
+  closeAfterResponse(reason: string): void;
   /**
    * Buffers for the log reads whose bytes the response carries (Fetch): they are reused once
    * the response has been written, so nothing may keep a slice of them past the response.

@@ -5,9 +5,26 @@
 import type { Logger } from '../observability/logger.ts';
 import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
 import { systemNetwork, type NetServer, type NetSocket, type Network } from '../runtime/network.ts';
+import type { X509Certificate } from 'node:crypto';
+import type { TlsOptions } from 'node:tls';
 import { Connection, type ConnectionLimits, type FrameProcessor } from './connection.ts';
 import { RequestMemoryPool } from './memory-pool.ts';
+import { SaslSession, type SaslListener } from './sasl-session.ts';
 import type { ListenerRole, Session } from './session.ts';
+
+/** How a listener authenticates its clients, from its security protocol and configs. */
+export interface ListenerSecurity {
+  /** SSL and SASL_SSL: the TLS options; null on plaintext listeners. */
+  readonly tls: TlsOptions | null;
+  /** SASL_PLAINTEXT and SASL_SSL: the mechanisms offered; null on other listeners. */
+  readonly sasl: SaslListener | null;
+  /** The principal of a connection that does not authenticate with SASL (an SSL client's certificate, else ANONYMOUS). */
+  principalOf(peerCertificate: X509Certificate | undefined): string;
+  /** Why a TLS client's certificate is refused after the handshake (ssl.client.auth=requested), or null. */
+  peerRefused?(socket: NetSocket): string | null;
+}
+
+export const PLAINTEXT_SECURITY: ListenerSecurity = { tls: null, sasl: null, principalOf: () => 'User:ANONYMOUS' };
 
 export interface ListenerSpec {
   readonly name: string;
@@ -15,6 +32,8 @@ export interface ListenerSpec {
   readonly port: number;
   readonly securityProtocol: string;
   readonly role: ListenerRole;
+  /** PLAINTEXT_SECURITY when absent. */
+  readonly security?: ListenerSecurity;
 }
 
 export interface BoundListener extends ListenerSpec {
@@ -41,6 +60,7 @@ export const DEFAULT_BIND_HOST = '127.0.0.1';
 
 export class SocketServer {
   private readonly servers: NetServer[] = [];
+  private readonly serversByListener = new Map<string, NetServer>();
   private readonly connections = new Set<Connection>();
   private nextConnectionId = 1;
   private bound: BoundListener[] = [];
@@ -74,8 +94,19 @@ export class SocketServer {
 
   async start(listeners: readonly ListenerSpec[]): Promise<void> {
     for (const spec of listeners) {
-      const server = this.runtime.network.createServer((socket) => this.accept(socket, spec));
+      const tls = spec.security?.tls ?? null;
+      const server = this.runtime.network.createServer(
+        (socket) => this.accept(socket, spec),
+        tls === null
+          ? undefined
+          : {
+              options: tls,
+              onHandshakeError: (err, remote) =>
+                this.logger.info({ client: remote, listener: spec.name, reason: err.message }, 'TLS handshake failed, connection closed'),
+            },
+      );
       this.servers.push(server);
+      this.serversByListener.set(spec.name, server);
       const host = spec.host === '' ? DEFAULT_BIND_HOST : spec.host;
       const { port: boundPort } = await server.listen(host, spec.port);
       this.bound.push({ ...spec, host, boundPort });
@@ -89,13 +120,37 @@ export class SocketServer {
       socket.destroy();
       return;
     }
+    const security = spec.security ?? PLAINTEXT_SECURITY;
+    const refused = security.peerRefused?.(socket) ?? null;
+    if (refused !== null) {
+      this.logger.info(
+        { client: `${socket.remoteAddress}:${socket.remotePort}`, listener: spec.name, reason: refused },
+        'client certificate refused, connection closed',
+      );
+      socket.destroy();
+      return;
+    }
+    const clock = this.runtime.clock;
+    let principal = 'User:ANONYMOUS';
+    try {
+      if (security.sasl === null) principal = security.principalOf(socket.getPeerX509Certificate?.());
+    } catch (err) {
+      this.logger.info(
+        { client: `${socket.remoteAddress}:${socket.remotePort}`, listener: spec.name, reason: (err as Error).message },
+        'no principal for the client certificate, connection closed',
+      );
+      socket.destroy();
+      return;
+    }
     const session: Session = {
       connectionId: this.nextConnectionId++,
       clientAddress: `${socket.remoteAddress}:${socket.remotePort}`,
       listenerName: spec.name,
       securityProtocol: spec.securityProtocol,
       listenerRole: spec.role,
-      principal: 'User:ANONYMOUS',
+      principal,
+      authenticated: security.sasl === null,
+      sasl: security.sasl === null ? null : new SaslSession(security.sasl, () => clock.monotonicMs()),
       clientSoftwareName: null,
       clientSoftwareVersion: null,
     };
@@ -113,10 +168,16 @@ export class SocketServer {
     this.connections.add(conn);
   }
 
+  /** New keys and certificates for a TLS listener (its keystore changed); open connections keep theirs. */
+  reloadTls(listener: string, options: TlsOptions): void {
+    this.serversByListener.get(listener)?.setSecureContext?.(options);
+  }
+
   /** Stops accepting connections. */
   async stopAccepting(): Promise<void> {
     await Promise.all(this.servers.map((s) => s.close()));
     this.servers.length = 0;
+    this.serversByListener.clear();
   }
 
   /**

@@ -94,7 +94,10 @@ export class KafkaRaftTransport implements RaftTransport {
   constructor(
     voters: readonly VoterAddress[],
     private readonly clusterId: () => string | null,
-    private readonly options: { clientId: string; requestTimeoutMs: number } & Pick<ConnectionOptions, 'network' | 'clock'>,
+    private readonly options: { clientId: string; requestTimeoutMs: number } & Pick<
+      ConnectionOptions,
+      'network' | 'clock' | 'tls' | 'sasl'
+    >,
     bootstrapServers: readonly { host: string; port: number }[] = [],
   ) {
     this.addresses = new Map(voters.map((v) => [v.nodeId, v]));
@@ -162,6 +165,8 @@ export class KafkaRaftTransport implements RaftTransport {
         requestTimeoutMs: this.options.requestTimeoutMs,
         network: this.options.network,
         clock: this.options.clock,
+        tls: this.options.tls,
+        sasl: this.options.sasl,
       });
       this.connections.set(nodeId, conn);
       conn.catch(() => this.connections.delete(nodeId));

@@ -1,0 +1,614 @@
+/**
+ * node:tls options from Kafka's ssl.* configs: what Kafka's DefaultSslEngineFactory builds an
+ * SSLContext and SSLEngine from, turned into the options tls.createServer and tls.connect take.
+ * Key and trust material is read and checked here, so that a bad config fails at startup with
+ * the config at fault named, not at the first handshake.
+ */
+import { createDecipheriv, createHash, createHmac, createPrivateKey, pbkdf2Sync, timingSafeEqual, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import {
+  checkServerIdentity,
+  createSecureContext,
+  type ConnectionOptions,
+  type PeerCertificate,
+  type SecureContextOptions,
+  type TlsOptions,
+  type TLSSocket,
+} from 'node:tls';
+import { derChildren, derOid, readDer, type DerElement } from './ssl-principal.ts';
+
+/** Reads one ssl.* config value already resolved for the listener (listener.name.<l>.ssl.x, else ssl.x, else Kafka's default), or null when unset. Passwords come back as plain strings. */
+export type SslConfigLookup = (name: string) => string | null;
+
+export class SslConfigError extends Error {
+  override readonly name = 'SslConfigError';
+
+  constructor(
+    readonly configName: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The ssl.* names this module reads, with Kafka's defaults (for the broker's config definitions). */
+export const SSL_CONFIG_DEFAULTS: ReadonlyMap<string, string | null> = new Map<string, string | null>([
+  ['ssl.protocol', 'TLSv1.3'],
+  ['ssl.enabled.protocols', 'TLSv1.2,TLSv1.3'],
+  ['ssl.cipher.suites', null],
+  ['ssl.keystore.type', 'JKS'],
+  ['ssl.keystore.location', null],
+  ['ssl.keystore.password', null],
+  ['ssl.key.password', null],
+  ['ssl.keystore.key', null],
+  ['ssl.keystore.certificate.chain', null],
+  ['ssl.truststore.type', 'JKS'],
+  ['ssl.truststore.location', null],
+  ['ssl.truststore.password', null],
+  ['ssl.truststore.certificates', null],
+  ['ssl.client.auth', 'none'],
+  ['ssl.endpoint.identification.algorithm', 'https'],
+  ['ssl.principal.mapping.rules', 'DEFAULT'],
+]);
+
+/** node:tls server options for a listener: key/cert from the keystore, ca from the truststore, requestCert/rejectUnauthorized from ssl.client.auth, minVersion/maxVersion from ssl.enabled.protocols, ciphers from ssl.cipher.suites. Reads files synchronously. Throws SslConfigError naming the config at fault. */
+export function tlsServerOptions(get: SslConfigLookup): TlsOptions {
+  const keystore = loadKeystore(get);
+  if (keystore === null) {
+    throw new SslConfigError(
+      'ssl.keystore.location',
+      'An SSL listener needs a key store: set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain',
+    );
+  }
+  const clientAuth = sslClientAuth(get);
+  return {
+    ...keystore,
+    ...trustedCertificates(get),
+    ...protocolRange(get, false),
+    ...cipherSuites(get),
+    requestCert: clientAuth !== 'none',
+    // With "requested" a client may go without a certificate; one it does present must still
+    // verify, which peerCertificateRejected tells once the handshake is done.
+    rejectUnauthorized: clientAuth === 'required',
+  };
+}
+
+/** node:tls client options for Sluice's own connections (inter-broker, controller, CLI): keystore (for mTLS) and truststore, checkServerIdentity per ssl.endpoint.identification.algorithm ('https' default = hostname check; '' = none). */
+export function tlsClientOptions(get: SslConfigLookup, host: string): ConnectionOptions {
+  return {
+    ...loadKeystore(get),
+    ...trustedCertificates(get),
+    ...protocolRange(get, true),
+    ...cipherSuites(get),
+    ...(isIP(host) === 0 ? { servername: host } : {}),
+    rejectUnauthorized: true,
+    checkServerIdentity: serverIdentityCheck(get, host),
+  };
+}
+
+/** The files whose change means the context must be rebuilt (keystore and truststore locations). */
+export function keystoreFiles(get: SslConfigLookup): string[] {
+  return [config(get, 'ssl.keystore.location'), config(get, 'ssl.truststore.location')].filter((f): f is string => f !== null);
+}
+
+/**
+ * For ssl.client.auth=requested: why a certificate the client did present is refused (Java fails
+ * that handshake; node lets it complete with `authorized` false), or null when the peer is
+ * acceptable — it sent no certificate, or one that verifies.
+ */
+export function peerCertificateRejected(socket: TLSSocket): string | null {
+  if (socket.authorized) return null;
+  const presented = (socket.getPeerCertificate() as PeerCertificate | Record<string, never>).raw !== undefined;
+  return presented ? String(socket.authorizationError) : null;
+}
+
+function config(get: SslConfigLookup, name: string): string | null {
+  return get(name) ?? SSL_CONFIG_DEFAULTS.get(name) ?? null;
+}
+
+function listConfig(get: SslConfigLookup, name: string): string[] {
+  return (config(get, name) ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+type ClientAuth = 'none' | 'requested' | 'required';
+
+function sslClientAuth(get: SslConfigLookup): ClientAuth {
+  const value = config(get, 'ssl.client.auth');
+  if (value === 'none' || value === 'requested' || value === 'required') return value;
+  throw new SslConfigError(
+    'ssl.client.auth',
+    `Invalid value ${value} for configuration ssl.client.auth: String must be one of: required, requested, none`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key store
+
+type KeyMaterial = Pick<SecureContextOptions, 'key' | 'cert' | 'pfx'>;
+
+const JKS_REFUSED =
+  'JKS stores are not supported. Convert it to PKCS12 with ' +
+  '`keytool -importkeystore -srckeystore <store>.jks -destkeystore <store>.p12 -deststoretype PKCS12`, or use PEM';
+
+/** Kafka's DefaultSslEngineFactory.createKeystore: the same combinations allowed and refused, with its messages. */
+function loadKeystore(get: SslConfigLookup): KeyMaterial | null {
+  const type = storeType(get, 'ssl.keystore.type');
+  const location = config(get, 'ssl.keystore.location');
+  const password = config(get, 'ssl.keystore.password');
+  const keyPassword = config(get, 'ssl.key.password');
+  const privateKey = config(get, 'ssl.keystore.key');
+  const certificateChain = config(get, 'ssl.keystore.certificate.chain');
+  if (privateKey !== null) {
+    if (type !== 'PEM') {
+      throw new SslConfigError('ssl.keystore.type', `SSL private key can be specified only for PEM, but key store type is ${type}.`);
+    }
+    if (certificateChain === null) {
+      throw new SslConfigError('ssl.keystore.certificate.chain', 'SSL private key is specified, but certificate chain is not specified.');
+    }
+    if (location !== null) {
+      throw new SslConfigError('ssl.keystore.location', 'Both SSL key store location and separate private key are specified.');
+    }
+    if (password !== null) {
+      throw new SslConfigError(
+        'ssl.keystore.password',
+        'SSL key store password cannot be specified with PEM format, only key password may be specified.',
+      );
+    }
+    return pemKeystore(privateKey, certificateChain, keyPassword, 'ssl.keystore.key', 'ssl.keystore.certificate.chain');
+  }
+  if (certificateChain !== null) {
+    throw new SslConfigError('ssl.keystore.key', 'SSL certificate chain is specified, but private key is not specified');
+  }
+  if (location === null) {
+    if (password !== null) {
+      throw new SslConfigError('ssl.keystore.location', 'SSL key store is not specified, but key store password is specified.');
+    }
+    return null;
+  }
+  if (type === 'PEM') {
+    if (password !== null) {
+      throw new SslConfigError(
+        'ssl.keystore.password',
+        'SSL key store password cannot be specified with PEM format, only key password may be specified',
+      );
+    }
+    const contents = readStore(location, type, 'ssl.keystore.location').toString('utf8');
+    return pemKeystore(contents, contents, keyPassword, 'ssl.keystore.location', 'ssl.keystore.location');
+  }
+  if (type === 'JKS') throw new SslConfigError('ssl.keystore.type', `Cannot load key store ${location}: ${JKS_REFUSED}.`);
+  if (password === null) {
+    throw new SslConfigError('ssl.keystore.password', 'SSL key store is specified, but key store password is not specified.');
+  }
+  // OpenSSL opens a PKCS12 file with one password for the store and the key in it.
+  if (keyPassword !== null && keyPassword !== password) {
+    throw new SslConfigError(
+      'ssl.key.password',
+      'A PKCS12 key store whose key password differs from ssl.keystore.password is not supported',
+    );
+  }
+  const pfx = [{ buf: readStore(location, type, 'ssl.keystore.location'), passphrase: password }];
+  try {
+    createSecureContext({ pfx });
+  } catch (err) {
+    const wrongPassword = /mac verify|bad decrypt/i.test((err as Error).message);
+    throw new SslConfigError(
+      wrongPassword ? 'ssl.keystore.password' : 'ssl.keystore.location',
+      `Failed to load SSL keystore ${location} of type PKCS12: ${wrongPassword ? 'keystore password was incorrect' : (err as Error).message}`,
+    );
+  }
+  return { pfx };
+}
+
+function storeType(get: SslConfigLookup, name: 'ssl.keystore.type' | 'ssl.truststore.type'): 'PEM' | 'PKCS12' | 'JKS' {
+  const type = (config(get, name) ?? '').toUpperCase();
+  if (type === 'PEM' || type === 'PKCS12' || type === 'JKS') return type;
+  throw new SslConfigError(name, `Invalid value ${config(get, name)} for configuration ${name}: supported types are PEM and PKCS12`);
+}
+
+function readStore(path: string, type: string, configName: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    const what = configName.startsWith('ssl.keystore') ? 'keystore' : 'truststore';
+    throw new SslConfigError(configName, `Failed to load SSL ${what} ${path} of type ${type} (${configName}): ${(err as Error).message}`);
+  }
+}
+
+function pemKeystore(keyPem: string, chainPem: string, keyPassword: string | null, keyConfig: string, chainConfig: string): KeyMaterial {
+  const keys = pemBlocks(keyPem, 'PRIVATE KEY', keyConfig);
+  if (keys.length !== 1) throw new SslConfigError(keyConfig, `Expected one private key, but found ${keys.length} (${keyConfig})`);
+  const chain = pemBlocks(chainPem, 'CERTIFICATE', chainConfig).map((pem) => certificate(pem, chainConfig));
+  if (keyPassword === null && keys[0]!.startsWith('-----BEGIN ENCRYPTED')) {
+    throw new SslConfigError('ssl.key.password', `The private key in ${keyConfig} is encrypted, but ssl.key.password is not set`);
+  }
+  let key: ReturnType<typeof createPrivateKey>;
+  try {
+    key = createPrivateKey({ key: keys[0]!, format: 'pem', ...(keyPassword === null ? {} : { passphrase: keyPassword }) });
+  } catch (err) {
+    throw new SslConfigError(
+      'ssl.key.password',
+      `Private key in ${keyConfig} could not be loaded with ssl.key.password: ${(err as Error).message}`,
+    );
+  }
+  if (!chain[0]!.checkPrivateKey(key)) {
+    throw new SslConfigError(keyConfig, `The private key in ${keyConfig} does not belong to the first certificate of ${chainConfig}`);
+  }
+  return { key: key.export({ type: 'pkcs8', format: 'pem' }).toString(), cert: chain.map((c) => c.toString()).join('') };
+}
+
+// Kafka's PemParser, which tolerates whitespace anywhere in the base64 body (a PEM value given
+// on one line of a properties file) and text between the entries.
+function pemBlocks(pem: string, label: 'PRIVATE KEY' | 'CERTIFICATE', configName: string): string[] {
+  const blocks: string[] = [];
+  const pattern = /-+BEGIN\s*([A-Z ]*?)\s*-+\s*([A-Za-z0-9+/=\s]*?)-+END\s*\1\s*-+/g;
+  for (const m of pem.matchAll(pattern)) {
+    const name = m[1]!.replace(/\s+/g, ' ');
+    if (!name.endsWith(label)) continue;
+    const body = m[2]!.replace(/\s/g, '');
+    blocks.push(`-----BEGIN ${name}-----\n${body.replace(/.{1,64}/g, '$&\n')}-----END ${name}-----\n`);
+  }
+  if (blocks.length === 0) throw new SslConfigError(configName, `No matching ${label} entries in PEM file (${configName})`);
+  return blocks;
+}
+
+function certificate(pemOrDer: string | Buffer, configName: string): X509Certificate {
+  try {
+    return new X509Certificate(pemOrDer);
+  } catch (err) {
+    throw new SslConfigError(configName, `Invalid certificate in ${configName}: ${(err as Error).message}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trust store
+
+/** Kafka's createTruststore. No trust store means node's default root certificates, as Java falls back to its cacerts. */
+function trustedCertificates(get: SslConfigLookup): { ca?: string[] } {
+  const type = storeType(get, 'ssl.truststore.type');
+  const location = config(get, 'ssl.truststore.location');
+  const password = config(get, 'ssl.truststore.password');
+  const inline = config(get, 'ssl.truststore.certificates');
+  const pemCertificates = (pem: string, configName: string): string[] =>
+    pemBlocks(pem, 'CERTIFICATE', configName).map((block) => certificate(block, configName).toString());
+  if (inline !== null) {
+    if (type !== 'PEM') {
+      throw new SslConfigError(
+        'ssl.truststore.type',
+        `SSL trust store certs can be specified only for PEM, but trust store type is ${type}.`,
+      );
+    }
+    if (location !== null) {
+      throw new SslConfigError('ssl.truststore.location', 'Both SSL trust store location and separate trust certificates are specified.');
+    }
+    if (password !== null)
+      throw new SslConfigError('ssl.truststore.password', 'SSL trust store password cannot be specified for PEM format.');
+    return { ca: pemCertificates(inline, 'ssl.truststore.certificates') };
+  }
+  if (location === null) {
+    if (password !== null) {
+      throw new SslConfigError('ssl.truststore.location', 'SSL trust store is not specified, but trust store password is specified.');
+    }
+    return {};
+  }
+  if (type === 'JKS') throw new SslConfigError('ssl.truststore.type', `Cannot load trust store ${location}: ${JKS_REFUSED}.`);
+  const contents = readStore(location, type, 'ssl.truststore.location');
+  if (type === 'PEM') {
+    if (password !== null)
+      throw new SslConfigError('ssl.truststore.password', 'SSL trust store password cannot be specified for PEM format.');
+    return { ca: pemCertificates(contents.toString('utf8'), 'ssl.truststore.location') };
+  }
+  const ders = pkcs12Certificates(contents, password, location);
+  if (ders.length === 0) throw new SslConfigError('ssl.truststore.location', `The PKCS12 trust store ${location} holds no certificate`);
+  return { ca: ders.map((der) => certificate(der, 'ssl.truststore.location').toString()) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// PKCS12 trust stores (RFC 7292). Node opens a PKCS12 file only as a key store (the pfx option
+// needs a private key in it), so the certificates of a trust store are taken out here.
+
+const OID = {
+  data: '1.2.840.113549.1.7.1',
+  encryptedData: '1.2.840.113549.1.7.6',
+  certBag: '1.2.840.113549.1.12.10.1.3',
+  x509Certificate: '1.2.840.113549.1.9.22.1',
+  pbes2: '1.2.840.113549.1.5.13',
+  pbkdf2: '1.2.840.113549.1.5.12',
+  pbeWithSha1And3KeyTripleDesCbc: '1.2.840.113549.1.12.1.3',
+};
+
+const DIGESTS = new Map([
+  ['1.3.14.3.2.26', { name: 'sha1', blockBytes: 64 }],
+  ['2.16.840.1.101.3.4.2.4', { name: 'sha224', blockBytes: 64 }],
+  ['2.16.840.1.101.3.4.2.1', { name: 'sha256', blockBytes: 64 }],
+  ['2.16.840.1.101.3.4.2.2', { name: 'sha384', blockBytes: 128 }],
+  ['2.16.840.1.101.3.4.2.3', { name: 'sha512', blockBytes: 128 }],
+]);
+
+const HMAC_PRFS = new Map([
+  ['1.2.840.113549.2.7', 'sha1'],
+  ['1.2.840.113549.2.8', 'sha224'],
+  ['1.2.840.113549.2.9', 'sha256'],
+  ['1.2.840.113549.2.10', 'sha384'],
+  ['1.2.840.113549.2.11', 'sha512'],
+]);
+
+const CBC_CIPHERS = new Map([
+  ['2.16.840.1.101.3.4.1.2', { name: 'aes-128-cbc', keyBytes: 16 }],
+  ['2.16.840.1.101.3.4.1.22', { name: 'aes-192-cbc', keyBytes: 24 }],
+  ['2.16.840.1.101.3.4.1.42', { name: 'aes-256-cbc', keyBytes: 32 }],
+  ['1.2.840.113549.3.7', { name: 'des-ede3-cbc', keyBytes: 24 }],
+]);
+
+class Pkcs12Unsupported extends Error {}
+
+/** The DER certificates of a PKCS12 trust store, its MAC checked when a password is given (as Java does). */
+function pkcs12Certificates(p12: Buffer, password: string | null, location: string): Buffer[] {
+  const failure = (configName: string, reason: string): SslConfigError =>
+    new SslConfigError(configName, `Failed to load SSL truststore ${location} of type PKCS12: ${reason}`);
+  try {
+    const [, authSafe, macData] = derChildren(readDer(p12));
+    const [contentType, content] = derChildren(expect(authSafe));
+    if (derOid(expect(contentType).value) !== OID.data) throw new Pkcs12Unsupported('public-key integrity mode');
+    const authenticatedSafe = derChildren(expect(content))[0]!.value;
+    if (macData !== undefined && password !== null && !macMatches(macData, authenticatedSafe, password)) {
+      throw failure('ssl.truststore.password', 'keystore password was incorrect');
+    }
+    const certificates: Buffer[] = [];
+    for (const contentInfo of derChildren(readDer(authenticatedSafe))) {
+      const [type, value] = derChildren(contentInfo);
+      const oid = derOid(expect(type).value);
+      let safeContents: Buffer;
+      if (oid === OID.data) {
+        safeContents = derChildren(expect(value))[0]!.value;
+      } else if (oid === OID.encryptedData) {
+        if (password === null) throw failure('ssl.truststore.password', 'its certificates are encrypted: set ssl.truststore.password');
+        safeContents = decryptContent(derChildren(expect(value))[0]!, password);
+      } else {
+        throw new Pkcs12Unsupported(`content type ${oid}`);
+      }
+      certificates.push(...certificateBags(safeContents));
+    }
+    return certificates;
+  } catch (err) {
+    if (err instanceof SslConfigError) throw err;
+    if (err instanceof Pkcs12Unsupported) {
+      throw failure(
+        'ssl.truststore.type',
+        `${err.message} is not supported; convert the trust store to PEM ` +
+          '(`openssl pkcs12 -in <store>.p12 -nokeys -out <store>.pem`) and set ssl.truststore.type=PEM',
+      );
+    }
+    if (/bad decrypt/i.test((err as Error).message)) throw failure('ssl.truststore.password', 'keystore password was incorrect');
+    throw failure('ssl.truststore.location', (err as Error).message);
+  }
+}
+
+function expect(element: DerElement | undefined): DerElement {
+  if (element === undefined) throw new Error('malformed PKCS12 structure');
+  return element;
+}
+
+function certificateBags(safeContents: Buffer): Buffer[] {
+  const certificates: Buffer[] = [];
+  for (const bag of derChildren(readDer(safeContents))) {
+    const [bagId, bagValue] = derChildren(bag);
+    if (derOid(expect(bagId).value) !== OID.certBag) continue;
+    const [certId, certValue] = derChildren(derChildren(expect(bagValue))[0]!);
+    if (derOid(expect(certId).value) !== OID.x509Certificate) continue;
+    certificates.push(derChildren(expect(certValue))[0]!.value);
+  }
+  return certificates;
+}
+
+function decryptContent(encryptedData: DerElement, password: string): Buffer {
+  const [, encryptedContentInfo] = derChildren(encryptedData);
+  const [, algorithm, encrypted] = derChildren(expect(encryptedContentInfo));
+  // encryptedContent is [0] IMPLICIT OCTET STRING: primitive, or constructed from chunks.
+  const content = expect(encrypted);
+  const ciphertext = content.tag === 0x80 ? content.value : Buffer.concat(derChildren(content).map((chunk) => chunk.value));
+  const [algorithmOid, parameters] = derChildren(expect(algorithm));
+  const oid = derOid(expect(algorithmOid).value);
+  if (oid === OID.pbes2) {
+    const [kdf, scheme] = derChildren(expect(parameters));
+    const [kdfOid, kdfParameters] = derChildren(expect(kdf));
+    if (derOid(expect(kdfOid).value) !== OID.pbkdf2) throw new Pkcs12Unsupported(`key derivation ${derOid(kdfOid!.value)}`);
+    const [salt, iterations, ...rest] = derChildren(expect(kdfParameters));
+    const prf = rest.find((e) => e.tag === 0x30);
+    const prfOid = prf === undefined ? '1.2.840.113549.2.7' : derOid(derChildren(prf)[0]!.value);
+    const digest = HMAC_PRFS.get(prfOid);
+    const [cipherOid, iv] = derChildren(expect(scheme));
+    const cipher = CBC_CIPHERS.get(derOid(expect(cipherOid).value));
+    if (digest === undefined) throw new Pkcs12Unsupported(`PBKDF2 with ${prfOid}`);
+    if (cipher === undefined) throw new Pkcs12Unsupported(`encryption ${derOid(cipherOid!.value)}`);
+    const key = pbkdf2Sync(Buffer.from(password, 'utf8'), expect(salt).value, derInteger(iterations), cipher.keyBytes, digest);
+    return decipher(cipher.name, key, expect(iv).value, ciphertext);
+  }
+  if (oid === OID.pbeWithSha1And3KeyTripleDesCbc) {
+    const [salt, iterations] = derChildren(expect(parameters));
+    const derive = (id: number, bytes: number): Buffer =>
+      pkcs12Kdf('sha1', 64, bmpPassword(password), expect(salt).value, id, derInteger(iterations), bytes);
+    return decipher('des-ede3-cbc', derive(1, 24), derive(2, 8), ciphertext);
+  }
+  throw new Pkcs12Unsupported(`encryption ${oid} (a legacy scheme such as RC2)`);
+}
+
+function decipher(name: string, key: Buffer, iv: Buffer, ciphertext: Buffer): Buffer {
+  const d = createDecipheriv(name, key, iv);
+  return Buffer.concat([d.update(ciphertext), d.final()]);
+}
+
+function macMatches(macData: DerElement, authenticatedSafe: Buffer, password: string): boolean {
+  const [digestInfo, salt, iterations] = derChildren(macData);
+  const [algorithm, expected] = derChildren(expect(digestInfo));
+  const oid = derOid(derChildren(expect(algorithm))[0]!.value);
+  const digest = DIGESTS.get(oid);
+  if (digest === undefined) throw new Pkcs12Unsupported(`integrity algorithm ${oid}`);
+  const macBytes = createHash(digest.name).digest().length;
+  const key = pkcs12Kdf(
+    digest.name,
+    digest.blockBytes,
+    bmpPassword(password),
+    expect(salt).value,
+    3,
+    iterations === undefined ? 1 : derInteger(iterations),
+    macBytes,
+  );
+  const actual = createHmac(digest.name, key).update(authenticatedSafe).digest();
+  return actual.length === expect(expected).value.length && timingSafeEqual(actual, expected!.value);
+}
+
+function derInteger(element: DerElement | undefined): number {
+  return expect(element).value.reduce((n, b) => n * 256 + b, 0);
+}
+
+/** The password as PKCS12's key derivation takes it: a null-terminated big-endian BMPString. */
+function bmpPassword(password: string): Buffer {
+  return Buffer.from(`${password}\0`, 'utf16le').swap16();
+}
+
+/** RFC 7292 appendix B.2: the key derivation PKCS12 uses for its MAC and its legacy encryption schemes. */
+function pkcs12Kdf(
+  digest: string,
+  blockBytes: number,
+  password: Buffer,
+  salt: Buffer,
+  id: number,
+  iterations: number,
+  bytes: number,
+): Buffer {
+  const repeatToBlocks = (b: Buffer): Buffer => {
+    const out = Buffer.alloc(blockBytes * Math.ceil(b.length / blockBytes));
+    for (let i = 0; i < out.length; i++) out[i] = b[i % b.length]!;
+    return out;
+  };
+  const diversifier = Buffer.alloc(blockBytes, id);
+  const input = Buffer.concat([repeatToBlocks(salt), repeatToBlocks(password)]);
+  const output: Buffer[] = [];
+  for (let produced = 0; produced < bytes; ) {
+    let a = createHash(digest).update(diversifier).update(input).digest();
+    for (let r = 1; r < iterations; r++) a = createHash(digest).update(a).digest();
+    output.push(a);
+    produced += a.length;
+    for (let j = 0; j < input.length; j += blockBytes) {
+      let carry = 1;
+      for (let k = blockBytes - 1; k >= 0; k--) {
+        const sum = input[j + k]! + a[k % a.length]! + carry;
+        input[j + k] = sum & 0xff;
+        carry = sum >> 8;
+      }
+    }
+  }
+  return Buffer.concat(output).subarray(0, bytes);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Protocols, cipher suites, server identity
+
+const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
+type TlsVersion = (typeof TLS_VERSIONS)[number];
+
+/**
+ * ssl.enabled.protocols as node's version range (node enables a contiguous range, so a list
+ * with a gap enables the versions between too). ssl.protocol, when a version, caps what a
+ * client offers, as Kafka documents: "TLSv1.2" keeps a client from TLSv1.3.
+ */
+function protocolRange(get: SslConfigLookup, client: boolean): { minVersion: TlsVersion; maxVersion: TlsVersion } {
+  const enabled = listConfig(get, 'ssl.enabled.protocols');
+  const indexes = (enabled.length === 0 ? ['TLSv1.2', 'TLSv1.3'] : enabled).map((name) => {
+    const index = TLS_VERSIONS.indexOf(name as TlsVersion);
+    if (index < 0) {
+      throw new SslConfigError(
+        'ssl.enabled.protocols',
+        `Invalid value ${name} in ssl.enabled.protocols: supported protocols are ${TLS_VERSIONS.join(', ')}`,
+      );
+    }
+    return index;
+  });
+  const protocol = config(get, 'ssl.protocol') ?? 'TLSv1.3';
+  const cap = protocol === 'TLS' ? TLS_VERSIONS.length - 1 : TLS_VERSIONS.indexOf(protocol as TlsVersion);
+  if (cap < 0) {
+    throw new SslConfigError(
+      'ssl.protocol',
+      `Invalid value ${protocol} for configuration ssl.protocol: use TLS or one of ${TLS_VERSIONS.join(', ')}`,
+    );
+  }
+  const min = Math.min(...indexes);
+  const max = client ? Math.min(cap, Math.max(...indexes)) : Math.max(...indexes);
+  if (max < min) {
+    throw new SslConfigError('ssl.protocol', `ssl.protocol ${protocol} is older than every protocol in ssl.enabled.protocols`);
+  }
+  return { minVersion: TLS_VERSIONS[min]!, maxVersion: TLS_VERSIONS[max]! };
+}
+
+const TLS13_CIPHER_SUITES = new Set([
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'TLS_AES_128_CCM_SHA256',
+  'TLS_AES_128_CCM_8_SHA256',
+]);
+
+/** The IANA names Java uses for the TLS 1.2 suites both JSSE and OpenSSL offer, with OpenSSL's names. */
+export const OPENSSL_CIPHER_NAMES: ReadonlyMap<string, string> = new Map([
+  ['TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256', 'ECDHE-ECDSA-AES128-GCM-SHA256'],
+  ['TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384', 'ECDHE-ECDSA-AES256-GCM-SHA384'],
+  ['TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256', 'ECDHE-ECDSA-CHACHA20-POLY1305'],
+  ['TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA', 'ECDHE-ECDSA-AES128-SHA'],
+  ['TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA', 'ECDHE-ECDSA-AES256-SHA'],
+  ['TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256', 'ECDHE-ECDSA-AES128-SHA256'],
+  ['TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384', 'ECDHE-ECDSA-AES256-SHA384'],
+  ['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'ECDHE-RSA-AES128-GCM-SHA256'],
+  ['TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384', 'ECDHE-RSA-AES256-GCM-SHA384'],
+  ['TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256', 'ECDHE-RSA-CHACHA20-POLY1305'],
+  ['TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA', 'ECDHE-RSA-AES128-SHA'],
+  ['TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA', 'ECDHE-RSA-AES256-SHA'],
+  ['TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256', 'ECDHE-RSA-AES128-SHA256'],
+  ['TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384', 'ECDHE-RSA-AES256-SHA384'],
+  ['TLS_DHE_RSA_WITH_AES_128_GCM_SHA256', 'DHE-RSA-AES128-GCM-SHA256'],
+  ['TLS_DHE_RSA_WITH_AES_256_GCM_SHA384', 'DHE-RSA-AES256-GCM-SHA384'],
+  ['TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256', 'DHE-RSA-CHACHA20-POLY1305'],
+  ['TLS_DHE_RSA_WITH_AES_128_CBC_SHA', 'DHE-RSA-AES128-SHA'],
+  ['TLS_DHE_RSA_WITH_AES_256_CBC_SHA', 'DHE-RSA-AES256-SHA'],
+  ['TLS_DHE_RSA_WITH_AES_128_CBC_SHA256', 'DHE-RSA-AES128-SHA256'],
+  ['TLS_DHE_RSA_WITH_AES_256_CBC_SHA256', 'DHE-RSA-AES256-SHA256'],
+  ['TLS_DHE_DSS_WITH_AES_128_GCM_SHA256', 'DHE-DSS-AES128-GCM-SHA256'],
+  ['TLS_DHE_DSS_WITH_AES_256_GCM_SHA384', 'DHE-DSS-AES256-GCM-SHA384'],
+  ['TLS_DHE_DSS_WITH_AES_128_CBC_SHA', 'DHE-DSS-AES128-SHA'],
+  ['TLS_DHE_DSS_WITH_AES_256_CBC_SHA', 'DHE-DSS-AES256-SHA'],
+  ['TLS_DHE_DSS_WITH_AES_128_CBC_SHA256', 'DHE-DSS-AES128-SHA256'],
+  ['TLS_DHE_DSS_WITH_AES_256_CBC_SHA256', 'DHE-DSS-AES256-SHA256'],
+  ['TLS_RSA_WITH_AES_128_GCM_SHA256', 'AES128-GCM-SHA256'],
+  ['TLS_RSA_WITH_AES_256_GCM_SHA384', 'AES256-GCM-SHA384'],
+  ['TLS_RSA_WITH_AES_128_CBC_SHA', 'AES128-SHA'],
+  ['TLS_RSA_WITH_AES_256_CBC_SHA', 'AES256-SHA'],
+  ['TLS_RSA_WITH_AES_128_CBC_SHA256', 'AES128-SHA256'],
+  ['TLS_RSA_WITH_AES_256_CBC_SHA256', 'AES256-SHA256'],
+]);
+
+/** ssl.cipher.suites in OpenSSL's names; TLS 1.3 suites keep theirs (node routes "TLS_" names to TLS 1.3). */
+function cipherSuites(get: SslConfigLookup): { ciphers?: string } {
+  const suites = listConfig(get, 'ssl.cipher.suites');
+  if (suites.length === 0) return {};
+  const names = suites.map((suite) => {
+    if (TLS13_CIPHER_SUITES.has(suite)) return suite;
+    // Java still answers to the SSL_ prefix of the suites named before TLS 1.0.
+    const openssl = OPENSSL_CIPHER_NAMES.get(suite.replace(/^SSL_/, 'TLS_'));
+    if (openssl === undefined) throw new SslConfigError('ssl.cipher.suites', `Unsupported cipher suite ${suite} in ssl.cipher.suites`);
+    return openssl;
+  });
+  return { ciphers: names.join(':') };
+}
+
+function serverIdentityCheck(get: SslConfigLookup, host: string): NonNullable<ConnectionOptions['checkServerIdentity']> {
+  const algorithm = config(get, 'ssl.endpoint.identification.algorithm') ?? '';
+  if (algorithm === '') return () => undefined;
+  if (algorithm.toLowerCase() === 'https') return (_servername, cert) => checkServerIdentity(host, cert);
+  throw new SslConfigError(
+    'ssl.endpoint.identification.algorithm',
+    `Unknown identification algorithm: ${algorithm} (ssl.endpoint.identification.algorithm: use https, or an empty value to turn the check off)`,
+  );
+}
