@@ -29,6 +29,8 @@ import {
   type BuiltListenerSecurity,
 } from './security/listener-security.ts';
 import { watchKeystores } from './security/keystore-watch.ts';
+import { applyAclDelta, configuredAuthorizer } from './security/authorizer-config.ts';
+import type { StandardAuthorizer } from './security/authorizer.ts';
 import { GroupCoordinatorService } from './coordinator/service.ts';
 import { groupCoordinatorConfig, transactionCoordinatorConfig } from './coordinator/config.ts';
 import { coordinatorTopicAccess } from './coordinator/topic-access.ts';
@@ -47,7 +49,7 @@ import type { CreatableTopic, TopicCreator } from './metadata/controller.ts';
 import { ControllerChannelManager, producerIdBlockAllocator } from './metadata/controller-channel.ts';
 import { BrokerLifecycleManager } from './metadata/broker-lifecycle.ts';
 import { ImageWaiter, createTopicsThroughController } from './handlers/forward.ts';
-import { controllerSideHandlers } from './handlers/index.ts';
+import { controllerSideHandlers, type RequestAccess } from './handlers/index.ts';
 import { ALTER_PARTITION_VERSION } from './replication/isr-manager.ts';
 import { BrokerMetrics, type MetricsSource } from './observability/metrics.ts';
 import { HttpServer, type BoundHttpListener } from './observability/http-server.ts';
@@ -100,6 +102,8 @@ export class Broker {
   /** Each listener's TLS and SASL, built (and checked) when the node is made. */
   private readonly security: ReadonlyMap<string, BuiltListenerSecurity>;
   private readonly keystoreWatches: { stop(): void }[] = [];
+  /** The ACL authorizer of authorizer.class.name, null when none is configured. */
+  private readonly authorizer: StandardAuthorizer | null;
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
@@ -129,6 +133,17 @@ export class Broker {
       runtime: this.runtime,
     });
     this.security = new Map(this.config.listeners.map((l) => [l.name, this.buildListenerSecurity(l)]));
+    this.authorizer = configuredAuthorizer(this.config);
+    const authorizer = this.authorizer;
+    if (authorizer !== null) {
+      this.metadata.onMetadataDelta((delta) => {
+        try {
+          applyAclDelta(authorizer, delta);
+        } catch (err) {
+          this.logger.error({ err }, 'could not apply the ACL changes of a metadata delta');
+        }
+      });
+    }
     const serveHttp = this.config.httpListeners.length > 0;
     this.metrics = serveHttp
       ? new BrokerMetrics({
@@ -307,6 +322,7 @@ export class Broker {
     const { groups, transactions, followLeadership } = this.startCoordinators(this.dataPath, createTopics);
     // Every component exists now; no request can arrive before the listeners open below.
     registerHandlers(this.registry, {
+      access: this.requestAccess(),
       metadata: { nodeId: this.nodeId, config, metadata: this.metadata, createTopics },
       controllerApis: { controller: this.metadata.controller },
       forwarding: { nodeId: this.nodeId, channel: forwarding, forwardTimeoutMs: requestTimeoutMs, images },
@@ -376,6 +392,7 @@ export class Broker {
     await this.metadata.start();
     const controller = this.metadata.controller;
     registerControllerNodeHandlers(this.registry, {
+      access: this.requestAccess(),
       // Metadata (whose auto-creation uses createTopics) is served on broker listeners only.
       metadata: {
         nodeId: this.nodeId,
@@ -402,6 +419,18 @@ export class Broker {
       role: controllers.has(l.name) ? 'controller' : 'broker',
       security: this.security.get(l.name)!,
     }));
+  }
+
+  /** The authorizer and what it reads of the topics (ids, existence, auto-creation). */
+  private requestAccess(): RequestAccess {
+    return {
+      authorizer: this.authorizer,
+      topics: {
+        topicName: (id) => this.metadata.image().topicById(id)?.name,
+        topicExists: (name) => this.metadata.image().topic(name) !== undefined,
+        autoCreateTopicsEnable: () => this.config.getBoolean('auto.create.topics.enable'),
+      },
+    };
   }
 
   private buildListenerSecurity(listener: Listener): BuiltListenerSecurity {

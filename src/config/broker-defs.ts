@@ -219,6 +219,24 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     validate: validString('PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'),
   }),
   def(
+    'authorizer.class.name',
+    'string',
+    '',
+    'The fully qualified name of a class that implements the Authorizer interface, which is used by the broker for authorization. Sluice serves org.apache.kafka.metadata.authorizer.StandardAuthorizer.',
+  ),
+  def(
+    'super.users',
+    'string',
+    null,
+    'A semicolon-separated list of principals (User:admin;User:broker) that are allowed every operation whatever the ACLs say.',
+  ),
+  def(
+    'allow.everyone.if.no.acl.found',
+    'boolean',
+    'false',
+    'When a resource has no ACL, allow every principal (true) or only super users (false).',
+  ),
+  def(
     'sasl.enabled.mechanisms',
     'list',
     'GSSAPI',
@@ -252,6 +270,13 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     'int',
     '524288',
     'The maximum receive size allowed before and during initial SASL authentication. Default receive size is 512KB.',
+  ),
+  def(
+    'connection.failed.authentication.delay.ms',
+    'int',
+    '100',
+    'Connection close delay on failed authentication: the time (in milliseconds) by which the answer to a failed authentication is delayed. Must be less than connections.max.idle.ms.',
+    { validate: atLeast(0) },
   ),
   def(
     'connections.max.reauth.ms',

@@ -78,8 +78,12 @@ import {
   type QuorumServices,
 } from './quorum.ts';
 import type { HandlerRegistry } from './registry.ts';
+import { authorizing, authorizingClusterAction, type TopicLookup } from './authorization.ts';
+import type { Authorizer } from '../security/acl-types.ts';
 import { handleSaslAuthenticate, handleSaslHandshake } from './sasl.ts';
 import { handleAlterUserScramCredentials, handleDescribeUserScramCredentials } from './scram.ts';
+import { handleCreateAcls, handleDeleteAcls, handleDescribeAcls } from './acls.ts';
+import { handleDescribeClientQuotas } from './client-quotas.ts';
 import { handleWriteTxnMarkers, type TxnMarkerServices } from './txn-markers.ts';
 import {
   handleAddOffsetsToTxn,
@@ -120,11 +124,40 @@ export interface HandlerServices extends ControllerSideServices {
   readonly transactions: TransactionHandlerServices & TransactionCoordinatorLookup;
   /** The admin APIs on broker listeners: the channel to the active controller, the local image. */
   readonly forwarding: ForwardingServices;
+  readonly access: RequestAccess;
+}
+
+/** Where the handlers are registered: the registry itself, or through Kafka's authorization of each API. */
+type Registrar = Pick<HandlerRegistry, 'register'>;
+
+/** Who may do what: the ACL authorizer (null: none configured, every request allowed) and what it needs to know of topics. */
+export interface RequestAccess {
+  readonly authorizer: Authorizer | null;
+  readonly topics: TopicLookup;
+}
+
+/**
+ * Every registration wrapped in the authorization Kafka's KafkaApis and ControllerApis apply
+ * to its API (authorization.ts); without an authorizer the handlers are registered as they are.
+ */
+function authorizedRegistrar(registry: HandlerRegistry, access: RequestAccess): Registrar {
+  const authorizer = access.authorizer;
+  if (authorizer === null) return registry;
+  return {
+    register(apiKey, handler, options) {
+      const wrapped =
+        apiKey === ApiKey.Fetch && options?.listeners === 'controller'
+          ? authorizingClusterAction(handler, () => authorizer)
+          : authorizing(apiKey, handler, () => authorizer, access.topics);
+      registry.register(apiKey, wrapped, options);
+    },
+  };
 }
 
 /** Registers every API of a broker node (broker and controller listeners). */
-export function registerHandlers(registry: HandlerRegistry, services: HandlerServices): void {
-  registerApiVersions(registry);
+export function registerHandlers(root: HandlerRegistry, services: HandlerServices): void {
+  registerApiVersions(root);
+  const registry = authorizedRegistrar(root, services.access);
   registerSaslApis(registry);
   registerMetadataApis(registry, services.metadata);
   registerForwardedApis(registry, services.forwarding);
@@ -142,6 +175,7 @@ export function registerHandlers(registry: HandlerRegistry, services: HandlerSer
 export interface ControllerNodeServices extends ControllerSideServices {
   readonly metadata: MetadataRequestServices;
   readonly quorum: QuorumServices;
+  readonly access: RequestAccess;
 }
 
 /**
@@ -149,8 +183,9 @@ export interface ControllerNodeServices extends ControllerSideServices {
  * all controller listeners (as Kafka's ControllerApis): ApiVersions, DescribeConfigs and
  * DescribeCluster, the controller-side admin and broker-to-controller APIs, and the KRaft RPCs.
  */
-export function registerControllerNodeHandlers(registry: HandlerRegistry, services: ControllerNodeServices): void {
-  registerApiVersions(registry);
+export function registerControllerNodeHandlers(root: HandlerRegistry, services: ControllerNodeServices): void {
+  registerApiVersions(root);
+  const registry = authorizedRegistrar(root, services.access);
   registerSaslApis(registry);
   registerMetadataApis(registry, services.metadata);
   registerControllerApis(registry, controllerSideHandlers(services));
@@ -180,6 +215,8 @@ export function controllerSideHandlers(services: ControllerSideServices): Contro
     [ApiKey.AlterPartition]: (request, version) => handleAlterPartition(controllerApis, request, version),
     [ApiKey.AllocateProducerIds]: (request, version) => handleAllocateProducerIds(controllerApis, request, version),
     [ApiKey.AlterUserScramCredentials]: (request) => handleAlterUserScramCredentials(controllerApis.controller, request),
+    [ApiKey.CreateAcls]: (request) => handleCreateAcls(controllerApis.controller, request),
+    [ApiKey.DeleteAcls]: (request) => handleDeleteAcls(controllerApis.controller, request),
   };
 }
 
@@ -189,12 +226,12 @@ export function registerApiVersions(registry: HandlerRegistry): void {
 }
 
 /** The SASL exchange, on every listener (answered ILLEGAL_SASL_STATE where no authentication is pending). */
-function registerSaslApis(registry: HandlerRegistry): void {
+function registerSaslApis(registry: Registrar): void {
   registry.register(ApiKey.SaslHandshake, (ctx, request, version) => handleSaslHandshake(ctx, request, version));
   registry.register(ApiKey.SaslAuthenticate, (ctx, request) => handleSaslAuthenticate(ctx, request));
 }
 
-function registerMetadataApis(registry: HandlerRegistry, metadata: MetadataRequestServices): void {
+function registerMetadataApis(registry: Registrar, metadata: MetadataRequestServices): void {
   registry.register(ApiKey.Metadata, (ctx, request, version) => handleMetadata(metadata, ctx, request, version));
   registry.register(ApiKey.DescribeConfigs, (_ctx, request, version) => handleDescribeConfigs(metadata, request, version));
   registry.register(ApiKey.DescribeCluster, (ctx, request, version) => handleDescribeCluster(metadata, ctx, request, version));
@@ -202,10 +239,12 @@ function registerMetadataApis(registry: HandlerRegistry, metadata: MetadataReque
   registry.register(ApiKey.DescribeUserScramCredentials, (_ctx, request) =>
     handleDescribeUserScramCredentials(metadata.metadata.image(), request),
   );
+  registry.register(ApiKey.DescribeAcls, (_ctx, request) => handleDescribeAcls(metadata.metadata.image(), request));
+  registry.register(ApiKey.DescribeClientQuotas, (_ctx, request) => handleDescribeClientQuotas(request), { listeners: 'broker' });
 }
 
 /** The admin APIs that change metadata or partition leadership, on broker listeners: forwarded to the active controller. */
-function registerForwardedApis(registry: HandlerRegistry, forwarding: ForwardingServices): void {
+function registerForwardedApis(registry: Registrar, forwarding: ForwardingServices): void {
   const broker = { listeners: 'broker' } as const;
   registry.register(ApiKey.CreateTopics, (_ctx, request, version) => forwardCreateTopics(forwarding, request, version), broker);
   registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => forwardDeleteTopics(forwarding, request, version), broker);
@@ -227,6 +266,16 @@ function registerForwardedApis(registry: HandlerRegistry, forwarding: Forwarding
     broker,
   );
   registry.register(
+    ApiKey.CreateAcls,
+    (_ctx, request, version) => forwardToController(forwarding, ApiKey.CreateAcls, request, version),
+    broker,
+  );
+  registry.register(
+    ApiKey.DeleteAcls,
+    (_ctx, request, version) => forwardToController(forwarding, ApiKey.DeleteAcls, request, version),
+    broker,
+  );
+  registry.register(
     ApiKey.AlterPartitionReassignments,
     (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterPartitionReassignments, request, version),
     broker,
@@ -239,7 +288,7 @@ function registerForwardedApis(registry: HandlerRegistry, forwarding: Forwarding
 }
 
 /** The controller listeners' side of the controller channel (Kafka's ControllerApis). */
-function registerControllerApis(registry: HandlerRegistry, handlers: ControllerSideHandlers): void {
+function registerControllerApis(registry: Registrar, handlers: ControllerSideHandlers): void {
   const controller = { listeners: 'controller' } as const;
   registry.register(ApiKey.CreateTopics, (_ctx, request, version) => handlers[ApiKey.CreateTopics](request, version), controller);
   registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => handlers[ApiKey.DeleteTopics](request, version), controller);
@@ -256,6 +305,8 @@ function registerControllerApis(registry: HandlerRegistry, handlers: ControllerS
     (_ctx, request, version) => handlers[ApiKey.AlterUserScramCredentials](request, version),
     controller,
   );
+  registry.register(ApiKey.CreateAcls, (_ctx, request, version) => handlers[ApiKey.CreateAcls](request, version), controller);
+  registry.register(ApiKey.DeleteAcls, (_ctx, request, version) => handlers[ApiKey.DeleteAcls](request, version), controller);
   registry.register(
     ApiKey.AlterPartitionReassignments,
     (_ctx, request, version) => handlers[ApiKey.AlterPartitionReassignments](request, version),
@@ -285,7 +336,7 @@ function registerControllerApis(registry: HandlerRegistry, handlers: ControllerS
  * controller listener Fetch is Raft's (`__cluster_metadata-0`), on a broker listener the data
  * path's. DescribeQuorum is served on both.
  */
-export function registerQuorumApis(registry: HandlerRegistry, quorum: QuorumServices): void {
+export function registerQuorumApis(registry: Registrar, quorum: QuorumServices): void {
   const controller = { listeners: 'controller' } as const;
   registry.register(ApiKey.Vote, (_ctx, request) => handleVote(quorum, request), controller);
   registry.register(ApiKey.BeginQuorumEpoch, (_ctx, request) => handleBeginQuorumEpoch(quorum, request), controller);
@@ -300,7 +351,7 @@ export function registerQuorumApis(registry: HandlerRegistry, quorum: QuorumServ
   registry.register(ApiKey.UpdateRaftVoter, (_ctx, request) => handleUpdateRaftVoter(quorum, request), controller);
 }
 
-function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandlerServices): void {
+function registerDataPathApis(registry: Registrar, dataPath: DataPathHandlerServices): void {
   registry.register(ApiKey.Produce, (ctx, request, version) =>
     handleProduce(dataPath, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason), ctx.session.listenerName),
   );
@@ -319,7 +370,7 @@ function registerDataPathApis(registry: HandlerRegistry, dataPath: DataPathHandl
   registry.register(ApiKey.DescribeProducers, (_ctx, request) => handleDescribeProducers(dataPath, request));
 }
 
-function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServices, transactions: TransactionCoordinatorLookup): void {
+function registerGroupApis(registry: Registrar, groups: GroupHandlerServices, transactions: TransactionCoordinatorLookup): void {
   registry.register(ApiKey.FindCoordinator, (ctx, request, version) => handleFindCoordinator(groups, transactions, ctx, request, version));
   registry.register(ApiKey.JoinGroup, (ctx, request, version) => handleJoinGroup(groups, ctx, request, version));
   registry.register(ApiKey.SyncGroup, (_ctx, request) => handleSyncGroup(groups, request));
@@ -339,7 +390,7 @@ function registerGroupApis(registry: HandlerRegistry, groups: GroupHandlerServic
  * v4+ is the broker-to-coordinator verification of KIP-890 and EndTxn v5 bumps the epoch per
  * transaction (transaction version 2), neither of which this coordinator does yet.
  */
-function registerTransactionApis(registry: HandlerRegistry, transactions: TransactionHandlerServices): void {
+function registerTransactionApis(registry: Registrar, transactions: TransactionHandlerServices): void {
   registry.register(ApiKey.AddPartitionsToTxn, (_ctx, request, version) => handleAddPartitionsToTxn(transactions, request, version));
   registry.register(ApiKey.AddOffsetsToTxn, (_ctx, request, version) => handleAddOffsetsToTxn(transactions, request, version));
   registry.register(ApiKey.EndTxn, (_ctx, request, version) => handleEndTxn(transactions, request, version), { maxVersion: 4 });

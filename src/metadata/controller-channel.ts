@@ -36,7 +36,9 @@ export type ForwardedApiKey =
   | ApiKey.BrokerHeartbeat
   | ApiKey.AlterPartition
   | ApiKey.AllocateProducerIds
-  | ApiKey.AlterUserScramCredentials;
+  | ApiKey.AlterUserScramCredentials
+  | ApiKey.CreateAcls
+  | ApiKey.DeleteAcls;
 
 export interface ControllerChannel {
   /**

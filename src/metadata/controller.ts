@@ -42,6 +42,9 @@ import type { ConfigRecord, MetadataRecord, RegisterBrokerRecord } from './recor
 import { ConfigResourceType, partitionRecord } from './records.ts';
 import { placeReplicas } from './replica-placer.ts';
 import { planScramAlterations, type ScramAlterResult } from './scram-control.ts';
+import { planAclCreations, planAclDeletions, type AclCreationResult, type AclDeletionResult } from './acl-control.ts';
+import type { CreateAclsRequestAclCreation } from '../../protocol/messages/create-acls.ts';
+import type { DeleteAclsRequestDeleteAclsFilter } from '../../protocol/messages/delete-acls.ts';
 import type { AlterUserScramCredentialsRequest } from '../../protocol/messages/alter-user-scram-credentials.ts';
 
 /** Kafka's metadata.version feature and the level this broker writes (3.9-IV0). */
@@ -268,6 +271,7 @@ function check(condition: boolean, error: KafkaErrorCode, message: string): asse
 
 export class QuorumController {
   private queue: Promise<unknown> = Promise.resolve();
+  private formatRecords: readonly MetadataRecord[] = [];
   private readonly clock: Clock;
   private readonly ids: Random;
   /** Replica placement's draws: a test fixes them to get a known assignment. */
@@ -312,7 +316,7 @@ export class QuorumController {
       if (!current()) return;
       try {
         await this.sink.write([{ type: 'NoOpRecord', data: {} }]);
-        if (!this.sink.image().features.has(METADATA_VERSION_FEATURE)) await this.sink.write([bootstrapRecord()]);
+        if (!this.sink.image().features.has(METADATA_VERSION_FEATURE)) await this.sink.write(this.bootstrapRecords());
       } catch {
         // Leadership went before the log caught up: the next activation starts over.
         return;
@@ -613,6 +617,26 @@ export class QuorumController {
       assignments = placeReplicas(this.usableBrokers(image), added, replicationFactor, this.random);
     }
     return assignments.map((replicas, i) => this.newPartition(image, topic.id, current + i, replicas));
+  }
+
+  // ---- ACLs --------------------------------------------------------------------------
+
+  createAcls(creations: CreateAclsRequestAclCreation[]): Promise<AclCreationResult[]> {
+    return this.serialize(async () => {
+      if (!this.isActive()) return creations.map(() => this.notController());
+      const { records, results } = planAclCreations(this.sink.image(), creations, () => randomUuid(this.ids));
+      if (records.length > 0) await this.write(records, results);
+      return results;
+    });
+  }
+
+  deleteAcls(filters: DeleteAclsRequestDeleteAclsFilter[]): Promise<AclDeletionResult[]> {
+    return this.serialize(async () => {
+      if (!this.isActive()) return filters.map(() => ({ ...this.notController(), matching: [] }));
+      const { records, results } = planAclDeletions(this.sink.image(), filters);
+      if (records.length > 0) await this.write(records, results);
+      return results;
+    });
   }
 
   // ---- SCRAM credentials -----------------------------------------------------------
@@ -1038,11 +1062,21 @@ export class QuorumController {
     if (generation === this.generation) this.scheduleFenceCheck();
   }
 
+  /** What an empty log starts with: the metadata.version feature, then the records `sluice storage format` left. */
+  private bootstrapRecords(): MetadataRecord[] {
+    return [bootstrapRecord(), ...this.formatRecords];
+  }
+
+  /** The records `sluice storage format` left for a new cluster (bootstrap-records.ts), written with the first metadata.version. */
+  setFormatRecords(records: readonly MetadataRecord[]): void {
+    this.formatRecords = records;
+  }
+
   /** Writes the metadata.version feature when the log has none (Kafka's bootstrap records). */
   bootstrapIfEmpty(): Promise<void> {
     return this.serialize(async () => {
       if (!this.isActive() || this.sink.image().features.has(METADATA_VERSION_FEATURE)) return;
-      await this.sink.write([bootstrapRecord()]);
+      await this.sink.write(this.bootstrapRecords());
     });
   }
 

@@ -2,6 +2,7 @@
 // records. An image never changes; applying records yields a new image plus a delta that
 // says what moved (the ReplicaManager creates, deletes and re-leads partitions from it).
 
+import type { AclBinding } from '../security/acl-types.ts';
 import type { BrokerEndpoint, MetadataRecord, PartitionRecord } from './records.ts';
 import { ConfigResourceType } from './records.ts';
 
@@ -57,6 +58,10 @@ export interface MetadataDelta {
   readonly brokersChanged: readonly number[];
   readonly featuresChanged: boolean;
   readonly producerIdsChanged: boolean;
+  /** ACLs created (by id), in record order. */
+  readonly aclsAdded: readonly { id: string; binding: AclBinding }[];
+  /** Ids of ACLs removed. */
+  readonly aclsRemoved: readonly string[];
 }
 
 export type ConfigMap = ReadonlyMap<string, string>;
@@ -81,7 +86,7 @@ function configKey(resourceType: number, resourceName: string): string {
 }
 
 export class MetadataImage {
-  static readonly EMPTY = new MetadataImage(new Map(), new Map(), new Map(), new Map(), new Map(), 0n, -1, -1, new Map());
+  static readonly EMPTY = new MetadataImage(new Map(), new Map(), new Map(), new Map(), new Map(), 0n, -1, -1, new Map(), new Map());
 
   constructor(
     readonly brokers: ReadonlyMap<number, BrokerRegistration>,
@@ -96,6 +101,8 @@ export class MetadataImage {
     /** Raft epoch of that record. */
     readonly epoch: number,
     readonly scramCredentials: ScramCredentials,
+    /** ACL bindings by the id of their AccessControlEntryRecord. */
+    readonly acls: ReadonlyMap<string, AclBinding>,
   ) {}
 
   /** The user's credential for a SCRAM mechanism type (1 SHA-256, 2 SHA-512), if any. */
@@ -165,6 +172,9 @@ class DeltaBuilder {
   private configs: Map<string, ConfigMap> | null = null;
   private features: Map<string, number> | null = null;
   private scram: Map<string, ScramCredentialImage> | null = null;
+  private acls: Map<string, AclBinding> | null = null;
+  private readonly aclsAdded = new Map<string, AclBinding>();
+  private readonly aclsRemoved = new Set<string>();
   private nextProducerId: bigint;
   private readonly created = new Map<string, TopicImage>();
   private readonly deleted = new Map<string, TopicImage>();
@@ -362,6 +372,20 @@ class DeltaBuilder {
         this.scram ??= new Map(this.base.scramCredentials);
         this.scram.delete(scramKey(record.data.mechanism, record.data.name));
         break;
+      case 'AccessControlEntryRecord': {
+        const { id, ...binding } = record.data;
+        this.acls ??= new Map(this.base.acls);
+        this.acls.set(id, binding);
+        this.aclsAdded.set(id, binding);
+        break;
+      }
+      case 'RemoveAccessControlEntryRecord': {
+        const { id } = record.data;
+        this.acls ??= new Map(this.base.acls);
+        this.acls.delete(id);
+        if (!this.aclsAdded.delete(id)) this.aclsRemoved.add(id);
+        break;
+      }
       case 'NoOpRecord':
         break;
     }
@@ -379,6 +403,7 @@ class DeltaBuilder {
       offset,
       epoch,
       this.scram ?? base.scramCredentials,
+      this.acls ?? base.acls,
     );
     const createdTopics = [...this.created.values()].map((t) => image.topicById(t.id) ?? t);
     return {
@@ -392,6 +417,8 @@ class DeltaBuilder {
         brokersChanged: [...this.brokersChanged],
         featuresChanged: this.featuresChanged,
         producerIdsChanged: this.producerIdsChanged,
+        aclsAdded: [...this.aclsAdded].map(([id, binding]) => ({ id, binding })),
+        aclsRemoved: [...this.aclsRemoved],
       },
     };
   }
@@ -460,6 +487,7 @@ export function imageToRecords(image: MetadataImage): MetadataRecord[] {
       out.push({ type: 'ConfigRecord', data: { resourceType: c.resourceType, resourceName: c.resourceName, name, value } });
     }
   }
+  for (const [id, binding] of image.acls) out.push({ type: 'AccessControlEntryRecord', data: { id, ...binding } });
   for (const { user, mechanism, credential } of image.allScramCredentials()) {
     out.push({ type: 'UserScramCredentialRecord', data: { name: user, mechanism, ...credential } });
   }

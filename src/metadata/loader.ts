@@ -180,5 +180,7 @@ export function diffImages(before: MetadataImage, after: MetadataImage): Metadat
     brokersChanged: [...new Set([...before.brokers.keys(), ...after.brokers.keys()])],
     featuresChanged: true,
     producerIdsChanged: before.nextProducerId !== after.nextProducerId,
+    aclsAdded: [...after.acls].filter(([id]) => !before.acls.has(id)).map(([id, binding]) => ({ id, binding })),
+    aclsRemoved: [...before.acls.keys()].filter((id) => !after.acls.has(id)),
   };
 }

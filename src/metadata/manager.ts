@@ -30,6 +30,7 @@ import type { RaftTransport } from './raft/types.ts';
 import { repeat, type Clock } from '../runtime/clock.ts';
 import { systemRuntime, type Runtime } from '../runtime/index.ts';
 import { controllerClientSecurity } from '../security/listener-security.ts';
+import { readBootstrapRecords } from './bootstrap-records.ts';
 
 /** SecurityProtocol ids as RegisterBrokerRecord stores them. */
 export const SECURITY_PROTOCOL_ID: Readonly<Record<string, number>> = {
@@ -218,6 +219,7 @@ export class MetadataManager {
     ]);
     if (raftLog.status === 'rejected') throw raftLog.reason;
     this.raftLog = raftLog.value;
+    this.controller.setFormatRecords(await readBootstrapRecords(baseDir, fileSystem));
     if (cluster.status === 'rejected') throw cluster.reason;
     this.cluster = cluster.value.clusterId;
     this.dirIds = cluster.value.directoryIds;

@@ -30,6 +30,8 @@ const WRITE_VERSION: Record<MetadataRecordName, number> = {
   NoOpRecord: 0,
   UserScramCredentialRecord: 0,
   RemoveUserScramCredentialRecord: 0,
+  AccessControlEntryRecord: 0,
+  RemoveAccessControlEntryRecord: 0,
 };
 
 const NAME_BY_TYPE = new Map<number, MetadataRecordName>(
@@ -53,7 +55,7 @@ export function encodeMetadataRecord(record: MetadataRecord): Buffer {
 }
 
 /**
- * Decodes one framed record; record types this broker does not act on (ACLs, quotas,
+ * Decodes one framed record; record types this broker does not act on (quotas,
  * delegation tokens...) come back as null so replay skips them.
  */
 export function decodeMetadataRecord(value: Buffer): MetadataRecord | null {

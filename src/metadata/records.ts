@@ -16,6 +16,8 @@ import type { ProducerIdsRecord } from '../../protocol/messages/metadata/produce
 import type { BrokerRegistrationChangeRecord } from '../../protocol/messages/metadata/broker-registration-change-record.ts';
 import type { UserScramCredentialRecord } from '../../protocol/messages/metadata/user-scram-credential-record.ts';
 import type { RemoveUserScramCredentialRecord } from '../../protocol/messages/metadata/remove-user-scram-credential-record.ts';
+import type { AccessControlEntryRecord } from '../../protocol/messages/metadata/access-control-entry-record.ts';
+import type { RemoveAccessControlEntryRecord } from '../../protocol/messages/metadata/remove-access-control-entry-record.ts';
 
 export const MetadataRecordType = {
   RegisterBrokerRecord: 0,
@@ -31,6 +33,8 @@ export const MetadataRecordType = {
   FeatureLevelRecord: 12,
   ProducerIdsRecord: 15,
   BrokerRegistrationChangeRecord: 17,
+  AccessControlEntryRecord: 18,
+  RemoveAccessControlEntryRecord: 19,
   NoOpRecord: 20,
   RemoveUserScramCredentialRecord: 22,
 } as const;
@@ -56,6 +60,8 @@ export type {
   ProducerIdsRecord,
   UserScramCredentialRecord,
   RemoveUserScramCredentialRecord,
+  AccessControlEntryRecord,
+  RemoveAccessControlEntryRecord,
 };
 export type BrokerEndpoint = RegisterBrokerRecordBrokerEndpoint;
 /** Null / -2 fields mean "unchanged" (Kafka's PartitionChangeRecord defaults). */
@@ -80,7 +86,9 @@ export type MetadataRecord =
   | { type: 'BrokerRegistrationChangeRecord'; data: BrokerRegistrationChangeRecord }
   | { type: 'NoOpRecord'; data: NoOpRecord }
   | { type: 'UserScramCredentialRecord'; data: UserScramCredentialRecord }
-  | { type: 'RemoveUserScramCredentialRecord'; data: RemoveUserScramCredentialRecord };
+  | { type: 'RemoveUserScramCredentialRecord'; data: RemoveUserScramCredentialRecord }
+  | { type: 'AccessControlEntryRecord'; data: AccessControlEntryRecord }
+  | { type: 'RemoveAccessControlEntryRecord'; data: RemoveAccessControlEntryRecord };
 
 export type MetadataRecordName = MetadataRecord['type'];
 

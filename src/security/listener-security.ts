@@ -88,6 +88,7 @@ function saslListener(config: BrokerConfig, listener: Listener, services: Listen
     mechanisms,
     exchange: (mechanism) => exchanges.get(mechanism)!(),
     reauthenticationMs: config.getLong('connections.max.reauth.ms'),
+    failedAuthenticationDelayMs: config.getInt('connection.failed.authentication.delay.ms'),
   };
 }
 

@@ -203,16 +203,16 @@ class ScramServerExchange implements SaslServerExchange {
     const { gs2Header = '', authzid, bare = '', saslName = '', nonce = '', extensions = '' } = groups;
     // Sluice has no delegation tokens, so a token id is never a known credential.
     if (parseExtensions(extensions).get(TOKEN_AUTH_EXTENSION)?.toLowerCase() === 'true') {
-      throw new SaslAuthenticationError(INVALID_USER_CREDENTIALS);
+      throw new SaslProtocolError(INVALID_USER_CREDENTIALS);
     }
     const username = usernameOf(saslName);
     const credential = this.lookup(username);
-    if (!credential) throw new SaslAuthenticationError(INVALID_USER_CREDENTIALS);
+    if (!credential) throw new SaslProtocolError(INVALID_USER_CREDENTIALS);
     // The authzid is a saslname too; Kafka compares it undecoded, which differs only for names with ',' or '='.
     if (authzid !== undefined && usernameOf(authzid) !== username) {
       throw new SaslAuthenticationError('Authentication failed: Client requested an authorization id that is different from username');
     }
-    if (credential.iterations < SCRAM_MIN_ITERATIONS) throw new SaslAuthenticationError(INVALID_USER_CREDENTIALS);
+    if (credential.iterations < SCRAM_MIN_ITERATIONS) throw new SaslProtocolError(INVALID_USER_CREDENTIALS);
     const serverNonce = this.serverNonce();
     if (!NONCE.test(serverNonce)) throw new Error(`A SCRAM nonce must be printable ASCII without ',': ${serverNonce}`);
     const combinedNonce = nonce + serverNonce;
@@ -235,9 +235,9 @@ class ScramServerExchange implements SaslServerExchange {
     const authMessage = `${sent.clientFirstBare},${sent.serverFirst},${withoutProof}`;
     const clientSignature = hmac(digest, sent.credential.storedKey, authMessage);
     const clientProof = strictBase64(proof);
-    if (!clientProof || clientProof.length !== clientSignature.length) throw new SaslAuthenticationError(INVALID_USER_CREDENTIALS);
+    if (!clientProof || clientProof.length !== clientSignature.length) throw new SaslProtocolError(INVALID_USER_CREDENTIALS);
     const computedStoredKey = hash(digest, xor(clientSignature, clientProof));
-    if (!equalInConstantTime(computedStoredKey, sent.credential.storedKey)) throw new SaslAuthenticationError(INVALID_USER_CREDENTIALS);
+    if (!equalInConstantTime(computedStoredKey, sent.credential.storedKey)) throw new SaslProtocolError(INVALID_USER_CREDENTIALS);
     const serverSignature = hmac(digest, sent.credential.serverKey, authMessage);
     this.username = sent.username;
     this.sent = undefined;

@@ -6,8 +6,9 @@
  * - SaslHandshake v1 (KIP-152) chooses the mechanism; its tokens then travel in
  *   SaslAuthenticate requests. SaslHandshake v0 chooses it for the legacy exchange, whose tokens
  *   travel as bare size-prefixed frames, without a request header.
- * - A failed authentication is answered (SASL_AUTHENTICATION_FAILED with its reason) and the
- *   connection closed; a v0 client, which cannot read a reason, is only disconnected.
+ * - A failed authentication is answered (SASL_AUTHENTICATION_FAILED with its reason) after
+ *   connection.failed.authentication.delay.ms, and the connection closed; a v0 client, which
+ *   cannot read a reason, is only disconnected. The delay holds back that connection alone.
  * - With connections.max.reauth.ms (KIP-368) a session ends: SaslAuthenticate v1+ tells the
  *   client its lifetime, the client authenticates again on the same connection with a new
  *   SaslHandshake before it runs out, and a client that does not is disconnected at its next
@@ -31,6 +32,8 @@ export interface SaslListener {
   exchange(mechanism: string): ServerExchange;
   /** connections.max.reauth.ms; 0: sessions never end. */
   readonly reauthenticationMs: number;
+  /** connection.failed.authentication.delay.ms: how long a failed authentication waits for its answer, to slow down guessing. */
+  readonly failedAuthenticationDelayMs: number;
 }
 
 export type SaslState = 'handshake' | 'authenticate' | 'legacy-token' | 'complete' | 'failed';
@@ -62,6 +65,8 @@ export class SaslSession {
   constructor(
     private readonly listener: SaslListener,
     private readonly nowMs: () => number,
+    /** Waits on the broker's clock (the delay of a failed authentication). */
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   ) {}
 
   get current(): SaslState {
@@ -132,6 +137,7 @@ export class SaslSession {
     } catch (err) {
       this.state = 'failed';
       this.exchange = null;
+      if (this.listener.failedAuthenticationDelayMs > 0) await this.sleep(this.listener.failedAuthenticationDelayMs);
       if (err instanceof SaslAuthenticationError) {
         return failure(Errors.SASL_AUTHENTICATION_FAILED.code, err.message, `SASL ${this.mechanism} authentication failed: ${err.message}`);
       }

@@ -150,7 +150,14 @@ export class SocketServer {
       listenerRole: spec.role,
       principal,
       authenticated: security.sasl === null,
-      sasl: security.sasl === null ? null : new SaslSession(security.sasl, () => clock.monotonicMs()),
+      sasl:
+        security.sasl === null
+          ? null
+          : new SaslSession(
+              security.sasl,
+              () => clock.monotonicMs(),
+              (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
+            ),
       clientSoftwareName: null,
       clientSoftwareVersion: null,
     };

@@ -3,9 +3,10 @@
  * listener of each security protocol, so that one secured scenario runs against both:
  *
  *   PLAINTEXT        no authentication
- *   SASL_PLAINTEXT   PLAIN (users from its JAAS entry), SCRAM-SHA-256, SCRAM-SHA-512; inter-broker, PLAIN as admin
+ *   SASL_PLAINTEXT   PLAIN (users from its JAAS entry), SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
+ *                    (Kafka's unsecured-token validator); inter-broker, PLAIN as admin
  *   SSL              TLS with client certificates required (mTLS)
- *   SASL_SSL         TLS, then PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+ *   SASL_SSL         TLS, then any of the same mechanisms
  *
  * The certificates are made at test time (test/helpers/certs.ts). Outside CI a missing Kafka
  * install skips the Kafka half loudly; under CI=true it fails.
@@ -38,6 +39,7 @@ export const ALICE: User = { username: 'alice', password: 'alice-secret' };
 
 const PLAIN_MODULE = 'org.apache.kafka.common.security.plain.PlainLoginModule';
 const SCRAM_MODULE = 'org.apache.kafka.common.security.scram.ScramLoginModule';
+const OAUTHBEARER_MODULE = 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule';
 
 export interface SecuredBroker {
   readonly name: 'Sluice' | 'Kafka';
@@ -68,7 +70,7 @@ export function securedProperties(
     ['listener.security.protocol.map', `CONTROLLER:PLAINTEXT,${SECURITY_PROTOCOLS.map((p) => `${p}:${p}`).join(',')}`],
     ['inter.broker.listener.name', 'SASL_PLAINTEXT'],
     ['sasl.mechanism.inter.broker.protocol', 'PLAIN'],
-    ['sasl.enabled.mechanisms', 'PLAIN,SCRAM-SHA-256,SCRAM-SHA-512'],
+    ['sasl.enabled.mechanisms', 'PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER'],
     ['ssl.keystore.type', 'PEM'],
     ['ssl.keystore.location', pki.server.keystorePem],
     ['ssl.truststore.type', 'PEM'],
@@ -81,20 +83,35 @@ export function securedProperties(
     props.set(`listener.name.${listener}.plain.sasl.jaas.config`, plainJaas);
     props.set(`listener.name.${listener}.scram-sha-256.sasl.jaas.config`, scramJaas);
     props.set(`listener.name.${listener}.scram-sha-512.sasl.jaas.config`, scramJaas);
+    props.set(`listener.name.${listener}.oauthbearer.sasl.jaas.config`, `${OAUTHBEARER_MODULE} required;`);
   }
   return props;
 }
 
-async function prepare(): Promise<{ dir: string; pki: TestPki; endpoints: Record<SecurityProtocol, string>; properties: string }> {
+/** Properties a scenario adds to (or overrides in) the secured ones, e.g. an authorizer. */
+export type ExtraProperties = Readonly<Record<string, string>>;
+
+/**
+ * The authorizer Kafka and Sluice both serve. The super users are the broker's own user and
+ * the principal of the (PLAINTEXT) controller listener, which registers the node with its
+ * controller: Kafka refuses that registration otherwise.
+ */
+export const WITH_ACLS: ExtraProperties = {
+  'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+  'super.users': `User:${ADMIN.username};User:ANONYMOUS`,
+};
+
+async function prepare(
+  extra: ExtraProperties,
+): Promise<{ dir: string; pki: TestPki; endpoints: Record<SecurityProtocol, string>; properties: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-secured-'));
   const pki = await createTestPki();
   const [p1, p2, p3, p4, controller] = await freePorts(5);
   const ports = { PLAINTEXT: p1!, SASL_PLAINTEXT: p2!, SSL: p3!, SASL_SSL: p4!, CONTROLLER: controller! };
   const properties = join(dir, 'server.properties');
-  await writeFile(
-    properties,
-    propertiesText(securedProperties(pki, ports, join(dir, 'logs')), 'A node with a listener of each security protocol.'),
-  );
+  const props = securedProperties(pki, ports, join(dir, 'logs'));
+  for (const [key, value] of Object.entries(extra)) props.set(key, value);
+  await writeFile(properties, propertiesText(props, 'A node with a listener of each security protocol.'));
   const endpoints = Object.fromEntries(SECURITY_PROTOCOLS.map((p) => [p, `127.0.0.1:${ports[p]}`])) as Record<SecurityProtocol, string>;
   return { dir, pki, endpoints, properties };
 }
@@ -119,8 +136,8 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(killer);
 }
 
-export async function startSecuredSluice(): Promise<SecuredBroker> {
-  const { dir, pki, endpoints, properties } = await prepare();
+export async function startSecuredSluice(extra: ExtraProperties = {}): Promise<SecuredBroker> {
+  const { dir, pki, endpoints, properties } = await prepare(extra);
   const cmd = sluiceCommand(['start', '--config', properties]);
   const child = spawn(cmd.command, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output = capture(child);
@@ -139,8 +156,8 @@ export async function startSecuredSluice(): Promise<SecuredBroker> {
   };
 }
 
-export async function startSecuredKafka(): Promise<SecuredBroker> {
-  const { dir, pki, endpoints, properties } = await prepare();
+export async function startSecuredKafka(extra: ExtraProperties = {}): Promise<SecuredBroker> {
+  const { dir, pki, endpoints, properties } = await prepare(extra);
   const java = ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', '-cp', `${kafkaLibs()}/*`];
   const clusterId = randomBytes(16).toString('base64url');
   const format = spawn(
@@ -172,7 +189,10 @@ export async function startSecuredKafka(): Promise<SecuredBroker> {
     async () => (await serverLog()).includes('Kafka Server started') || child.exitCode !== null,
     120_000,
   );
-  if (child.exitCode !== null) throw new Error(`Kafka did not start:\n${output().slice(-3000)}\n${(await serverLog()).slice(-3000)}`);
+  if (child.exitCode !== null) {
+    const errors = `${output()}\n${await serverLog()}`.split('\n').filter((line) => /ERROR|Exception/.test(line));
+    throw new Error(`Kafka did not start:\n${errors.slice(0, 20).join('\n')}`);
+  }
   return {
     name: 'Kafka',
     endpoints,
@@ -187,7 +207,11 @@ export async function startSecuredKafka(): Promise<SecuredBroker> {
 }
 
 /** Defines `scenario` against a secured Sluice node and a secured Kafka node. */
-export function againstEachSecuredBroker(title: string, scenario: (broker: () => SecuredBroker) => void): void {
+export function againstEachSecuredBroker(
+  title: string,
+  scenario: (broker: () => SecuredBroker) => void,
+  extra: ExtraProperties = {},
+): void {
   for (const start of [startSecuredSluice, startSecuredKafka]) {
     const name = start === startSecuredSluice ? 'Sluice' : 'Kafka';
     describe(`${title} against ${name}`, function () {
@@ -203,7 +227,7 @@ export function againstEachSecuredBroker(title: string, scenario: (broker: () =>
           this.skip();
         }
         this.timeout(180_000);
-        broker = await start();
+        broker = await start(extra);
       });
       after(async function () {
         this.timeout(60_000);

@@ -15,6 +15,7 @@ import { HandlerRegistry } from '../../../src/handlers/registry.ts';
 import type { ForwardedApiKey } from '../../../src/metadata/controller-channel.ts';
 import { MetadataImage } from '../../../src/metadata/image.ts';
 import type { RequestContext } from '../../../src/server/session.ts';
+import type { Authorizer } from '../../../src/security/acl-types.ts';
 
 // Where each API is served: the admin APIs forwarded on broker listeners and served by the
 // controller on controller listeners, the broker-to-controller RPCs on controller listeners only.
@@ -28,6 +29,9 @@ const FORWARDED: readonly ForwardedApiKey[] = [
   ApiKey.ElectLeaders,
   ApiKey.AlterPartitionReassignments,
   ApiKey.ListPartitionReassignments,
+  ApiKey.AlterUserScramCredentials,
+  ApiKey.CreateAcls,
+  ApiKey.DeleteAcls,
 ];
 const CONTROLLER_ONLY: readonly ForwardedApiKey[] = [
   ApiKey.BrokerRegistration,
@@ -37,6 +41,9 @@ const CONTROLLER_ONLY: readonly ForwardedApiKey[] = [
 ];
 
 const ctx = {} as RequestContext;
+
+const TOPICS = { topicName: () => undefined, topicExists: () => false, autoCreateTopicsEnable: () => false };
+const DENY_ALL: Authorizer = { authorize: () => false, authorizeAny: () => false, authorizedOperations: () => 0 };
 
 describe('handler registrations', () => {
   const forwardedTo: number[] = [];
@@ -70,6 +77,7 @@ describe('handler registrations', () => {
     dataPath: {},
     groups: {},
     transactions: {},
+    access: { authorizer: null, topics: TOPICS },
     forwarding: {
       nodeId: 1,
       forwardTimeoutMs: 1000,
@@ -112,6 +120,18 @@ describe('handler registrations', () => {
     await registry.lookup(ApiKey.CreateTopics, 'controller')!.handler(ctx, request, 4);
     assert.deepEqual(controllerCalls, ['createTopics']);
     assert.deepEqual(forwardedTo, [ApiKey.CreateTopics]);
+  });
+
+  it('registers every API through its authorization when an authorizer is configured, advertising the same set', () => {
+    const authorized = new HandlerRegistry();
+    registerHandlers(authorized, { ...services, access: { authorizer: DENY_ALL, topics: TOPICS } } as HandlerServices);
+    for (const role of ['broker', 'controller'] as const) {
+      assert.deepEqual(
+        authorized.supported(role).map((api) => api.apiKey),
+        registry.supported(role).map((api) => api.apiKey),
+      );
+    }
+    assert.notEqual(authorized.lookup(ApiKey.CreateTopics, 'broker')!.handler, registry.lookup(ApiKey.CreateTopics, 'broker')!.handler);
   });
 
   it('has a controller-side handler for every request the controller channel carries', () => {
