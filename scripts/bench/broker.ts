@@ -41,7 +41,7 @@ import {
 import { RecordBatchBuilder } from '../../protocol/records/builder.ts';
 import { RecordBatch, validateBatchAt } from '../../protocol/records/batch.ts';
 import { readRecords } from '../../protocol/records/record.ts';
-import { KafkaConnection } from '../../src/client/connection.ts';
+import { KafkaConnection, type ConnectionOptions } from '../../src/client/connection.ts';
 import { MIB, buildBatch, fetchOnce, produceBody, produceError, rssKiB, sleep } from './requests.ts';
 import { settlePageCache } from './measure.ts';
 import { KafkaCluster } from '../../src/client/cluster.ts';
@@ -301,9 +301,14 @@ export interface Throughput {
 }
 
 /** Pipelined produce over several connections; counts batch bytes acknowledged after the warm-up. */
-export async function produceLoad(host: string, port: number, partitions: number): Promise<Throughput & { errors: number }> {
+export async function produceLoad(
+  host: string,
+  port: number,
+  partitions: number,
+  options: ConnectionOptions = {},
+): Promise<Throughput & { errors: number }> {
   const batch = await buildBatch(64, 1024 - 10);
-  const conns = await Promise.all(Array.from({ length: PRODUCE_CONNECTIONS }, () => KafkaConnection.connect(host, port)));
+  const conns = await Promise.all(Array.from({ length: PRODUCE_CONNECTIONS }, () => KafkaConnection.connect(host, port, options)));
   const version = conns[0]!.version(ApiKey.Produce);
   const bodies = Array.from({ length: partitions }, (_, p) => produceBody(TOPIC, p, batch, version));
   const start = performance.now();
@@ -356,7 +361,12 @@ export async function produceLoad(host: string, port: number, partitions: number
 type Sink = ((partition: number, bytes: Buffer) => Promise<void>) | null;
 
 /** Reads every partition from offset 0 to its high watermark, one connection per partition. */
-export async function fetchLoad(cluster: KafkaCluster, partitions: number, sink: Sink): Promise<Throughput> {
+export async function fetchLoad(
+  cluster: KafkaCluster,
+  partitions: number,
+  sink: Sink,
+  options: ConnectionOptions = {},
+): Promise<Throughput> {
   const ends = await listOffsets(
     cluster,
     Array.from({ length: partitions }, (_, partition) => ({ topic: TOPIC, partition })),
@@ -364,7 +374,7 @@ export async function fetchLoad(cluster: KafkaCluster, partitions: number, sink:
   const conns = await Promise.all(
     Array.from({ length: partitions }, async (_, p) => {
       const leader = await cluster.leaderConnection(TOPIC, p);
-      return KafkaConnection.connect(leader.host, leader.port);
+      return KafkaConnection.connect(leader.host, leader.port, options);
     }),
   );
   let bytes = 0;
