@@ -20,13 +20,11 @@ import type { CoordinatorEndpoint, GroupCoordinatorService } from '../coordinato
 import type { OffsetCommitEntry, TopicPartition } from '../coordinator/group-coordinator.ts';
 import { expireTimestampFromCommitTimestamp, expireTimestampFromRetention, NO_TIMESTAMP } from '../coordinator/timestamps.ts';
 import type { RequestContext } from '../server/session.ts';
+import { AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS } from '../metadata/describe.ts';
 
 /** FindCoordinatorRequest key types. */
 const KEY_TYPE_GROUP = 0;
 const KEY_TYPE_TRANSACTION = 1;
-/** AclOperation bits a group supports without an authorizer: READ, DELETE, DESCRIBE. */
-const GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8);
-const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
 const CLASSIC_GROUP_TYPE = 'classic';
 
 /** Kafka reports the member's host as InetAddress.toString(): "/127.0.0.1". */
@@ -328,7 +326,7 @@ export function handleDescribeGroups(groups: GroupHandlerServices, request: Desc
           memberMetadata: m.metadata,
           memberAssignment: m.assignment,
         })),
-        authorizedOperations: request.includeAuthorizedOperations ? GROUP_AUTHORIZED_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+        authorizedOperations: request.includeAuthorizedOperations ? GROUP_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
       };
     }),
   };

@@ -1,32 +1,18 @@
-// Read-side views of the MetadataImage shared by the Metadata, DescribeCluster and
+// Read-side views of the MetadataImage shared by the Metadata, DescribeCluster, DescribeGroups and
 // DescribeTopicPartitions handlers.
 
 import type { BrokerRegistration, MetadataImage, PartitionImage } from './image.ts';
 import { systemRandom, type Random } from '../runtime/random.ts';
+import { AclOperation } from '../security/acl-types.ts';
 
 /** Authorized-operations value when the client did not ask (Integer.MIN_VALUE). */
 export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
 
-/** AclOperation codes (ALL=2 .. DESCRIBE_TOKENS=14), as bits of authorized-operations fields. */
-const AclOperation = {
-  READ: 3,
-  WRITE: 4,
-  CREATE: 5,
-  DELETE: 6,
-  ALTER: 7,
-  DESCRIBE: 8,
-  CLUSTER_ACTION: 9,
-  DESCRIBE_CONFIGS: 10,
-  ALTER_CONFIGS: 11,
-  IDEMPOTENT_WRITE: 12,
-  CREATE_TOKENS: 13,
-  DESCRIBE_TOKENS: 14,
-} as const;
-
-const bits = (...ops: number[]): number => ops.reduce((acc, op) => acc | (1 << op), 0);
+/** Operations as the bits of an authorized-operations field. */
+const operationBits = (...ops: number[]): number => ops.reduce((acc, op) => acc | (1 << op), 0);
 
 /** Everything a topic supports: with no authorizer configured every principal may do it all. */
-export const TOPIC_OPERATIONS = bits(
+export const TOPIC_OPERATIONS = operationBits(
   AclOperation.READ,
   AclOperation.WRITE,
   AclOperation.CREATE,
@@ -37,7 +23,10 @@ export const TOPIC_OPERATIONS = bits(
   AclOperation.ALTER_CONFIGS,
 );
 
-export const CLUSTER_OPERATIONS = bits(
+/** Everything a group supports, likewise. */
+export const GROUP_OPERATIONS = operationBits(AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE);
+
+export const CLUSTER_OPERATIONS = operationBits(
   AclOperation.CREATE,
   AclOperation.ALTER,
   AclOperation.DESCRIBE,
