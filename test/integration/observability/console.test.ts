@@ -10,6 +10,7 @@ import { runCaptured } from '../../helpers/cli-targets.ts';
 import { consumeRecords } from '../../helpers/consume-records.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { REPO } from '../../helpers/sluice-cli.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 /** Debian's Chromium (scripts/install-test-clients.sh installs it). */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -138,7 +139,12 @@ describe('web console in headless Chromium (real broker, kafkajs traffic)', func
   });
 
   it('shows a lagging group: lag per partition and its lag over time', async () => {
-    await open('#/groups');
+    // The group list is the coordinator's answer at the time the page loads: a coordinator still
+    // settling the group after its consumer left may not list it yet, so the page is loaded again.
+    await eventually('the billing group listed', async () => {
+      await open('#/groups');
+      return (await page.locator('#groups tbody tr', { hasText: 'billing' }).count()) > 0;
+    });
     assert.deepEqual(await page.locator('#groups tbody tr').first().locator('td').allTextContents(), ['billing', 'Empty', '0']);
     await page.getByRole('link', { name: 'billing' }).click();
     await page.waitForSelector('#lag');
