@@ -20,8 +20,9 @@ import { createDataPath, type DataPath } from './replication/data-path.ts';
 import type { ReplicaManager } from './replication/replica-manager.ts';
 import { createLogger, type LogFormat, type Logger } from './observability/logger.ts';
 import { registerControllerNodeHandlers, registerHandlers } from './handlers/index.ts';
+import { QuotaManagers } from './server/quota-managers.ts';
 import { HandlerRegistry } from './handlers/registry.ts';
-import { SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
+import { dynamicConnectionLimits, SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
 import {
   controllerClientSecurity,
   interBrokerClientSecurity,
@@ -58,6 +59,13 @@ import { registerAdminApi } from './observability/admin-api.ts';
 import { registerConsole } from './observability/console-routes.ts';
 import { KafkaCluster } from './client/cluster.ts';
 import { describeGroup } from './client/groups.ts';
+
+const DYNAMIC_CONNECTION_LIMITS: ReadonlySet<string> = new Set([
+  'max.connections',
+  'max.connections.per.ip',
+  'max.connections.per.ip.overrides',
+  'max.connection.creation.rate',
+]);
 
 export interface BrokerOptions {
   readonly config: BrokerConfig;
@@ -104,6 +112,8 @@ export class Broker {
   private readonly keystoreWatches: { stop(): void }[] = [];
   /** The ACL authorizer of authorizer.class.name, null when none is configured. */
   private readonly authorizer: StandardAuthorizer | null;
+  /** Client quotas, from the ClientQuotaRecords of the metadata log. */
+  private readonly quotas: QuotaManagers;
 
   constructor(options: BrokerOptions) {
     this.config = options.config;
@@ -144,6 +154,21 @@ export class Broker {
         }
       });
     }
+    const quotas = new QuotaManagers(
+      {
+        client: { samples: this.config.getInt('quota.window.num'), windowMs: this.config.getInt('quota.window.size.seconds') * 1000 },
+        controllerMutation: {
+          samples: this.config.getInt('controller.quota.window.num'),
+          windowMs: this.config.getInt('controller.quota.window.size.seconds') * 1000,
+        },
+      },
+      this.metadata.image(),
+      () => this.runtime.clock.monotonicMs(),
+    );
+    this.quotas = quotas;
+    this.metadata.onMetadataDelta((delta, image) => {
+      if (delta.clientQuotasChanged) quotas.update(image);
+    });
     const serveHttp = this.config.httpListeners.length > 0;
     this.metrics = serveHttp
       ? new BrokerMetrics({
@@ -157,7 +182,7 @@ export class Broker {
       : null;
     this.http = serveHttp ? new HttpServer(this.logger.child({ component: 'http' })) : null;
     this.server = new SocketServer(
-      new RequestProcessor(this.registry, this.logger, this.metrics),
+      new RequestProcessor(this.registry, this.logger, this.metrics, undefined, this.quotas),
       {
         maxRequestBytes: this.config.getInt('socket.request.max.bytes'),
         maxUnauthenticatedRequestBytes: this.config.getInt('sasl.server.max.receive.size'),
@@ -167,11 +192,25 @@ export class Broker {
       },
       this.logger,
       {
-        maxConnections: this.config.getInt('max.connections'),
+        ...dynamicConnectionLimits(this.config),
         maxQueuedRequestBytes: this.config.getLong('queued.max.request.bytes'),
+        interBrokerListenerName: this.config.interBrokerListenerName,
+        quotaWindowNum: this.config.getInt('quota.window.num'),
+        quotaWindowSizeSeconds: this.config.getInt('quota.window.size.seconds'),
+        ipConnectionCreationRate: (ip) => {
+          const image = this.metadata.image();
+          return (image.clientQuotas({ ip }) ?? image.clientQuotas({ ip: null }))?.get('connection_creation_rate');
+        },
       },
       this.runtime,
     );
+    // The connection limits are cluster-wide dynamic configs: kafka-configs --entity-default changes them live.
+    this.config.onChange((name) => {
+      if (!DYNAMIC_CONNECTION_LIMITS.has(name)) return;
+      this.server
+        .updateLimits(dynamicConnectionLimits(this.config))
+        .catch((err) => this.logger.error({ err, config: name }, 'could not apply the connection limits'));
+    });
   }
 
   /** The listeners as bound (ports resolved). Empty before start(). */
@@ -323,6 +362,12 @@ export class Broker {
     // Every component exists now; no request can arrive before the listeners open below.
     registerHandlers(this.registry, {
       access: this.requestAccess(),
+      fetchBandwidth: (ctx, request) => this.quotas.fetchBandwidth(ctx, request),
+      mutationQuota: {
+        quotaFor: (ctx, strict) => this.quotas.mutationQuotaFor(ctx, strict),
+        image: () => this.metadata.image(),
+        defaultPartitions: () => config.getInt('num.partitions'),
+      },
       metadata: { nodeId: this.nodeId, config, metadata: this.metadata, createTopics },
       controllerApis: { controller: this.metadata.controller },
       forwarding: { nodeId: this.nodeId, channel: forwarding, forwardTimeoutMs: requestTimeoutMs, images },

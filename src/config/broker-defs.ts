@@ -392,6 +392,27 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
     validate: atLeast(0),
   }),
   def(
+    'max.connections.per.ip',
+    'int',
+    '2147483647',
+    'The maximum number of connections we allow from each ip address. This can be set to 0 if there are overrides configured using max.connections.per.ip.overrides property. New connections from the ip address are dropped if the limit is reached.',
+    { ...CLUSTER, validate: atLeast(0) },
+  ),
+  def(
+    'max.connections.per.ip.overrides',
+    'string',
+    '',
+    'A comma-separated list of per-ip or hostname overrides to the default maximum number of connections. An example value is "hostName:100,127.0.0.1:200"',
+    CLUSTER,
+  ),
+  def(
+    'max.connection.creation.rate',
+    'int',
+    '2147483647',
+    'The maximum connection creation rate we allow in the broker at any time. Listener-level limits may also be configured by prefixing the config name with the listener prefix, for example, listener.name.internal.max.connection.creation.rate. New connections are throttled if the limit is reached.',
+    { ...CLUSTER, validate: atLeast(0) },
+  ),
+  def(
     'queued.max.requests',
     'int',
     '500',
@@ -864,6 +885,14 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
   ),
 
   // Requests and quotas
+  def('quota.window.num', 'int', '11', 'The number of samples to retain in memory for client quotas', { validate: atLeast(1) }),
+  def('quota.window.size.seconds', 'int', '1', 'The time span of each sample for client quotas', { validate: atLeast(1) }),
+  def('controller.quota.window.num', 'int', '11', 'The number of samples to retain in memory for controller mutation quotas', {
+    validate: atLeast(1),
+  }),
+  def('controller.quota.window.size.seconds', 'int', '1', 'The time span of each sample for controller mutations quotas', {
+    validate: atLeast(1),
+  }),
   def(
     'request.timeout.ms',
     'int',

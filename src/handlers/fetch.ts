@@ -47,9 +47,22 @@ export interface FetchServices
   readonly replicaManager: Pick<ReplicaManager, 'fetchMessages'>;
 }
 
+/** A consumer's consumer_byte_rate quota, as KafkaApis.handleFetchRequest applies it. */
+export interface FetchBandwidth {
+  /** What the consumer may fetch without being throttled when nothing was fetched in the quota window. */
+  readonly maxBytes: number;
+  /** Charges a response's bytes; the throttle time in ms, 0 when within quota. */
+  record(bytes: number): number;
+  /** Takes back a charge whose data is not sent. */
+  unrecord(bytes: number): void;
+  /** Holds the connection back after the response (RequestContext.throttle). */
+  throttle(throttleTimeMs: number): void;
+}
+
 /**
  * `listenerName`: the listener the request came in on, whose endpoints KIP-951 answers with.
  * `readBuffers`: where the records read land, reused once the response is written.
+ * `bandwidth`: the consumer's byte-rate quota; null for followers and unquoted consumers.
  */
 export async function handleFetch(
   services: FetchServices,
@@ -57,6 +70,7 @@ export async function handleFetch(
   version: number,
   listenerName: string,
   readBuffers?: ReadBufferSource,
+  bandwidth: FetchBandwidth | null = null,
 ): Promise<FetchResponse> {
   const usesTopicIds = version >= 13;
   const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
@@ -99,7 +113,13 @@ export async function handleFetch(
   const known = context.partitions.filter((p) => p.topic !== '');
   // KafkaApis.handleFetchRequest: the request's bounds never exceed fetch.max.bytes, so what
   // one Fetch makes the broker read into memory is bounded whatever a client asks for.
-  const maxBytes = Math.min(version >= 3 ? request.maxBytes : 0x7fffffff, services.fetchMaxBytes());
+  // A consumer's quota bounds it too: asking for more than one quota window's worth would be
+  // throttled whatever it got, and a consumer throttled on every fetch would not progress.
+  const maxBytes = Math.min(
+    version >= 3 ? request.maxBytes : 0x7fffffff,
+    services.fetchMaxBytes(),
+    Math.max(1, Math.floor(bandwidth?.maxBytes ?? Number.POSITIVE_INFINITY)),
+  );
   const results = await services.replicaManager.fetchMessages({
     replicaId,
     replicaEpoch,
@@ -118,6 +138,22 @@ export async function handleFetch(
       logStartOffset: p.logStartOffset,
     })),
   });
+  if (bandwidth !== null) {
+    const responseBytes = results.reduce((sum, r) => sum + r.records.length, 0);
+    const throttleTimeMs = bandwidth.record(responseBytes);
+    if (throttleTimeMs > 0) {
+      // KafkaApis: a throttled consumer gets an empty answer (its records are not charged) and
+      // the fetch session moves on without it, as FetchContext.getThrottledResponse answers.
+      bandwidth.unrecord(responseBytes);
+      bandwidth.throttle(throttleTimeMs);
+      return makeFetchResponse({
+        throttleTimeMs,
+        errorCode: Errors.NONE.code,
+        sessionId: context.kind === 'incremental' ? context.session.id : 0,
+        responses: [],
+      });
+    }
+  }
   const byKey = new Map<string, FetchPartitionResult>();
   for (const r of results) byKey.set(`${r.topic}:${r.partition}`, r);
 

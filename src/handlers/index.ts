@@ -34,7 +34,16 @@ import {
   type ControllerApiServices,
 } from './controller-apis.ts';
 import { handleDeleteRecords, type DeleteRecordsServices } from './delete-records.ts';
-import { handleFetch, type FetchServices } from './fetch.ts';
+import type { RequestContext } from '../server/session.ts';
+import type { ControllerMutationQuota } from '../quota/controller-mutation-quota.ts';
+import {
+  STRICT_SINCE,
+  createPartitionsWithinQuota,
+  createTopicsWithinQuota,
+  deleteTopicsWithinQuota,
+  type MutationQuotaServices,
+} from './mutation-quota.ts';
+import { handleFetch, type FetchBandwidth, type FetchServices } from './fetch.ts';
 import {
   forwardAlterConfigs,
   forwardCreatePartitions,
@@ -83,7 +92,7 @@ import type { Authorizer } from '../security/acl-types.ts';
 import { handleSaslAuthenticate, handleSaslHandshake } from './sasl.ts';
 import { handleAlterUserScramCredentials, handleDescribeUserScramCredentials } from './scram.ts';
 import { handleCreateAcls, handleDeleteAcls, handleDescribeAcls } from './acls.ts';
-import { handleDescribeClientQuotas } from './client-quotas.ts';
+import { handleAlterClientQuotas, handleDescribeClientQuotas } from './client-quotas.ts';
 import { handleWriteTxnMarkers, type TxnMarkerServices } from './txn-markers.ts';
 import {
   handleAddOffsetsToTxn,
@@ -125,6 +134,14 @@ export interface HandlerServices extends ControllerSideServices {
   /** The admin APIs on broker listeners: the channel to the active controller, the local image. */
   readonly forwarding: ForwardingServices;
   readonly access: RequestAccess;
+  /** A consumer's byte-rate quota for one Fetch (src/server/quota-managers.ts); null or absent: none. */
+  readonly fetchBandwidth?: (ctx: RequestContext, request: unknown) => FetchBandwidth | null;
+  /** The controller_mutation_rate quota of CreateTopics, CreatePartitions and DeleteTopics; absent: none. */
+  readonly mutationQuota?: MutationQuotas;
+}
+
+export interface MutationQuotas extends MutationQuotaServices {
+  quotaFor(ctx: RequestContext, strict: boolean): ControllerMutationQuota;
 }
 
 /** Where the handlers are registered: the registry itself, or through Kafka's authorization of each API. */
@@ -160,10 +177,10 @@ export function registerHandlers(root: HandlerRegistry, services: HandlerService
   const registry = authorizedRegistrar(root, services.access);
   registerSaslApis(registry);
   registerMetadataApis(registry, services.metadata);
-  registerForwardedApis(registry, services.forwarding);
+  registerForwardedApis(registry, services.forwarding, services.mutationQuota);
   registerControllerApis(registry, controllerSideHandlers(services));
   registerQuorumApis(registry, services.quorum);
-  registerDataPathApis(registry, { ...services.dataPath, transactions: services.transactions.coordinator });
+  registerDataPathApis(registry, { ...services.dataPath, transactions: services.transactions.coordinator }, services.fetchBandwidth);
   registerGroupApis(registry, services.groups, services.transactions);
   registerTransactionApis(registry, services.transactions);
   registry.register(ApiKey.WriteTxnMarkers, (_ctx, request) =>
@@ -215,6 +232,7 @@ export function controllerSideHandlers(services: ControllerSideServices): Contro
     [ApiKey.AlterPartition]: (request, version) => handleAlterPartition(controllerApis, request, version),
     [ApiKey.AllocateProducerIds]: (request, version) => handleAllocateProducerIds(controllerApis, request, version),
     [ApiKey.AlterUserScramCredentials]: (request) => handleAlterUserScramCredentials(controllerApis.controller, request),
+    [ApiKey.AlterClientQuotas]: (request) => handleAlterClientQuotas(controllerApis.controller, request),
     [ApiKey.CreateAcls]: (request) => handleCreateAcls(controllerApis.controller, request),
     [ApiKey.DeleteAcls]: (request) => handleDeleteAcls(controllerApis.controller, request),
   };
@@ -240,15 +258,50 @@ function registerMetadataApis(registry: Registrar, metadata: MetadataRequestServ
     handleDescribeUserScramCredentials(metadata.metadata.image(), request),
   );
   registry.register(ApiKey.DescribeAcls, (_ctx, request) => handleDescribeAcls(metadata.metadata.image(), request));
-  registry.register(ApiKey.DescribeClientQuotas, (_ctx, request) => handleDescribeClientQuotas(request), { listeners: 'broker' });
+  registry.register(ApiKey.DescribeClientQuotas, (_ctx, request) => handleDescribeClientQuotas(metadata.metadata.image(), request), {
+    listeners: 'broker',
+  });
 }
 
 /** The admin APIs that change metadata or partition leadership, on broker listeners: forwarded to the active controller. */
-function registerForwardedApis(registry: Registrar, forwarding: ForwardingServices): void {
+function registerForwardedApis(registry: Registrar, forwarding: ForwardingServices, quotas: MutationQuotas | undefined): void {
   const broker = { listeners: 'broker' } as const;
-  registry.register(ApiKey.CreateTopics, (_ctx, request, version) => forwardCreateTopics(forwarding, request, version), broker);
-  registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => forwardDeleteTopics(forwarding, request, version), broker);
-  registry.register(ApiKey.CreatePartitions, (_ctx, request, version) => forwardCreatePartitions(forwarding, request, version), broker);
+  if (quotas === undefined) {
+    registry.register(ApiKey.CreateTopics, (_ctx, request, version) => forwardCreateTopics(forwarding, request, version), broker);
+    registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => forwardDeleteTopics(forwarding, request, version), broker);
+    registry.register(ApiKey.CreatePartitions, (_ctx, request, version) => forwardCreatePartitions(forwarding, request, version), broker);
+  } else {
+    const withQuota = async <T>(ctx: RequestContext, strict: boolean, serve: (quota: ControllerMutationQuota) => Promise<T>) => {
+      const quota = quotas.quotaFor(ctx, strict);
+      const response = await serve(quota);
+      ctx.throttle(quota.throttleTimeMs());
+      return response;
+    };
+    registry.register(
+      ApiKey.CreateTopics,
+      (ctx, request, version) =>
+        withQuota(ctx, version >= STRICT_SINCE.createTopics, (quota) =>
+          createTopicsWithinQuota(quotas, quota, request, (r) => forwardCreateTopics(forwarding, r, version)),
+        ),
+      broker,
+    );
+    registry.register(
+      ApiKey.DeleteTopics,
+      (ctx, request, version) =>
+        withQuota(ctx, version >= STRICT_SINCE.deleteTopics, (quota) =>
+          deleteTopicsWithinQuota(quotas, quota, request, version, (r) => forwardDeleteTopics(forwarding, r, version)),
+        ),
+      broker,
+    );
+    registry.register(
+      ApiKey.CreatePartitions,
+      (ctx, request, version) =>
+        withQuota(ctx, version >= STRICT_SINCE.createPartitions, (quota) =>
+          createPartitionsWithinQuota(quotas, quota, request, (r) => forwardCreatePartitions(forwarding, r, version)),
+        ),
+      broker,
+    );
+  }
   registry.register(ApiKey.AlterConfigs, (_ctx, request, version) => forwardAlterConfigs(forwarding, request, version), broker);
   registry.register(
     ApiKey.IncrementalAlterConfigs,
@@ -263,6 +316,11 @@ function registerForwardedApis(registry: Registrar, forwarding: ForwardingServic
   registry.register(
     ApiKey.AlterUserScramCredentials,
     (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterUserScramCredentials, request, version),
+    broker,
+  );
+  registry.register(
+    ApiKey.AlterClientQuotas,
+    (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterClientQuotas, request, version),
     broker,
   );
   registry.register(
@@ -305,6 +363,7 @@ function registerControllerApis(registry: Registrar, handlers: ControllerSideHan
     (_ctx, request, version) => handlers[ApiKey.AlterUserScramCredentials](request, version),
     controller,
   );
+  registry.register(ApiKey.AlterClientQuotas, (_ctx, request, version) => handlers[ApiKey.AlterClientQuotas](request, version), controller);
   registry.register(ApiKey.CreateAcls, (_ctx, request, version) => handlers[ApiKey.CreateAcls](request, version), controller);
   registry.register(ApiKey.DeleteAcls, (_ctx, request, version) => handlers[ApiKey.DeleteAcls](request, version), controller);
   registry.register(
@@ -351,13 +410,18 @@ export function registerQuorumApis(registry: Registrar, quorum: QuorumServices):
   registry.register(ApiKey.UpdateRaftVoter, (_ctx, request) => handleUpdateRaftVoter(quorum, request), controller);
 }
 
-function registerDataPathApis(registry: Registrar, dataPath: DataPathHandlerServices): void {
+function registerDataPathApis(
+  registry: Registrar,
+  dataPath: DataPathHandlerServices,
+  fetchBandwidth: HandlerServices['fetchBandwidth'],
+): void {
   registry.register(ApiKey.Produce, (ctx, request, version) =>
     handleProduce(dataPath, request, version, ctx.clientId, (reason) => ctx.closeConnection(reason), ctx.session.listenerName),
   );
   registry.register(
     ApiKey.Fetch,
-    (ctx, request, version) => handleFetch(dataPath, request, version, ctx.session.listenerName, ctx.readBuffers),
+    (ctx, request, version) =>
+      handleFetch(dataPath, request, version, ctx.session.listenerName, ctx.readBuffers, fetchBandwidth?.(ctx, request) ?? null),
     {
       listeners: 'broker',
     },

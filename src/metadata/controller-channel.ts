@@ -37,6 +37,7 @@ export type ForwardedApiKey =
   | ApiKey.AlterPartition
   | ApiKey.AllocateProducerIds
   | ApiKey.AlterUserScramCredentials
+  | ApiKey.AlterClientQuotas
   | ApiKey.CreateAcls
   | ApiKey.DeleteAcls;
 
@@ -326,6 +327,8 @@ export function answersNotController(apiKey: ForwardedApiKey, response: ApiRespo
       const r = response as ApiResponse<ApiKey.ElectLeaders>;
       return not(r) || r.replicaElectionResults.some((t) => t.partitionResult.some(not));
     }
+    case ApiKey.AlterClientQuotas:
+      return (response as ApiResponse<ApiKey.AlterClientQuotas>).entries.some(not);
     case ApiKey.AlterPartitionReassignments: {
       const r = response as ApiResponse<ApiKey.AlterPartitionReassignments>;
       return not(r) || r.responses.some((t) => t.partitions.some(not));

@@ -46,6 +46,8 @@ import { planAclCreations, planAclDeletions, type AclCreationResult, type AclDel
 import type { CreateAclsRequestAclCreation } from '../../protocol/messages/create-acls.ts';
 import type { DeleteAclsRequestDeleteAclsFilter } from '../../protocol/messages/delete-acls.ts';
 import type { AlterUserScramCredentialsRequest } from '../../protocol/messages/alter-user-scram-credentials.ts';
+import type { AlterClientQuotasRequest } from '../../protocol/messages/alter-client-quotas.ts';
+import { planClientQuotaAlterations, type ClientQuotaAlterResult } from './client-quota-control.ts';
 
 /** Kafka's metadata.version feature and the level this broker writes (3.9-IV0). */
 export const METADATA_VERSION_FEATURE = 'metadata.version';
@@ -646,6 +648,23 @@ export class QuorumController {
       const users = [...new Set([...request.deletions, ...request.upsertions].map((c) => c.name))];
       if (!this.isActive()) return users.map((user) => ({ user, ...this.notController() }));
       const { records, results } = planScramAlterations(this.sink.image(), request);
+      if (records.length > 0) await this.write(records, results);
+      return results;
+    });
+  }
+
+  // ---- client quotas -----------------------------------------------------------------
+
+  /**
+   * A refusal of the whole request (not the active controller, too many records) answers each
+   * entry with its entity as sent, as Kafka's AlterClientQuotasRequest.getErrorResponse does.
+   */
+  alterClientQuotas(request: AlterClientQuotasRequest): Promise<ClientQuotaAlterResult[]> {
+    return this.serialize(async () => {
+      const refuseAll = (refusal: ApiResult) => request.entries.map((e) => ({ entity: e.entity.map((d) => ({ ...d })), ...refusal }));
+      if (!this.isActive()) return refuseAll(this.notController());
+      const { records, results } = planClientQuotaAlterations(this.sink.image(), request);
+      if (records.length > MAX_RECORDS_PER_USER_OP) return refuseAll(fail(Errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE));
       if (records.length > 0) await this.write(records, results);
       return results;
     });

@@ -2,8 +2,10 @@
 // records. An image never changes; applying records yields a new image plus a delta that
 // says what moved (the ReplicaManager creates, deletes and re-leads partitions from it).
 
+import type { ClientQuotaRecordEntityData } from '../../protocol/messages/metadata/client-quota-record.ts';
+import type { ClientQuotaEntity, ClientQuotaLookup } from '../quota/entity.ts';
 import type { AclBinding } from '../security/acl-types.ts';
-import type { BrokerEndpoint, MetadataRecord, PartitionRecord } from './records.ts';
+import type { BrokerEndpoint, ClientQuotaRecord, MetadataRecord, PartitionRecord } from './records.ts';
 import { ConfigResourceType } from './records.ts';
 
 export interface BrokerRegistration {
@@ -62,6 +64,7 @@ export interface MetadataDelta {
   readonly aclsAdded: readonly { id: string; binding: AclBinding }[];
   /** Ids of ACLs removed. */
   readonly aclsRemoved: readonly string[];
+  readonly clientQuotasChanged: boolean;
 }
 
 export type ConfigMap = ReadonlyMap<string, string>;
@@ -81,12 +84,53 @@ function scramKey(mechanism: number, user: string): string {
   return `${mechanism}:${user}`;
 }
 
+/** The quotas set for exactly one client quota entity (ClientQuotaRecords), by quota key. */
+export interface ClientQuotaImage {
+  readonly entity: ClientQuotaEntity;
+  readonly quotas: ReadonlyMap<string, number>;
+}
+
+/** Client quotas by `clientQuotaEntityKey` of their entity. */
+export type ClientQuotas = ReadonlyMap<string, ClientQuotaImage>;
+
+const ENTITY_TYPE_ORDER = ['user', 'client-id', 'ip'];
+
+/** One key per entity, whatever the order of its types; a default (null) differs from any name. */
+export function clientQuotaEntityKey(entity: ClientQuotaEntity): string {
+  return JSON.stringify(
+    Object.entries(entity)
+      .filter(([, name]) => name !== undefined)
+      .sort(byEntityType),
+  );
+}
+
+function byEntityType([a]: [string, unknown], [b]: [string, unknown]): number {
+  return ENTITY_TYPE_ORDER.indexOf(a) - ENTITY_TYPE_ORDER.indexOf(b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** A ClientQuotaRecord's entity, its types in one fixed order (user, client-id, ip) so images compare equal. */
+export function clientQuotaEntityOf(data: readonly ClientQuotaRecordEntityData[]): ClientQuotaEntity {
+  return Object.fromEntries(data.map((d): [string, string | null] => [d.entityType, d.entityName]).sort(byEntityType));
+}
+
 function configKey(resourceType: number, resourceName: string): string {
   return `${resourceType}:${resourceName}`;
 }
 
 export class MetadataImage {
-  static readonly EMPTY = new MetadataImage(new Map(), new Map(), new Map(), new Map(), new Map(), 0n, -1, -1, new Map(), new Map());
+  static readonly EMPTY = new MetadataImage(
+    new Map(),
+    new Map(),
+    new Map(),
+    new Map(),
+    new Map(),
+    0n,
+    -1,
+    -1,
+    new Map(),
+    new Map(),
+    new Map(),
+  );
 
   constructor(
     readonly brokers: ReadonlyMap<number, BrokerRegistration>,
@@ -103,7 +147,16 @@ export class MetadataImage {
     readonly scramCredentials: ScramCredentials,
     /** ACL bindings by the id of their AccessControlEntryRecord. */
     readonly acls: ReadonlyMap<string, AclBinding>,
+    readonly clientQuotaEntities: ClientQuotas,
   ) {}
+
+  /** The quotas of exactly this entity (defaults are entities of their own, not fallbacks); a property, so it can be handed on as a lookup. */
+  readonly clientQuotas: ClientQuotaLookup = (entity) => this.clientQuotaEntities.get(clientQuotaEntityKey(entity))?.quotas;
+
+  /** Every entity with a quota, with its quotas. */
+  allClientQuotas(): ClientQuotaImage[] {
+    return [...this.clientQuotaEntities.values()];
+  }
 
   /** The user's credential for a SCRAM mechanism type (1 SHA-256, 2 SHA-512), if any. */
   scramCredential(mechanism: number, user: string): ScramCredentialImage | undefined {
@@ -173,6 +226,7 @@ class DeltaBuilder {
   private features: Map<string, number> | null = null;
   private scram: Map<string, ScramCredentialImage> | null = null;
   private acls: Map<string, AclBinding> | null = null;
+  private clientQuotas: Map<string, ClientQuotaImage> | null = null;
   private readonly aclsAdded = new Map<string, AclBinding>();
   private readonly aclsRemoved = new Set<string>();
   private nextProducerId: bigint;
@@ -189,6 +243,7 @@ class DeltaBuilder {
   private readonly brokersChanged = new Set<number>();
   private featuresChanged = false;
   private producerIdsChanged = false;
+  private clientQuotasChanged = false;
 
   constructor(private readonly base: MetadataImage) {
     this.nextProducerId = base.nextProducerId;
@@ -386,9 +441,25 @@ class DeltaBuilder {
         if (!this.aclsAdded.delete(id)) this.aclsRemoved.add(id);
         break;
       }
+      case 'ClientQuotaRecord':
+        this.replayClientQuota(record.data);
+        break;
       case 'NoOpRecord':
         break;
     }
+  }
+
+  /** As Kafka's ClientQuotaDelta: `remove` deletes the key, and an entity left without keys is gone. */
+  private replayClientQuota(r: ClientQuotaRecord): void {
+    this.clientQuotas ??= new Map(this.base.clientQuotaEntities);
+    const entity = clientQuotaEntityOf(r.entity);
+    const key = clientQuotaEntityKey(entity);
+    const quotas = new Map(this.clientQuotas.get(key)?.quotas);
+    if (r.remove) quotas.delete(r.key);
+    else quotas.set(r.key, r.value);
+    if (quotas.size === 0) this.clientQuotas.delete(key);
+    else this.clientQuotas.set(key, { entity, quotas });
+    this.clientQuotasChanged = true;
   }
 
   build(offset: number, epoch: number): { image: MetadataImage; delta: MetadataDelta } {
@@ -404,6 +475,7 @@ class DeltaBuilder {
       epoch,
       this.scram ?? base.scramCredentials,
       this.acls ?? base.acls,
+      this.clientQuotas ?? base.clientQuotaEntities,
     );
     const createdTopics = [...this.created.values()].map((t) => image.topicById(t.id) ?? t);
     return {
@@ -419,6 +491,7 @@ class DeltaBuilder {
         producerIdsChanged: this.producerIdsChanged,
         aclsAdded: [...this.aclsAdded].map(([id, binding]) => ({ id, binding })),
         aclsRemoved: [...this.aclsRemoved],
+        clientQuotasChanged: this.clientQuotasChanged,
       },
     };
   }
@@ -490,6 +563,12 @@ export function imageToRecords(image: MetadataImage): MetadataRecord[] {
   for (const [id, binding] of image.acls) out.push({ type: 'AccessControlEntryRecord', data: { id, ...binding } });
   for (const { user, mechanism, credential } of image.allScramCredentials()) {
     out.push({ type: 'UserScramCredentialRecord', data: { name: user, mechanism, ...credential } });
+  }
+  for (const { entity, quotas } of image.allClientQuotas()) {
+    for (const [key, value] of quotas) {
+      const entityData = Object.entries(entity).map(([entityType, entityName]) => ({ entityType, entityName: entityName ?? null }));
+      out.push({ type: 'ClientQuotaRecord', data: { entity: entityData, key, value, remove: false } });
+    }
   }
   if (image.nextProducerId > 0n) {
     out.push({ type: 'ProducerIdsRecord', data: { brokerId: -1, brokerEpoch: -1n, nextProducerId: image.nextProducerId } });

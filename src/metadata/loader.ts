@@ -182,5 +182,6 @@ export function diffImages(before: MetadataImage, after: MetadataImage): Metadat
     producerIdsChanged: before.nextProducerId !== after.nextProducerId,
     aclsAdded: [...after.acls].filter(([id]) => !before.acls.has(id)).map(([id, binding]) => ({ id, binding })),
     aclsRemoved: [...before.acls.keys()].filter((id) => !after.acls.has(id)),
+    clientQuotasChanged: before.clientQuotaEntities.size > 0 || after.clientQuotaEntities.size > 0,
   };
 }

@@ -32,6 +32,7 @@ const WRITE_VERSION: Record<MetadataRecordName, number> = {
   RemoveUserScramCredentialRecord: 0,
   AccessControlEntryRecord: 0,
   RemoveAccessControlEntryRecord: 0,
+  ClientQuotaRecord: 0,
 };
 
 const NAME_BY_TYPE = new Map<number, MetadataRecordName>(
@@ -55,8 +56,8 @@ export function encodeMetadataRecord(record: MetadataRecord): Buffer {
 }
 
 /**
- * Decodes one framed record; record types this broker does not act on (quotas,
- * delegation tokens...) come back as null so replay skips them.
+ * Decodes one framed record; record types this broker does not act on (delegation
+ * tokens...) come back as null so replay skips them.
  */
 export function decodeMetadataRecord(value: Buffer): MetadataRecord | null {
   const r = new Reader(value);

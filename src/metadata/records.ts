@@ -18,6 +18,7 @@ import type { UserScramCredentialRecord } from '../../protocol/messages/metadata
 import type { RemoveUserScramCredentialRecord } from '../../protocol/messages/metadata/remove-user-scram-credential-record.ts';
 import type { AccessControlEntryRecord } from '../../protocol/messages/metadata/access-control-entry-record.ts';
 import type { RemoveAccessControlEntryRecord } from '../../protocol/messages/metadata/remove-access-control-entry-record.ts';
+import type { ClientQuotaRecord } from '../../protocol/messages/metadata/client-quota-record.ts';
 
 export const MetadataRecordType = {
   RegisterBrokerRecord: 0,
@@ -31,6 +32,7 @@ export const MetadataRecordType = {
   RemoveTopicRecord: 9,
   UserScramCredentialRecord: 11,
   FeatureLevelRecord: 12,
+  ClientQuotaRecord: 14,
   ProducerIdsRecord: 15,
   BrokerRegistrationChangeRecord: 17,
   AccessControlEntryRecord: 18,
@@ -62,6 +64,7 @@ export type {
   RemoveUserScramCredentialRecord,
   AccessControlEntryRecord,
   RemoveAccessControlEntryRecord,
+  ClientQuotaRecord,
 };
 export type BrokerEndpoint = RegisterBrokerRecordBrokerEndpoint;
 /** Null / -2 fields mean "unchanged" (Kafka's PartitionChangeRecord defaults). */
@@ -88,7 +91,8 @@ export type MetadataRecord =
   | { type: 'UserScramCredentialRecord'; data: UserScramCredentialRecord }
   | { type: 'RemoveUserScramCredentialRecord'; data: RemoveUserScramCredentialRecord }
   | { type: 'AccessControlEntryRecord'; data: AccessControlEntryRecord }
-  | { type: 'RemoveAccessControlEntryRecord'; data: RemoveAccessControlEntryRecord };
+  | { type: 'RemoveAccessControlEntryRecord'; data: RemoveAccessControlEntryRecord }
+  | { type: 'ClientQuotaRecord'; data: ClientQuotaRecord };
 
 export type MetadataRecordName = MetadataRecord['type'];
 

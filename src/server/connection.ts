@@ -51,6 +51,12 @@ export interface ResponseFrame {
   readonly done?: () => void;
   /** Close the connection once this response is written, for this reason. */
   readonly closeAfter?: { reason: string; apiKey: number; apiVersion: number };
+  /**
+   * A quota's throttle time: the connection is neither read nor served for this long after
+   * the response is written (Kafka mutes the channel; clients of KIP-219 versions also wait
+   * on their side). A frame without chunks only mutes (an acks=0 produce has no response).
+   */
+  readonly throttleMs?: number;
 }
 
 /** Turns one request frame (without its size prefix) into the response, or null for none. */
@@ -103,6 +109,8 @@ export class Connection {
   /** Cancels the wait for pool memory while reading is held back by it, else null. */
   private cancelMemoryWait: (() => void) | null = null;
   private processing = false;
+  /** Muted by a quota's throttle time (ResponseFrame.throttleMs). */
+  private throttled = false;
   private corked = false;
   private paused = false;
   private closing = false;
@@ -251,6 +259,7 @@ export class Connection {
         // Done: the response is the socket's now (bounded per connection by
         // connection.max.buffered.bytes); the request's bytes go back to the pool.
         this.memory.release(frame.length);
+        if ((response?.throttleMs ?? 0) > 0) await this.mute(response!.throttleMs!);
         this.updateReading();
         // A request whose work never waits on I/O (an append written in place, an answer
         // already in the log) completes within microtasks, so without this a connection
@@ -263,6 +272,22 @@ export class Connection {
       this.processing = false;
       if (this.closing && !this.closed) this.socket.end();
     }
+  }
+
+  /** Neither reads nor serves the connection for `ms`, or until it closes. */
+  private mute(ms: number): Promise<void> {
+    this.throttled = true;
+    this.updateReading();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.clock.clearTimeout(timer);
+        this.socket.off('close', done);
+        this.throttled = false;
+        resolve();
+      };
+      const timer = this.clock.setTimeout(done, ms);
+      this.socket.on('close', done);
+    });
   }
 
   private writableDrained(): Promise<void> {
@@ -300,6 +325,7 @@ export class Connection {
     // A partial frame does not count: it is bounded by maxRequestBytes, and pausing while a
     // frame larger than the bound arrives would never let it complete.
     const over =
+      this.throttled ||
       this.cancelMemoryWait !== null ||
       this.queue.length >= this.limits.maxQueuedRequests ||
       this.queuedBytes + this.socket.writableLength > this.limits.maxBufferedBytes;

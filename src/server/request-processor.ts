@@ -23,6 +23,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { RequestObserver } from '../observability/metrics.ts';
 import { ReadBufferPool, type ReadBufferLease } from '../../storage/read-buffers.ts';
 import { CloseRequestedError, ConnectionClosingError, RequestFailedError, type FrameProcessor, type ResponseFrame } from './connection.ts';
+import type { QuotaManagers } from './quota-managers.ts';
 import type { RequestContext, Session } from './session.ts';
 
 /** api key (int16) + api version (int16) + correlation id (int32): readable in every header version. */
@@ -33,6 +34,12 @@ const BEFORE_AUTHENTICATION: ReadonlySet<number> = new Set([ApiKey.ApiVersions, 
 
 /** A handler's request to close the connection once its answer is written. */
 type CloseAfter = NonNullable<ResponseFrame['closeAfter']>;
+
+/** What a handler asked of the connection beyond its answer. */
+interface AfterResponse {
+  close: CloseAfter | null;
+  throttleMs: number;
+}
 
 /**
  * Idle buffers kept for reuse (storage/read-buffers.ts), for fetch reads, for the request
@@ -48,6 +55,8 @@ export class RequestProcessor implements FrameProcessor {
     /** Told of every request answered, with its response (metrics). */
     private readonly observer: RequestObserver | null = null,
     private readonly buffers = new ReadBufferPool(POOLED_BUFFERS_RETAINED_BYTES),
+    /** Client quotas; null charges nothing. */
+    private readonly quotas: QuotaManagers | null = null,
   ) {}
 
   get frameBuffers(): ReadBufferPool {
@@ -66,27 +75,23 @@ export class RequestProcessor implements FrameProcessor {
   private async respondWithReadBuffers(session: Session, frame: Buffer): Promise<ResponseFrame | null> {
     if (session.sasl?.expectsBareToken) return bareSaslToken(session, frame);
     const buffers = this.buffers.lease();
-    const after: { close: CloseAfter | null } = { close: null };
+    const after: AfterResponse = { close: null, throttleMs: 0 };
     try {
       const chunks = await this.respond(session, frame, buffers, after);
       if (chunks === null) {
         buffers.release();
-        return null;
+        return after.throttleMs > 0 ? { chunks: [], throttleMs: after.throttleMs } : null;
       }
       const done = () => buffers.release();
-      return after.close === null ? { chunks, done } : { chunks, done, closeAfter: after.close };
+      const throttle = after.throttleMs > 0 ? { throttleMs: after.throttleMs } : {};
+      return after.close === null ? { chunks, done, ...throttle } : { chunks, done, closeAfter: after.close, ...throttle };
     } catch (err) {
       buffers.release();
       throw err;
     }
   }
 
-  private async respond(
-    session: Session,
-    frame: Buffer,
-    readBuffers: ReadBufferLease,
-    after: { close: CloseAfter | null },
-  ): Promise<Buffer[] | null> {
+  private async respond(session: Session, frame: Buffer, readBuffers: ReadBufferLease, after: AfterResponse): Promise<Buffer[] | null> {
     if (frame.length < FIXED_HEADER_BYTES) throw new ConnectionClosingError(`truncated request header (${frame.length} bytes)`);
     const apiKey = frame.readInt16BE(0);
     const apiVersion = frame.readInt16BE(2);
@@ -132,6 +137,10 @@ export class RequestProcessor implements FrameProcessor {
         closeAfterResponse: (reason) => {
           after.close = { reason, apiKey, apiVersion };
         },
+        requestBytes: frame.length,
+        throttle: (throttleTimeMs) => {
+          after.throttleMs = Math.max(after.throttleMs, throttleTimeMs);
+        },
         readBuffers,
       };
     } catch (err) {
@@ -141,9 +150,18 @@ export class RequestProcessor implements FrameProcessor {
       throw err;
     }
     try {
-      const response = await api.handler(ctx, request, apiVersion);
+      const pending = api.handler(ctx, request, apiVersion);
+      // The time the request held the event loop: decoding and the handler up to its first
+      // wait. Kafka charges a request's handler-thread time, not the time it waits (a fetch's
+      // long poll, a produce's replication).
+      const handlingMs = performance.now() - startedAtMs;
+      const response = await pending;
       if (closeReason !== null) throw new CloseRequestedError(closeReason, apiKey, apiVersion);
+      if (this.quotas !== null) ctx.throttle(this.quotas.charge(ctx, request, handlingMs));
+      if (after.throttleMs > 0 && response !== null) withThrottleTime(response, after.throttleMs);
+      const encodingStartedAtMs = performance.now();
       const frame = response === null ? null : frameResponse(correlationId, apiKey, apiVersion, response, readBuffers);
+      this.quotas?.chargeResponseTime(ctx, request, performance.now() - encodingStartedAtMs);
       this.observer?.completed(apiKey, startedAtMs, response);
       return frame;
     } catch (err) {
@@ -179,6 +197,12 @@ export class RequestProcessor implements FrameProcessor {
       throw new RequestFailedError(apiKey, apiVersion, encodeErr);
     }
   }
+}
+
+/** Sets a response's throttle_time_ms (every response of a throttled API has one) to at least `throttleMs`. */
+function withThrottleTime(response: unknown, throttleMs: number): void {
+  const body = response as { throttleTimeMs?: number };
+  if (typeof body.throttleTimeMs === 'number') body.throttleTimeMs = Math.max(body.throttleTimeMs, throttleMs);
 }
 
 /**

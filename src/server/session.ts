@@ -55,6 +55,14 @@ export interface RequestContext {
   closeConnection(reason: string): void;
   /** Answers this request, then closes the connection (a failed SASL authentication, as Kafka closes after its answer). */
   closeAfterResponse(reason: string): void;
+  /** The size of the request frame, without its size prefix (what a produce is charged against producer_byte_rate). */
+  readonly requestBytes: number;
+  /**
+   * Holds the connection back for this long after the response (a byte-rate quota the request
+   * went over): the response carries the longest throttle time asked for, and the connection
+   * is not read until it has passed, as Kafka mutes a throttled channel.
+   */
+  throttle(throttleTimeMs: number): void;
   /**
    * Buffers for the log reads whose bytes the response carries (Fetch): they are reused once
    * the response has been written, so nothing may keep a slice of them past the response.

@@ -162,7 +162,8 @@ export async function startSecuredKafka(extra: ExtraProperties = {}): Promise<Se
   const clusterId = randomBytes(16).toString('base64url');
   const format = spawn(
     'java',
-    [...JVM_OPTIONS, '-cp', `${kafkaLibs()}/*`, 'kafka.tools.StorageTool', 'format', '--cluster-id', clusterId, '-c', properties],
+    // `--cluster-id=`: a base64url id may start with '-', which the parser would take for an option.
+    [...JVM_OPTIONS, '-cp', `${kafkaLibs()}/*`, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', properties],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
