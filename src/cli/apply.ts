@@ -20,12 +20,12 @@ import { type PolicyError, type SourcedPolicy, duplicateNames, formatPolicyError
 import { renderPlan } from '../tools/policy/render.ts';
 import { readClusterState } from '../tools/policy/state.ts';
 import { POLICY_STORE_TOPIC } from '../tools/policy/store.ts';
-import { UsageError, bootstrapServers, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
+import { UsageError, clusterTarget, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
 
 export const APPLY_USAGE = `usage:
   sluice apply -f FILE [-f FILE ...] [--dry-run] [--allow-delete] [--allow-repartition] [--allow-reassign]
   sluice apply --export [--topic NAME ...]
-  both: [--bootstrap-server HOST:PORT,...]
+  both: [--bootstrap-server HOST:PORT,...] [--command-config FILE]
   FILE holds topic policies, YAML or JSON: {topic_policy: {...}}, {topic_policies: [...]}, a list, or several documents.
   --dry-run            print the plan, change nothing
   --allow-delete       delete topics apply manages (in ${POLICY_STORE_TOPIC}) that no FILE names any more
@@ -40,6 +40,7 @@ function parseApplyArgs(args: string[]) {
     options: {
       file: { type: 'string', short: 'f', multiple: true },
       'bootstrap-server': { type: 'string' },
+      'command-config': { type: 'string' },
       'dry-run': { type: 'boolean' },
       'allow-delete': { type: 'boolean' },
       'allow-repartition': { type: 'boolean' },
@@ -65,7 +66,7 @@ function parseApplyArgs(args: string[]) {
     exporting,
     files: v.file ?? [],
     topics: v.topic ?? [],
-    bootstrap: bootstrapServers(v['bootstrap-server']),
+    ...clusterTarget(v),
     dryRun: v['dry-run'] === true,
     options: {
       allowDelete: v['allow-delete'] === true,
@@ -144,12 +145,12 @@ export async function runApplyCommand(argv: string[], io: Output = stdio): Promi
     return 0;
   }
   if (parsed.exporting) {
-    return withCluster(io, parsed.bootstrap, 'sluice-apply', async (cluster) => {
+    return withCluster(io, parsed, 'sluice-apply', async (cluster) => {
       io.out(exportText(await exportPolicies(cluster, parsed.topics)));
       return 0;
     });
   }
   const { policies, errors } = await readPolicies(parsed.files);
   if (errors.length > 0) return printErrors(io, errors);
-  return withCluster(io, parsed.bootstrap, 'sluice-apply', (cluster) => plan(cluster, parsed, policies, io));
+  return withCluster(io, parsed, 'sluice-apply', (cluster) => plan(cluster, parsed, policies, io));
 }

@@ -73,8 +73,12 @@ export const USAGE = `Usage:
       where they are: replaying again publishes them again.
   The groups, configs, topics, apply, produce, consume and dlq commands take --bootstrap-server
   HOST:PORT[,...] (default 127.0.0.1:9092) and work against any Kafka-compatible cluster;
-  groups, configs, topics and dlq take --output text|json.
-  sluice cluster describe --bootstrap-server HOST:PORT[,...] [--output text|json]
+  groups, configs, topics and dlq take --output text|json. For a secured listener they take
+  --command-config FILE: Java client properties, as Kafka's tools read them (security.protocol
+  PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL, sasl.mechanism PLAIN|SCRAM-SHA-256|SCRAM-SHA-512,
+  sasl.jaas.config with username and password, ssl.truststore.*, ssl.keystore.* for mTLS,
+  ssl.endpoint.identification.algorithm); any other setting is refused by name.
+  sluice cluster describe --bootstrap-server HOST:PORT[,...] [--command-config FILE] [--output text|json]
       The cluster id, brokers, active controller and metadata quorum (leader, epoch, high
       watermark, voters and observers with their lag), asked of a broker.
   sluice cluster describe --bootstrap-controller HOST:PORT

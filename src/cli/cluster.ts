@@ -4,7 +4,7 @@
  * through a broker.
  *
  *   sluice cluster describe --bootstrap-controller HOST:PORT
- *   sluice cluster describe --bootstrap-server HOST:PORT[,...] [--output text|json]
+ *   sluice cluster describe --bootstrap-server HOST:PORT[,...] [--command-config FILE] [--output text|json]
  *   sluice cluster add-controller --bootstrap-controller HOST:PORT --config controller.properties [--override key=value ...]
  *   sluice cluster remove-controller --bootstrap-controller HOST:PORT --controller-id N --controller-directory-id ID
  *
@@ -16,7 +16,8 @@
  * names the voter by id and directory id, as DescribeQuorum reports them. Both send their
  * request to the quorum leader, found through the bootstrap controller with DescribeQuorum.
  * describe --bootstrap-server asks a broker (Metadata, and DescribeQuorum, which it forwards to
- * the controllers), so it needs no access to the controller listeners.
+ * the controllers), so it needs no access to the controller listeners; its --command-config
+ * holds the client properties of a secured listener (command-config.ts).
  *
  * Exit codes: 0 ok, 1 when the quorum refuses or cannot be reached, 2 on usage and
  * configuration errors.
@@ -37,11 +38,11 @@ import { ConfigException, type BrokerConfig } from '../config/index.ts';
 import { readMetaProperties } from '../metadata/meta-properties.ts';
 import { type RaftEndpoint, raftMembershipOf } from '../metadata/raft/voter-set.ts';
 import { configFromFile } from './args.ts';
-import { bootstrapServers, parseOutputFormat, withCluster, type Output, type OutputFormat } from './output.ts';
+import { clusterTarget, parseOutputFormat, withCluster, type ClusterTarget, type Output, type OutputFormat } from './output.ts';
 
 export const CLUSTER_USAGE = `usage:
   sluice cluster describe --bootstrap-controller HOST:PORT
-  sluice cluster describe --bootstrap-server HOST:PORT[,...] [--output text|json]
+  sluice cluster describe --bootstrap-server HOST:PORT[,...] [--command-config FILE] [--output text|json]
   sluice cluster add-controller --bootstrap-controller HOST:PORT --config controller.properties [--override key=value ...]
   sluice cluster remove-controller --bootstrap-controller HOST:PORT --controller-id N --controller-directory-id ID`;
 
@@ -104,8 +105,11 @@ export async function runClusterCommand(argv: string[], io: Output = stdio, env:
       throw usage('--bootstrap-server applies to describe, instead of --bootstrap-controller');
     }
     if (values.output !== undefined && serversText === undefined) throw usage('--output applies to describe --bootstrap-server');
-    if (serversText !== undefined) return await describeThroughBroker(brokerArgs(serversText, values.output), io);
+    if (serversText !== undefined) return await describeThroughBroker(brokerArgs(serversText, values['command-config'], values.output), io);
     if (bootstrapText === undefined) throw usage(`${action} needs --bootstrap-controller`);
+    if (values['command-config'] !== undefined && action !== 'add-controller') {
+      throw usage('--command-config applies to describe --bootstrap-server, and to add-controller for the controller’s properties');
+    }
     const bootstrap = parseHostPort(bootstrapText);
     if (action === 'describe') return await describe(bootstrap, io);
     if (action === 'add-controller') {
@@ -134,9 +138,11 @@ export async function runClusterCommand(argv: string[], io: Output = stdio, env:
   }
 }
 
-function brokerArgs(servers: string, output: string | undefined): { bootstrap: string[]; format: OutputFormat } {
+type BrokerArgs = ClusterTarget & { format: OutputFormat };
+
+function brokerArgs(servers: string, commandConfig: string | undefined, output: string | undefined): BrokerArgs {
   try {
-    return { bootstrap: bootstrapServers(servers), format: parseOutputFormat(output) };
+    return { ...clusterTarget({ 'bootstrap-server': servers, 'command-config': commandConfig }), format: parseOutputFormat(output) };
   } catch (err) {
     throw usage((err as Error).message);
   }
@@ -184,8 +190,8 @@ export function formatClusterDescription(d: ClusterDescription, nowMs: number): 
   return `${lines.join('\n')}\n`;
 }
 
-async function describeThroughBroker(args: { bootstrap: string[]; format: OutputFormat }, io: Output): Promise<number> {
-  return withCluster(io, args.bootstrap, 'sluice-cluster', async (cluster) => {
+async function describeThroughBroker(args: BrokerArgs, io: Output): Promise<number> {
+  return withCluster(io, args, 'sluice-cluster', async (cluster) => {
     const described = await describeCluster(cluster);
     io.out(args.format === 'json' ? `${JSON.stringify(described)}\n` : formatClusterDescription(described, Date.now()));
     return 0;

@@ -8,18 +8,19 @@
  *
  * Brokers are named by id; --entity-default is the cluster-wide default every broker without
  * its own value takes. Without --all, describe shows only what is set on the entity itself.
- * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092) and --output text|json.
+ * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092), --command-config (the
+ * client properties of a secured listener, see command-config.ts) and --output text|json.
  */
 import { parseArgs } from 'node:util';
 import type { KafkaCluster } from '../client/cluster.ts';
 import { alterConfigs, describeConfigs, type ConfigEntry, type ConfigResource } from '../client/configs.ts';
-import { UsageError, bootstrapServers, parseKeyValue, parseOrUsage, parseOutputFormat, stdio, withCluster, type Output } from './output.ts';
+import { UsageError, clusterTarget, parseKeyValue, parseOrUsage, parseOutputFormat, stdio, withCluster, type Output } from './output.ts';
 
 export const CONFIGS_USAGE = `usage:
   sluice configs describe --entity-type topics|brokers (--entity-name NAME | --entity-default) [--all]
   sluice configs alter --entity-type topics|brokers (--entity-name NAME | --entity-default)
                        [--add-config name=value,name=[v1,v2],...] [--delete-config name,...]
-  every subcommand: [--bootstrap-server HOST:PORT,...] [--output text|json]`;
+  every subcommand: [--bootstrap-server HOST:PORT,...] [--command-config FILE] [--output text|json]`;
 
 /**
  * `--add-config 'a=1,b=[x,y],c=3'` as kafka-configs reads it: pairs split at commas outside
@@ -69,6 +70,7 @@ function parseConfigsArgs(args: string[]) {
     allowPositionals: true,
     options: {
       'bootstrap-server': { type: 'string' },
+      'command-config': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       'entity-type': { type: 'string' },
@@ -109,7 +111,7 @@ function parseConfigsArgs(args: string[]) {
     all: v.all === true,
     set,
     deleted,
-    bootstrap: bootstrapServers(v['bootstrap-server']),
+    ...clusterTarget(v),
     output: parseOutputFormat(v.output),
   };
 }
@@ -147,5 +149,5 @@ export async function runConfigsCommand(argv: string[], io: Output = stdio): Pro
     io.out(CONFIGS_USAGE + '\n');
     return 0;
   }
-  return withCluster(io, parsed.bootstrap, 'sluice-configs', (cluster) => runAction(cluster, parsed, io));
+  return withCluster(io, parsed, 'sluice-configs', (cluster) => runAction(cluster, parsed, io));
 }

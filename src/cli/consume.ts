@@ -26,14 +26,14 @@ import type { KafkaCluster } from '../client/cluster.ts';
 import { GroupMember } from '../client/group-member.ts';
 import { commitOffsets, fetchCommittedOffsets } from '../client/groups.ts';
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, listOffsets, tpKey } from '../client/offsets.ts';
-import { UsageError, bootstrapServers, parseIntFlag, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
+import { UsageError, clusterTarget, parseIntFlag, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
 import { brokerError, sleep, withRetries } from '../client/errors.ts';
 import { topicPartitions } from '../client/topics.ts';
 import { formatRecord, parseRecordFormat, type PrintOptions } from './record-format.ts';
 import { FETCH_MAX_VERSION, recordsIn } from '../client/records.ts';
 
 export const CONSUME_USAGE = `usage:
-  sluice consume TOPIC [--bootstrap-server HOST:PORT,...] [--partition P]
+  sluice consume TOPIC [--bootstrap-server HOST:PORT,...] [--command-config FILE] [--partition P]
                        [--offset earliest|latest|N | --from-timestamp MS|ISO-8601] [--group G]
                        [--max-messages N] [--follow] [--timeout-ms T]
                        [--format text|json|hex] [--print-key] [--key-separator SEP]
@@ -281,6 +281,7 @@ function parseConsumeArgs(args: string[]) {
     allowPositionals: true,
     options: {
       'bootstrap-server': { type: 'string' },
+      'command-config': { type: 'string' },
       partition: { type: 'string' },
       offset: { type: 'string' },
       'from-timestamp': { type: 'string' },
@@ -314,7 +315,7 @@ function parseConsumeArgs(args: string[]) {
     idleTimeoutMs: v['timeout-ms'] === undefined ? null : parseIntFlag(v['timeout-ms'], '--timeout-ms', 1),
     print: { format, keySeparator: v['print-key'] === true && format !== 'json' ? (v['key-separator'] ?? '\t') : null },
   };
-  return { help: false as const, bootstrap: bootstrapServers(v['bootstrap-server']), options };
+  return { help: false as const, ...clusterTarget(v), options };
 }
 
 /** Entry point of `sluice consume ...`; argv may start with the word `consume`. */
@@ -331,7 +332,7 @@ export async function runConsumeCommand(argv: string[], io: Output = stdio): Pro
   const onSigint = (): void => stop.abort();
   process.once('SIGINT', onSigint);
   try {
-    return await withCluster(io, parsed.bootstrap, 'sluice-consume', async (cluster) => {
+    return await withCluster(io, parsed, 'sluice-consume', async (cluster) => {
       const printed = await consume(cluster, parsed.options, io, stop.signal);
       io.err(`Processed a total of ${printed} messages\n`);
       return 0;

@@ -19,7 +19,7 @@ import { renderInspectReport, renderPlanned, renderReplaySummary, renderSkipped 
 import { type ReplayOptions, type SkippedRecord, replayDeadLetters } from '../tools/dlq/replay.ts';
 import {
   UsageError,
-  bootstrapServers,
+  clusterTarget,
   parseIntFlag,
   parseOrUsage,
   parseOutputFormat,
@@ -33,7 +33,7 @@ export const DLQ_USAGE = `usage:
   sluice dlq inspect TOPIC [--samples N]
   sluice dlq replay TOPIC [--to TOPIC] [--filter FIELD=VALUE | --filter FIELD~=TEXT ...]
                           [--partition P [--from-offset O] [--to-offset O]] [--dry-run]
-  both: [--bootstrap-server HOST:PORT,...] [--output text|json]
+  both: [--bootstrap-server HOST:PORT,...] [--command-config FILE] [--output text|json]
   inspect  counts by error class and source topic, the oldest and newest dead letters, and
            --samples N (default ${DEFAULT_SAMPLES}) samples.
   replay   re-publishes the matching dead letters, in partition/offset order, to their
@@ -80,6 +80,7 @@ function parseDlqArgs(args: string[]) {
     allowPositionals: true,
     options: {
       'bootstrap-server': { type: 'string' },
+      'command-config': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       samples: { type: 'string' },
@@ -96,7 +97,7 @@ function parseDlqArgs(args: string[]) {
   const known = ACTIONS.find((a) => a === action);
   if (known === undefined) throw new UsageError(action === undefined ? 'missing subcommand' : `unknown subcommand '${action}'`);
   if (topic === undefined || topic === '' || extra.length > 0) throw new UsageError(`'dlq ${known}' takes one topic`);
-  const base = { help: false as const, topic, bootstrap: bootstrapServers(v['bootstrap-server']), output: parseOutputFormat(v.output) };
+  const base = { help: false as const, topic, ...clusterTarget(v), output: parseOutputFormat(v.output) };
   if (known === 'inspect') {
     for (const flag of REPLAY_FLAGS) if (v[flag] !== undefined) throw new UsageError(`--${flag} does not apply to 'dlq inspect'`);
     return { ...base, action: known, samples: v.samples === undefined ? DEFAULT_SAMPLES : parseIntFlag(v.samples, '--samples') };
@@ -158,5 +159,5 @@ export async function runDlqCommand(argv: string[], io: Output = stdio): Promise
     io.out(DLQ_USAGE + '\n');
     return 0;
   }
-  return withCluster(io, parsed.bootstrap, 'sluice-dlq', (cluster) => runAction(cluster, parsed, io));
+  return withCluster(io, parsed, 'sluice-dlq', (cluster) => runAction(cluster, parsed, io));
 }

@@ -10,7 +10,8 @@
  *     (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO | --by-duration PnDTnHnMnS)
  *     [--dry-run | --execute]
  *
- * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092) and --output text|json.
+ * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092), --command-config (the
+ * client properties of a secured listener, see command-config.ts) and --output text|json.
  * reset-offsets only prints its plan unless --execute is given, as Kafka's tool does.
  * Exit codes: 0 ok, 1 on errors (an unknown group included), 2 on usage errors.
  */
@@ -32,7 +33,7 @@ import {
 } from '../client/groups.ts';
 import {
   UsageError,
-  bootstrapServers,
+  clusterTarget,
   parseIntFlag,
   parseOrUsage,
   parseOutputFormat,
@@ -51,7 +52,7 @@ export const GROUPS_USAGE = `usage:
   sluice groups reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
       (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm]
        | --by-duration PnDTnHnMnS) [--dry-run | --execute]
-  every subcommand: [--bootstrap-server HOST:PORT,...] [--output text|json]`;
+  every subcommand: [--bootstrap-server HOST:PORT,...] [--command-config FILE] [--output text|json]`;
 
 /** `12s`, `3m05s`, `2h07m`, `4d03h`: the largest two units. */
 export function formatDuration(ms: number): string {
@@ -209,7 +210,7 @@ function joinNegativeShift(args: readonly string[]): string[] {
 
 const RESET_TARGET_FLAGS = ['to-earliest', 'to-latest', 'to-offset', 'shift-by', 'to-datetime', 'by-duration'] as const;
 
-/** The flags each subcommand accepts, beyond --bootstrap-server, --output and --help. */
+/** The flags each subcommand accepts, beyond --bootstrap-server, --command-config, --output and --help. */
 const SUBCOMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   list: [],
   describe: [],
@@ -250,6 +251,7 @@ function parseGroupsArgs(args: string[], nowMs: number) {
     allowPositionals: true,
     options: {
       'bootstrap-server': { type: 'string' },
+      'command-config': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       group: { type: 'string' },
@@ -270,14 +272,14 @@ function parseGroupsArgs(args: string[], nowMs: number) {
   if (v.help === true) return { help: true as const };
   const allowed = action === undefined ? undefined : SUBCOMMAND_FLAGS[action];
   if (allowed === undefined) throw new UsageError(action === undefined ? 'missing subcommand' : `unknown subcommand '${action}'`);
-  const common = new Set(['bootstrap-server', 'output', 'help']);
+  const common = new Set(['bootstrap-server', 'command-config', 'output', 'help']);
   for (const flag of Object.keys(v)) {
     if (!common.has(flag) && !allowed.includes(flag)) throw new UsageError(`--${flag} does not apply to 'groups ${action}'`);
   }
   if (action === 'list' && groups.length > 0) throw new UsageError("'groups list' takes no group");
   if (action === 'describe' && groups.length !== 1) throw new UsageError("'groups describe' takes one group");
   if (action === 'delete' && groups.length === 0) throw new UsageError("'groups delete' takes at least one group");
-  const base = { help: false as const, bootstrap: bootstrapServers(v['bootstrap-server']), output: parseOutputFormat(v.output) };
+  const base = { help: false as const, ...clusterTarget(v), output: parseOutputFormat(v.output) };
   if (action !== 'reset-offsets') return { ...base, action: action as 'list' | 'describe' | 'delete', groups };
   if (groups.length > 0) throw new UsageError("'groups reset-offsets' names its group with --group");
   if (v.group === undefined || v.group === '') throw new UsageError("'groups reset-offsets' needs --group");
@@ -367,5 +369,5 @@ export async function runGroupsCommand(argv: string[], io: Output = stdio): Prom
     io.out(GROUPS_USAGE + '\n');
     return 0;
   }
-  return withCluster(io, parsed.bootstrap, 'sluice-groups', (cluster) => runAction(cluster, parsed, io));
+  return withCluster(io, parsed, 'sluice-groups', (cluster) => runAction(cluster, parsed, io));
 }

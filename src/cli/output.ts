@@ -1,14 +1,15 @@
 /**
  * What the client-side commands (`sluice topics`, `produce`, `consume`) share: where output
- * goes, the bootstrap servers, `key=value` arguments, and turning a failure into one line that
- * names the problem.
+ * goes, the cluster they reach (bootstrap servers, and the security of --command-config),
+ * `key=value` arguments, and turning a failure into one line that names the problem.
  *
  * Exit codes, as `sluice groups` uses them: 0 ok, 1 on errors, 2 on usage errors.
  */
 import { KafkaError } from '../../protocol/errors.ts';
 import { KafkaCluster, parseHostPort } from '../client/cluster.ts';
-import { ConnectionError } from '../client/connection.ts';
+import { ConnectionError, type ClientSecurity } from '../client/connection.ts';
 import { UsageError } from './args.ts';
+import { readCommandConfig } from './command-config.ts';
 
 export { UsageError };
 
@@ -42,6 +43,18 @@ export function bootstrapServers(value: string | undefined): string[] {
   return servers;
 }
 
+/** The cluster a client command reaches, and how it authenticates there. */
+export interface ClusterTarget {
+  readonly bootstrap: readonly string[];
+  readonly security: ClientSecurity;
+}
+
+/** `--bootstrap-server` and `--command-config` (none: PLAINTEXT, as Kafka's tools connect without one). */
+export function clusterTarget(values: { readonly 'bootstrap-server'?: string; readonly 'command-config'?: string }): ClusterTarget {
+  const path = values['command-config'];
+  return { bootstrap: bootstrapServers(values['bootstrap-server']), security: path === undefined ? {} : readCommandConfig(path) };
+}
+
 /** `name=value` as Kafka's tools read `--config`: split at the first `=`; the value may hold more. */
 export function parseKeyValue(text: string, flag: string): [string, string] {
   const at = text.indexOf('=');
@@ -72,20 +85,20 @@ export function describeFailure(err: unknown, bootstrap: readonly string[]): str
 }
 
 /**
- * Runs `command` against a cluster reached through `bootstrap`, closing its connections
- * after; a failure prints one `Error:` line and exits 1.
+ * Runs `command` against the cluster `target` names, every connection with its security,
+ * closing them after; a failure prints one `Error:` line and exits 1.
  */
 export async function withCluster(
   io: Output,
-  bootstrap: readonly string[],
+  target: ClusterTarget,
   clientId: string,
   command: (cluster: KafkaCluster) => Promise<number>,
 ): Promise<number> {
-  const cluster = new KafkaCluster(bootstrap, { clientId });
+  const cluster = new KafkaCluster(target.bootstrap, { clientId, ...target.security });
   try {
     return await command(cluster);
   } catch (err) {
-    io.err(`Error: ${describeFailure(err, bootstrap)}\n`);
+    io.err(`Error: ${describeFailure(err, target.bootstrap)}\n`);
     return 1;
   } finally {
     await cluster.close();

@@ -15,12 +15,12 @@
 import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
 import type { RecordHeader } from '../../protocol/records/record.ts';
-import { UsageError, bootstrapServers, parseIntFlag, parseKeyValue, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
+import { UsageError, clusterTarget, parseIntFlag, parseKeyValue, parseOrUsage, stdio, withCluster, type Output } from './output.ts';
 import { RecordLineError, parseRecordFormat, parseRecordLine, type LineOptions } from './record-format.ts';
 import { TopicProducer, type ProducerRecord } from '../client/producer.ts';
 
 export const PRODUCE_USAGE = `usage:
-  sluice produce TOPIC [--bootstrap-server HOST:PORT,...] [--format text|json|hex]
+  sluice produce TOPIC [--bootstrap-server HOST:PORT,...] [--command-config FILE] [--format text|json|hex]
                        [--key KEY | --key-separator SEP] [--header name=value ...] [--partition P]
                        [--acks all|1] [--timeout-ms T]
   Records from stdin, one a line.`;
@@ -47,6 +47,7 @@ function parseProduceArgs(args: string[]) {
     allowPositionals: true,
     options: {
       'bootstrap-server': { type: 'string' },
+      'command-config': { type: 'string' },
       format: { type: 'string' },
       key: { type: 'string' },
       'key-separator': { type: 'string' },
@@ -78,7 +79,7 @@ function parseProduceArgs(args: string[]) {
   return {
     help: false as const,
     topic: positionals[0]!,
-    bootstrap: bootstrapServers(v['bootstrap-server']),
+    ...clusterTarget(v),
     line,
     producer: {
       acks: acks === '1' ? 1 : -1,
@@ -100,7 +101,7 @@ export async function runProduceCommand(
     io.out(PRODUCE_USAGE + '\n');
     return 0;
   }
-  return withCluster(io, parsed.bootstrap, 'sluice-produce', async (cluster) => {
+  return withCluster(io, parsed, 'sluice-produce', async (cluster) => {
     const producer = new TopicProducer(cluster, parsed.topic, parsed.producer);
     await producer.open();
     let lineNumber = 0;

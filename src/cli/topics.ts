@@ -8,7 +8,8 @@
  *   sluice topics delete TOPIC... [--if-exists]
  *   sluice topics alter-config TOPIC [--set k=v ...] [--delete k ...] [--partitions N]
  *
- * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092) and --output text|json.
+ * Every subcommand takes --bootstrap-server (default 127.0.0.1:9092), --command-config (the
+ * client properties of a secured listener, see command-config.ts) and --output text|json.
  * Describe also shows what `sluice apply` keeps for a topic (its key and value schemas and
  * delivery contract, from the policy store), as `policy` in JSON.
  * Create and delete wait (briefly) until the cluster's metadata shows the change, so that a
@@ -29,7 +30,7 @@ import type { StoredKey, TopicPolicy } from '../tools/policy/policy.ts';
 import { readPolicyStore } from '../tools/policy/store.ts';
 import {
   UsageError,
-  bootstrapServers,
+  clusterTarget,
   parseIntFlag,
   parseKeyValue,
   parseOrUsage,
@@ -46,7 +47,7 @@ export const TOPICS_USAGE = `usage:
   sluice topics create TOPIC [--partitions N] [--replication-factor R] [--config name=value ...] [--if-not-exists]
   sluice topics delete TOPIC... [--if-exists]
   sluice topics alter-config TOPIC [--set name=value ...] [--delete name ...] [--partitions N]
-  every subcommand: [--bootstrap-server HOST:PORT,...] [--output text|json]`;
+  every subcommand: [--bootstrap-server HOST:PORT,...] [--command-config FILE] [--output text|json]`;
 
 /** A policy's key and value schemas and delivery contract, as describe's header line names them. */
 const POLICY_FIELDS: readonly (readonly [StoredKey, string])[] = [
@@ -84,7 +85,7 @@ export function formatTopicDescriptions(
   return text;
 }
 
-/** The flags each subcommand accepts, beyond --bootstrap-server, --output and --help. */
+/** The flags each subcommand accepts, beyond --bootstrap-server, --command-config, --output and --help. */
 const SUBCOMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   list: ['include-internal'],
   describe: [],
@@ -99,6 +100,7 @@ function parseTopicsArgs(args: string[]) {
     allowPositionals: true,
     options: {
       'bootstrap-server': { type: 'string' },
+      'command-config': { type: 'string' },
       output: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       'include-internal': { type: 'boolean' },
@@ -116,7 +118,7 @@ function parseTopicsArgs(args: string[]) {
   if (v.help === true) return { help: true as const };
   const allowed = action === undefined ? undefined : SUBCOMMAND_FLAGS[action];
   if (allowed === undefined) throw new UsageError(action === undefined ? 'missing subcommand' : `unknown subcommand '${action}'`);
-  const common = new Set(['bootstrap-server', 'output', 'help']);
+  const common = new Set(['bootstrap-server', 'command-config', 'output', 'help']);
   for (const flag of Object.keys(v)) {
     if (!common.has(flag) && !allowed.includes(flag)) throw new UsageError(`--${flag} does not apply to 'topics ${action}'`);
   }
@@ -132,7 +134,7 @@ function parseTopicsArgs(args: string[]) {
     help: false as const,
     action,
     topics,
-    bootstrap: bootstrapServers(v['bootstrap-server']),
+    ...clusterTarget(v),
     output: parseOutputFormat(v.output),
     includeInternal: v['include-internal'] === true,
     partitions,
@@ -205,5 +207,5 @@ export async function runTopicsCommand(argv: string[], io: Output = stdio): Prom
     io.out(TOPICS_USAGE + '\n');
     return 0;
   }
-  return withCluster(io, parsed.bootstrap, 'sluice-topics', (cluster) => runAction(cluster, parsed, io));
+  return withCluster(io, parsed, 'sluice-topics', (cluster) => runAction(cluster, parsed, io));
 }

@@ -1,6 +1,7 @@
 /**
  * A cluster seen through its bootstrap servers: Metadata for brokers and partition leaders,
- * FindCoordinator for group coordinators, one pooled connection per broker.
+ * FindCoordinator for group coordinators, one pooled connection per broker, every connection
+ * opened with the same options (client id, TLS and SASL of a secured listener).
  *
  *   const cluster = new KafkaCluster(['127.0.0.1:9092']);
  *   const leader = await cluster.leaderConnection('orders', 0);
@@ -72,10 +73,19 @@ export class KafkaCluster {
         return this.connection(host, port);
       });
     }
-    const opening = KafkaConnection.connect(host, port, this.options);
+    const opening = this.open(host, port);
     this.byAddress.set(key, opening);
     opening.catch(() => this.byAddress.delete(key));
     return opening;
+  }
+
+  /**
+   * A new connection to `host:port`, outside the pool, with this cluster's options (its TLS
+   * and SASL among them) and `overrides`: the pool's connections, and those a caller keeps
+   * for itself (a group member's to its coordinator, with a longer request timeout).
+   */
+  open(host: string, port: number, overrides: ConnectionOptions = {}): Promise<KafkaConnection> {
+    return KafkaConnection.connect(host, port, { ...this.options, ...overrides });
   }
 
   /** A connection to any bootstrap server that answers. */

@@ -28,7 +28,7 @@ import {
   makeConsumerProtocolAssignmentTopicPartition,
 } from '../../protocol/messages/consumer-protocol-assignment.ts';
 import { type KafkaCluster, kafkaError } from './cluster.ts';
-import { ConnectionError, KafkaConnection } from './connection.ts';
+import { ConnectionError, type KafkaConnection } from './connection.ts';
 import { sleep } from './errors.ts';
 import { decodeAssignment } from './groups.ts';
 import type { TopicPartition } from './offsets.ts';
@@ -162,7 +162,7 @@ export class GroupMember {
   private async coordinator(): Promise<KafkaConnection> {
     if (this.conn !== null && !this.conn.closed) return this.conn;
     const address = await this.cluster.findCoordinator(this.options.groupId);
-    this.conn = await KafkaConnection.connect(address.host, address.port, {
+    this.conn = await this.cluster.open(address.host, address.port, {
       clientId: this.options.clientId ?? 'sluice-consumer',
       // A JoinGroup is answered once the rebalance completes, up to the rebalance timeout.
       requestTimeoutMs: this.rebalanceTimeoutMs + 5_000,
