@@ -184,6 +184,7 @@ againstEachSecuredBroker('authentication', (broker) => {
     }
 
     // librdkafka before 2.6.1 cannot authenticate with SCRAM to Kafka 4 (librdkafkaScramWorks): there both brokers must refuse it alike.
+    // scripts/install-test-clients.sh gives kcat and confluent-kafka-python a newer one, which CI requires (clients.ts).
     it('kcat SCRAM-SHA-256 on SASL_SSL produces and consumes as carol; a wrong password is refused', async function () {
       requireKcat(this);
       const topic = 'kcat-scram-sha-256';

@@ -4,7 +4,7 @@
  * and Kafka's own tools (the Java client, from the cached Kafka jars) as child processes.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import kafkajs, { type Kafka, type KafkaConfig, type SASLOptions } from 'kafkajs';
@@ -16,11 +16,40 @@ import { readRecords } from '../../helpers/read-records.ts';
 import type { TestCert } from '../../helpers/certs.ts';
 import { hasCommand, missingTool } from '../../helpers/runtimes.ts';
 import type { SecuredBroker, User } from '../../helpers/secured-brokers.ts';
+import { REPO } from '../../helpers/sluice-cli.ts';
 
 const { Kafka: KafkaClient, logLevel } = kafkajs;
 
 const CONFLUENT_CLIENT = join(import.meta.dirname, 'confluent_client.py');
 const PROCESS_TIMEOUT_MS = 90_000;
+
+/**
+ * Debian's librdkafka (2.0.2) cannot do SCRAM with Kafka 4 (librdkafkaScramWorks), so
+ * scripts/install-test-clients.sh installs confluent-kafka's wheel, which bundles a recent one,
+ * into a virtualenv, and links that library as librdkafka.so.1 for Debian's kcat to load.
+ * compat/ keeps Debian's. Under CI both must be there: falling back would quietly test the old
+ * library's refusal instead of the round trip.
+ */
+const VENV_PYTHON = join(REPO, '.cache', 'python-venv', 'bin', 'python');
+const KCAT_LIBRDKAFKA = join(REPO, '.cache', 'kcat-librdkafka');
+
+function installed(path: string): boolean {
+  if (existsSync(path)) return true;
+  if (process.env.CI === 'true') throw new Error(`${path} is missing (scripts/install-test-clients.sh)`);
+  return false;
+}
+
+/** The python that runs confluent_client.py: the virtualenv's when installed, else Debian's. */
+function confluentPython(): string {
+  return installed(VENV_PYTHON) ? VENV_PYTHON : PYTHON;
+}
+
+/** kcat's environment: loading the wheel's librdkafka when installed, else the system's. */
+function kcatEnv(): NodeJS.ProcessEnv {
+  if (!installed(join(KCAT_LIBRDKAFKA, 'librdkafka.so.1'))) return process.env;
+  const inherited = process.env.LD_LIBRARY_PATH;
+  return { ...process.env, LD_LIBRARY_PATH: inherited ? `${KCAT_LIBRDKAFKA}:${inherited}` : KCAT_LIBRDKAFKA };
+}
 
 /**
  * A kafkajs client with short retries: a group's coordinator takes a moment to load, while a
@@ -98,7 +127,7 @@ export function requireKcat(ctx: Mocha.Context): void {
 }
 
 export function requireConfluentKafka(ctx: Mocha.Context): void {
-  if (spawnSync(PYTHON, ['-c', 'import confluent_kafka'], { stdio: 'ignore' }).status !== 0) {
+  if (spawnSync(confluentPython(), ['-c', 'import confluent_kafka'], { stdio: 'ignore' }).status !== 0) {
     missingTool(ctx, 'confluent-kafka-python', 'apt-get install python3-confluent-kafka');
   }
 }
@@ -111,7 +140,7 @@ export type LibrdkafkaConfig = Record<string, string>;
 
 /** The librdkafka version kcat is built with (`kcat -V`). */
 export function kcatLibrdkafkaVersion(): string {
-  const banner = spawnSync('kcat', ['-V'], { encoding: 'utf8' }).stdout;
+  const banner = spawnSync('kcat', ['-V'], { encoding: 'utf8', env: kcatEnv() }).stdout;
   const match = /librdkafka (\d+\.\d+\.\d+)/.exec(banner);
   if (match === null) throw new Error(`no librdkafka version in kcat -V: ${banner}`);
   return match[1]!;
@@ -119,7 +148,9 @@ export function kcatLibrdkafkaVersion(): string {
 
 /** The librdkafka version confluent-kafka-python runs on. */
 export function confluentLibrdkafkaVersion(): string {
-  return spawnSync(PYTHON, ['-c', 'import confluent_kafka; print(confluent_kafka.libversion()[0])'], { encoding: 'utf8' }).stdout.trim();
+  return spawnSync(confluentPython(), ['-c', 'import confluent_kafka; print(confluent_kafka.libversion()[0])'], {
+    encoding: 'utf8',
+  }).stdout.trim();
 }
 
 /**
@@ -146,10 +177,12 @@ export async function kcatRoundTrip(config: LibrdkafkaConfig, topic: string, val
   const produced = await run('kcat', ['-P', '-t', topic, '-X', 'acks=all', ...kcatArgs(config)], {
     input: `${values.join('\n')}\n`,
     timeoutMs: PROCESS_TIMEOUT_MS,
+    env: kcatEnv(),
   });
   if (produced.code !== 0 || /ERROR|Delivery failed/.test(produced.stderr)) return { consumed: [], stderr: produced.stderr };
   const consumed = await run('kcat', ['-C', '-t', topic, '-o', 'beginning', '-c', String(values.length), '-e', ...kcatArgs(config)], {
     timeoutMs: PROCESS_TIMEOUT_MS,
+    env: kcatEnv(),
   });
   return { consumed: consumed.stdout.split('\n').filter((line) => line !== ''), stderr: produced.stderr + consumed.stderr };
 }
@@ -159,7 +192,7 @@ export async function kcatRoundTrip(config: LibrdkafkaConfig, topic: string, val
  * a refused authentication, after 5 s of retried connections for a failed TLS handshake.
  */
 export function kcatMetadata(config: LibrdkafkaConfig): Promise<RunResult> {
-  return run('kcat', ['-L', '-m', '5', ...kcatArgs(config)], { timeoutMs: PROCESS_TIMEOUT_MS });
+  return run('kcat', ['-L', '-m', '5', ...kcatArgs(config)], { timeoutMs: PROCESS_TIMEOUT_MS, env: kcatEnv() });
 }
 
 export interface ConfluentRoundTrip {
@@ -170,7 +203,9 @@ export interface ConfluentRoundTrip {
 
 /** Produces `values` through librdkafka (confluent-kafka-python) and reads them back. */
 export async function confluentRoundTrip(config: LibrdkafkaConfig, topic: string, values: readonly string[]): Promise<ConfluentRoundTrip> {
-  const result = await run(PYTHON, [CONFLUENT_CLIENT, JSON.stringify({ config, topic, values })], { timeoutMs: PROCESS_TIMEOUT_MS });
+  const result = await run(confluentPython(), [CONFLUENT_CLIENT, JSON.stringify({ config, topic, values })], {
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  });
   const line = result.stdout.trim().split('\n').pop() ?? '';
   if (result.code !== 0 || !line.startsWith('{')) {
     throw new Error(`confluent_client.py exited with ${result.code}: ${result.stdout}\n${result.stderr.slice(-3000)}`);
