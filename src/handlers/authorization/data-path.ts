@@ -122,25 +122,46 @@ export const fetch: Policy<ApiKey.Fetch> = async (call) => {
     return readable(name) ? null : TOPIC_AUTHORIZATION_FAILED;
   };
   const authorized = request.topics.filter((t) => refusal(t) === null);
-  if (authorized.length === request.topics.length) return call.next(request);
-  // An incremental fetch goes on regardless: the partitions cached from earlier requests are still to be answered.
+  // An incremental fetch also answers the partitions its session cached from earlier requests,
+  // which this one does not name: Kafka authorizes every partition of the session on every
+  // fetch, so a READ taken away since the session began stops its records too.
   const incremental = version >= 7 && request.sessionId !== 0 && request.sessionEpoch > 0;
+  const sessionReauthorized = incremental && !follower;
+  if (authorized.length === request.topics.length && !sessionReauthorized) return call.next(request);
   const answered = authorized.length > 0 || incremental ? await call.next({ ...request, topics: authorized }) : null;
   const base = answered ?? makeFetchResponse();
+  const refusedPartitions = (partitions: readonly number[], errorCode: number) =>
+    partitions.map((partitionIndex) =>
+      makeFetchResponsePartitionData({ partitionIndex, errorCode, highWatermark: -1n, records: Buffer.alloc(0) }),
+    );
   const refused = (t: FetchRequestFetchTopic) => {
     const errorCode = refusal(t);
     if (errorCode === null) return null;
     return makeFetchResponseFetchableTopicResponse({
       topic: t.topic,
       topicId: t.topicId,
-      partitions: t.partitions.map((p) =>
-        makeFetchResponsePartitionData({ partitionIndex: p.partition, errorCode, highWatermark: -1n, records: Buffer.alloc(0) }),
+      partitions: refusedPartitions(
+        t.partitions.map((p) => p.partition),
+        errorCode,
       ),
     });
   };
+  const responses = sessionReauthorized
+    ? base.responses.map((r) => {
+        const name = usesTopicIds ? requireTopics(call).topicName(r.topicId) : r.topic;
+        if (name === undefined || readable(name)) return r;
+        return {
+          ...r,
+          partitions: refusedPartitions(
+            r.partitions.map((p) => p.partitionIndex),
+            TOPIC_AUTHORIZATION_FAILED,
+          ),
+        };
+      })
+    : base.responses;
   const same = (t: FetchRequestFetchTopic, r: { topic: string; topicId: string }) =>
     usesTopicIds ? r.topicId === t.topicId : r.topic === t.topic;
-  return { ...base, responses: inRequestOrder(request.topics, refused, base.responses, same) };
+  return { ...base, responses: inRequestOrder(request.topics, refused, responses, same) };
 };
 
 /** DESCRIBE on each topic; refused partitions answer timestamp and offset -1. */

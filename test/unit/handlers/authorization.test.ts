@@ -437,6 +437,33 @@ describe('authorizing Fetch', () => {
     );
   });
 
+  it('authorizes again the partitions an incremental fetch session answers from its cache', async () => {
+    // The session cached 'a' while it was readable; this request names only 'b'.
+    const { handler, seen } = recording<ApiKey.Fetch>(() => fetchAnswer(fetchRequest(['a', 'b'])));
+    const request = fetchRequest(['b'], { sessionId: 5, sessionEpoch: 2 });
+    const { response } = await call(ApiKey.Fetch, handler, [topic(Op.READ, 'b')], request, 12);
+    assert.deepEqual(seen[0], request);
+    assert.deepEqual(
+      response!.responses.map((t) => [t.topic, t.partitions.map((p) => [p.errorCode, p.records!.length])]),
+      [
+        [
+          'b',
+          [
+            [0, 4],
+            [0, 4],
+          ],
+        ],
+        [
+          'a',
+          [
+            [TAF, 0],
+            [TAF, 0],
+          ],
+        ],
+      ],
+    );
+  });
+
   it('refuses every partition of a follower without CLUSTER_ACTION, and lets one with it fetch anything', async () => {
     const { handler, seen } = recording<ApiKey.Fetch>(fetchAnswer);
     const request = fetchRequest(['a'], { replicaId: 2 });
