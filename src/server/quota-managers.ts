@@ -123,6 +123,8 @@ export function quotaClient(session: Session, clientId: string | null): QuotaCli
 
 function requestQuotaExempt(ctx: RequestContext, request: unknown): boolean {
   if (ctx.session.listenerRole === 'controller' || INTER_BROKER_APIS.has(ctx.apiKey)) return true;
+  // Kafka authenticates in its network layer, before any quota applies to the principal.
+  if (!ctx.session.authenticated || ctx.apiKey === ApiKey.SaslHandshake || ctx.apiKey === ApiKey.SaslAuthenticate) return true;
   if (ctx.apiKey === ApiKey.Produce) return (request as { acks: number }).acks === 0;
   if (ctx.apiKey === ApiKey.Fetch) return fetchReplicaId(request, ctx.apiVersion) >= 0;
   return false;

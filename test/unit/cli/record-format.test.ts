@@ -42,7 +42,8 @@ describe('record lines', () => {
   it('splits text lines at the first key separator', () => {
     fc.assert(
       fc.property(
-        utf8Text.filter((k) => !k.includes('::')),
+        // A key ending in ':' would make the separator start inside it.
+        utf8Text.filter((k) => !k.includes('::') && !k.endsWith(':')),
         utf8Text,
         (key, value) => {
           const r = parseRecordLine(`${key}::${value}`, { ...plain, keySeparator: '::' })!;
