@@ -71,7 +71,7 @@ describe('sluice --command-config against a secured Sluice node', function () {
       'ssl.truststore.location': broker.pki.caCert,
     });
 
-  /** topics create and list, produce three records, consume them back, all through `endpoint` with `config`. */
+  /** topics create and list, produce three records, consume them back (alone, then in a group), all through `endpoint` with `config`. */
   async function roundTrip(endpoint: string, config: string, topic: string): Promise<void> {
     const common = ['--bootstrap-server', endpoint, '--command-config', config];
     assert.equal(
@@ -94,6 +94,9 @@ describe('sluice --command-config against a secured Sluice node', function () {
         .sort(),
       ['k1:one', 'k2:two', 'k3:three'],
     );
+    // As a member of a group: the coordinator's connection is secured the same way.
+    const grouped = ok(await sluice(['consume', topic, '--group', `${topic}-readers`, ...common]));
+    assert.equal(grouped.split('\n').filter((l) => l !== '').length, 3);
   }
 
   it('PLAIN over SASL_SSL, trusting the CA: topics create and list, produce and consume', async () => {
