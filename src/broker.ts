@@ -197,10 +197,7 @@ export class Broker {
         interBrokerListenerName: this.config.interBrokerListenerName,
         quotaWindowNum: this.config.getInt('quota.window.num'),
         quotaWindowSizeSeconds: this.config.getInt('quota.window.size.seconds'),
-        ipConnectionCreationRate: (ip) => {
-          const image = this.metadata.image();
-          return (image.clientQuotas({ ip }) ?? image.clientQuotas({ ip: null }))?.get('connection_creation_rate');
-        },
+        ipConnectionCreationRate: (ip) => quotas.connectionCreationRate(ip),
       },
       this.runtime,
     );

@@ -42,15 +42,26 @@ export interface MutationQuotaServices {
   readonly defaultPartitions: () => number;
 }
 
-/** Spends the topic's permits; false when a strict quota refused them. */
-function admitted(quota: ControllerMutationQuota, permits: number): boolean {
-  try {
-    quota.record(permits);
-    return true;
-  } catch (err) {
-    if (err instanceof ThrottlingQuotaExceededError) return false;
-    throw err;
+/** Spends each entry's permits in turn: those a strict quota refused are answered over the quota, the others go on. */
+function spend<E>(quota: ControllerMutationQuota, entries: readonly E[], permits: (entry: E) => number): { allowed: E[]; refused: E[] } {
+  const allowed: E[] = [];
+  const refused: E[] = [];
+  for (const entry of entries) {
+    try {
+      quota.record(permits(entry));
+      allowed.push(entry);
+    } catch (err) {
+      if (!(err instanceof ThrottlingQuotaExceededError)) throw err;
+      refused.push(entry);
+    }
   }
+  return { allowed, refused };
+}
+
+/** The response with the quota's throttle time, if longer than the controller's. */
+function throttled<R extends { throttleTimeMs: number }>(response: R, quota: ControllerMutationQuota): R {
+  response.throttleTimeMs = Math.max(response.throttleTimeMs, quota.throttleTimeMs());
+  return response;
 }
 
 /** Kafka's ApiError leaves out a message that is the error's default one. */
@@ -64,12 +75,10 @@ export async function createTopicsWithinQuota(
 ): Promise<CreateTopicsResponse> {
   const permits = (t: CreateTopicsRequestCreatableTopic) =>
     t.assignments.length > 0 ? t.assignments.length : t.numPartitions === -1 ? services.defaultPartitions() : Math.max(0, t.numPartitions);
-  const allowed = request.topics.filter((t) => admitted(quota, permits(t)));
-  const refused = request.topics.filter((t) => !allowed.includes(t));
+  const { allowed, refused } = spend(quota, request.topics, permits);
   const response = await forward({ ...request, topics: allowed });
   response.topics.push(...refused.map((t) => makeCreateTopicsResponseCreatableTopicResult({ name: t.name, ...EXCEEDED })));
-  response.throttleTimeMs = Math.max(response.throttleTimeMs, quota.throttleTimeMs());
-  return response;
+  return throttled(response, quota);
 }
 
 export async function createPartitionsWithinQuota(
@@ -79,13 +88,12 @@ export async function createPartitionsWithinQuota(
   forward: (request: CreatePartitionsRequest) => Promise<CreatePartitionsResponse>,
 ): Promise<CreatePartitionsResponse> {
   const image = services.image();
-  const added = (name: string, count: number) => Math.max(0, count - (image.topic(name)?.partitions.size ?? count));
-  const allowed = request.topics.filter((t) => admitted(quota, added(t.name, t.count)));
-  const refused = request.topics.filter((t) => !allowed.includes(t));
+  const { allowed, refused } = spend(quota, request.topics, (t) =>
+    Math.max(0, t.count - (image.topic(t.name)?.partitions.size ?? t.count)),
+  );
   const response = await forward({ ...request, topics: allowed });
   response.results.push(...refused.map((t) => makeCreatePartitionsResponseCreatePartitionsTopicResult({ name: t.name, ...EXCEEDED })));
-  response.throttleTimeMs = Math.max(response.throttleTimeMs, quota.throttleTimeMs());
-  return response;
+  return throttled(response, quota);
 }
 
 export async function deleteTopicsWithinQuota(
@@ -96,23 +104,19 @@ export async function deleteTopicsWithinQuota(
   forward: (request: DeleteTopicsRequest) => Promise<DeleteTopicsResponse>,
 ): Promise<DeleteTopicsResponse> {
   const image = services.image();
-  const partitions = (name: string | null, topicId: string) =>
-    (topicId !== ZERO_UUID ? image.topicById(topicId) : name === null ? undefined : image.topic(name))?.partitions.size ?? 0;
-  let refused: { name: string | null; topicId: string }[];
-  let forwarded: DeleteTopicsRequest;
-  if (version >= 6) {
-    const allowed = request.topics.filter((t) => admitted(quota, partitions(t.name, t.topicId)));
-    refused = request.topics.filter((t: DeleteTopicsRequestDeleteTopicState) => !allowed.includes(t));
-    forwarded = { ...request, topics: allowed };
-  } else {
-    const allowed = request.topicNames.filter((name) => admitted(quota, partitions(name, ZERO_UUID)));
-    refused = request.topicNames.filter((name) => !allowed.includes(name)).map((name) => ({ name, topicId: ZERO_UUID }));
-    forwarded = { ...request, topicNames: allowed };
-  }
+  const partitions = (t: { name: string | null; topicId: string }) =>
+    (t.topicId !== ZERO_UUID ? image.topicById(t.topicId) : t.name === null ? undefined : image.topic(t.name))?.partitions.size ?? 0;
+  // Up to v5 topics are named only; from v6 by name or id.
+  const topics: { name: string | null; topicId: string }[] =
+    version >= 6 ? request.topics : request.topicNames.map((name) => ({ name, topicId: ZERO_UUID }));
+  const { allowed, refused } = spend(quota, topics, partitions);
+  const forwarded =
+    version >= 6
+      ? { ...request, topics: allowed as DeleteTopicsRequestDeleteTopicState[] }
+      : { ...request, topicNames: allowed.map((t) => t.name!) };
   const response = await forward(forwarded);
   response.responses.push(
     ...refused.map((t) => makeDeleteTopicsResponseDeletableTopicResult({ name: t.name, topicId: t.topicId, ...EXCEEDED })),
   );
-  response.throttleTimeMs = Math.max(response.throttleTimeMs, quota.throttleTimeMs());
-  return response;
+  return throttled(response, quota);
 }

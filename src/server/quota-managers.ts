@@ -15,6 +15,7 @@ import type { MetadataImage } from '../metadata/image.ts';
 import { ClientQuotaManager, type ClientQuotaSource, type QuotaClient } from '../quota/client-quota-manager.ts';
 import { ControllerMutationQuotaManager, type ControllerMutationQuota } from '../quota/controller-mutation-quota.ts';
 import type { QuotaWindow } from '../quota/sampled-rate.ts';
+import { canonicalIp } from './connection-quotas.ts';
 import type { RequestContext, Session } from './session.ts';
 
 /** APIs only brokers and controllers send: never charged to a client quota (Kafka's sendResponseExemptThrottle and the controller's APIs). */
@@ -49,6 +50,8 @@ export class QuotaManagers {
   readonly fetch: ClientQuotaManager;
   readonly request: ClientQuotaManager;
   readonly controllerMutation: ControllerMutationQuotaManager;
+  /** connection_creation_rate by canonical address; null keys the default ip entity. */
+  private connectionRates: ReadonlyMap<string | null, number>;
 
   constructor(
     windows: QuotaWindows,
@@ -60,6 +63,7 @@ export class QuotaManagers {
     this.fetch = new ClientQuotaManager('consumer_byte_rate', windows.client, source);
     this.request = new ClientQuotaManager('request_percentage', windows.client, source);
     this.controllerMutation = new ControllerMutationQuotaManager(windows.controllerMutation, source, { monotonicMs: nowMs });
+    this.connectionRates = connectionRates(image);
   }
 
   /** The quotas of a new metadata image (one whose ClientQuotaRecords changed). */
@@ -69,6 +73,15 @@ export class QuotaManagers {
     this.fetch.updateQuotas(source);
     this.request.updateQuotas(source);
     this.controllerMutation.updateQuotas(source);
+    this.connectionRates = connectionRates(image);
+  }
+
+  /**
+   * An address's connection_creation_rate: its own ip entity's, else the default ip entity's.
+   * Entities are matched by address, as Kafka resolves their names, not by how they are spelled.
+   */
+  connectionCreationRate(ip: string): number | undefined {
+    return this.connectionRates.get(canonicalIp(ip)) ?? this.connectionRates.get(null);
   }
 
   /**
@@ -134,6 +147,16 @@ function requestQuotaExempt(ctx: RequestContext, request: unknown): boolean {
 function fetchReplicaId(request: unknown, version: number): number {
   const fetch = request as { replicaId: number; replicaState: { replicaId: number } };
   return version >= 15 ? fetch.replicaState.replicaId : fetch.replicaId;
+}
+
+function connectionRates(image: MetadataImage): Map<string | null, number> {
+  const rates = new Map<string | null, number>();
+  for (const { entity, quotas } of image.allClientQuotas()) {
+    const rate = quotas.get('connection_creation_rate');
+    if (entity.ip === undefined || rate === undefined) continue;
+    rates.set(entity.ip === null ? null : canonicalIp(entity.ip), rate);
+  }
+  return rates;
 }
 
 function quotaSource(image: MetadataImage): ClientQuotaSource {

@@ -6,14 +6,14 @@
  * untrusted certificate meet. Each command runs as a user runs it: the `sluice` binary.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RunResult, run } from '../../../compat/support/process.ts';
 import { ADMIN, ALICE, startSecuredSluice, type SecuredBroker, type User } from '../../helpers/secured-brokers.ts';
 import { sluiceCommand } from '../../helpers/sluice-cli.ts';
 import { eventually } from '../../helpers/wait.ts';
-import { kafkaTool, requireJava } from '../security/clients.ts';
+import { javaClientProperties, kafkaTool, requireJava } from '../security/clients.ts';
 
 const PLAIN_MODULE = 'org.apache.kafka.common.security.plain.PlainLoginModule';
 const SCRAM_MODULE = 'org.apache.kafka.common.security.scram.ScramLoginModule';
@@ -51,16 +51,7 @@ describe('sluice --command-config against a secured Sluice node', function () {
     if (dir !== '') await rm(dir, { recursive: true, force: true });
   });
 
-  async function commandConfig(name: string, properties: Record<string, string>): Promise<string> {
-    const path = join(dir, `${name}.properties`);
-    await writeFile(
-      path,
-      Object.entries(properties)
-        .map(([k, v]) => `${k}=${v}\n`)
-        .join(''),
-    );
-    return path;
-  }
+  const commandConfig = (name: string, properties: Record<string, string>): Promise<string> => javaClientProperties(dir, name, properties);
 
   const saslSsl = (mechanism: string, module: string, user: User) =>
     commandConfig(`sasl-ssl-${mechanism}-${user.username}-${user.password}`, {

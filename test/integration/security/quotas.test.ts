@@ -153,7 +153,8 @@ againstEachSecuredBroker(
         ?.split(',')
         .map((c) => c.trim());
       assert.ok(row !== undefined, run.stdout);
-      assert.equal(Number(row[4]), RECORDS);
+      // It stops at the poll that reaches --messages, counting all that poll returned.
+      assert.ok(Number(row[4]) >= RECORDS, run.stdout);
       const bytesPerSecond = Number(row[8]) * 1024 * 1024;
       assert.ok(bytesPerSecond <= QUOTA_BYTES_PER_SECOND * OVER_QUOTA_TOLERANCE, `${bytesPerSecond} B/s over ${QUOTA_BYTES_PER_SECOND}`);
       assert.ok(bytesPerSecond >= QUOTA_BYTES_PER_SECOND * UNDER_QUOTA_FLOOR, `${bytesPerSecond} B/s, far under ${QUOTA_BYTES_PER_SECOND}`);
@@ -239,18 +240,7 @@ againstEachSecuredBroker(
     });
 
     it("an ip entity's connection_creation_rate: a connection over it is closed unanswered, other addresses connect", async () => {
-      const alter = await kafkaTool('kafka.admin.ConfigCommand', [
-        '--bootstrap-server',
-        broker().endpoints.PLAINTEXT,
-        '--alter',
-        '--add-config',
-        'connection_creation_rate=1',
-        '--entity-type',
-        'ips',
-        '--entity-name',
-        '127.0.0.3',
-      ]);
-      assert.equal(alter.code, 0, alter.stderr);
+      await setQuota(broker(), ['--entity-type', 'ips', '--entity-name', '127.0.0.3'], 'connection_creation_rate=1');
       const { host, port } = hostPort(broker().endpoints.PLAINTEXT);
       const peers: Peer[] = [];
       try {

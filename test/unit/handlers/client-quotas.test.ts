@@ -3,11 +3,9 @@ import fc from 'fast-check';
 import { Errors } from '../../../protocol/errors.ts';
 import type { DescribeClientQuotasRequestComponentData as Component } from '../../../protocol/messages/describe-client-quotas.ts';
 import { handleAlterClientQuotas, handleDescribeClientQuotas } from '../../../src/handlers/client-quotas.ts';
-import { QuorumController } from '../../../src/metadata/controller.ts';
 import { MetadataImage } from '../../../src/metadata/image.ts';
 import type { MetadataRecord } from '../../../src/metadata/records.ts';
-import { FakeClock } from '../metadata/fake-cluster.ts';
-import { ImageSink } from '../metadata/image-sink.ts';
+import { activeController } from '../metadata/image-sink.ts';
 
 const EXACT = 0;
 const DEFAULT = 1;
@@ -169,15 +167,6 @@ describe('DescribeClientQuotas', () => {
 });
 
 describe('AlterClientQuotas', () => {
-  async function activeController() {
-    const sink = new ImageSink();
-    const controller = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0, {
-      clock: new FakeClock(),
-    });
-    await controller.activate();
-    return { sink, controller };
-  }
-
   it('answers each entry with its entity and Kafka’s error', async () => {
     const { controller } = await activeController();
     const res = await handleAlterClientQuotas(controller, {

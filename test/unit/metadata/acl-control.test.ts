@@ -1,22 +1,11 @@
 import assert from 'node:assert/strict';
 import { Errors } from '../../../protocol/errors.ts';
 import { handleDescribeAcls } from '../../../src/handlers/acls.ts';
-import { QuorumController } from '../../../src/metadata/controller.ts';
 import { MetadataImage, imageToRecords } from '../../../src/metadata/image.ts';
 import { applyAclDelta } from '../../../src/security/authorizer-config.ts';
 import { StandardAuthorizer } from '../../../src/security/authorizer.ts';
 import { AclOperation, AclPermissionType, PatternType, ResourceType } from '../../../src/security/acl-types.ts';
-import { FakeClock } from './fake-cluster.ts';
-import { ImageSink } from './image-sink.ts';
-
-async function activeController() {
-  const sink = new ImageSink();
-  const controller = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0, {
-    clock: new FakeClock(),
-  });
-  await controller.activate();
-  return { sink, controller };
-}
+import { activeController } from './image-sink.ts';
 
 const creation = (
   principal: string,

@@ -3,20 +3,9 @@ import fc from 'fast-check';
 import { Errors } from '../../../protocol/errors.ts';
 import type { AlterClientQuotasRequestEntryData } from '../../../protocol/messages/alter-client-quotas.ts';
 import { javaHashMapOrder, planClientQuotaAlterations } from '../../../src/metadata/client-quota-control.ts';
-import { QuorumController } from '../../../src/metadata/controller.ts';
 import { imageToRecords, MetadataImage } from '../../../src/metadata/image.ts';
 import type { ClientQuotaLookup } from '../../../src/quota/entity.ts';
-import { FakeClock } from './fake-cluster.ts';
-import { ImageSink } from './image-sink.ts';
-
-async function activeController() {
-  const sink = new ImageSink();
-  const controller = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0, {
-    clock: new FakeClock(),
-  });
-  await controller.activate();
-  return { sink, controller };
-}
+import { activeController } from './image-sink.ts';
 
 type Entity = [string, string | null][];
 type Op = [string, number | null];

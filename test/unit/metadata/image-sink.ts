@@ -1,11 +1,12 @@
 // A RecordSink that applies records straight to an image, as a committed one-voter log
 // would, for controller tests that need no Raft.
 
-import type { RecordSink } from '../../../src/metadata/controller.ts';
+import { QuorumController, type RecordSink } from '../../../src/metadata/controller.ts';
 import type { MetadataDelta } from '../../../src/metadata/image.ts';
 import { MetadataImage } from '../../../src/metadata/image.ts';
 import { decodeMetadataRecord, encodeMetadataRecord } from '../../../src/metadata/record-codec.ts';
 import type { MetadataRecord } from '../../../src/metadata/records.ts';
+import { FakeClock } from './fake-cluster.ts';
 
 export class ImageSink implements RecordSink {
   current = MetadataImage.EMPTY;
@@ -41,4 +42,17 @@ export class ImageSink implements RecordSink {
   records(): MetadataRecord[] {
     return this.written.flat();
   }
+}
+
+/** An active one-voter controller over an ImageSink, writing `formatRecords` (the bootstrap records) first. */
+export async function activeController(
+  formatRecords: readonly MetadataRecord[] = [],
+): Promise<{ sink: ImageSink; controller: QuorumController }> {
+  const sink = new ImageSink();
+  const controller = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0, {
+    clock: new FakeClock(),
+  });
+  controller.setFormatRecords(formatRecords);
+  await controller.activate();
+  return { sink, controller };
 }

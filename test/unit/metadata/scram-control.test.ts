@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Errors } from '../../../protocol/errors.ts';
-import { QuorumController } from '../../../src/metadata/controller.ts';
 import { imageToRecords, MetadataImage } from '../../../src/metadata/image.ts';
 import { parseAddScram } from '../../../src/metadata/bootstrap-records.ts';
 import { saltedPassword, scramCredential } from '../../../src/security/scram.ts';
-import { FakeClock } from './fake-cluster.ts';
-import { ImageSink } from './image-sink.ts';
+import { activeController } from './image-sink.ts';
 
 const SALT = Buffer.from('0123456789abcdef');
-
-async function activeController(formatRecords = [] as ReturnType<typeof parseAddScram>[]) {
-  const sink = new ImageSink();
-  const controller = new QuorumController(sink, { defaultNumPartitions: () => 1, defaultReplicationFactor: () => 1 }, () => 0, {
-    clock: new FakeClock(),
-  });
-  controller.setFormatRecords(formatRecords);
-  await controller.activate();
-  return { sink, controller };
-}
 
 const upsert = (name: string, mechanism = 1, iterations = 4096, password = `${name}-pw`) => ({
   name,
