@@ -73,7 +73,7 @@ export async function handleFetch(
   bandwidth: FetchBandwidth | null = null,
 ): Promise<FetchResponse> {
   const usesTopicIds = version >= 13;
-  const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
+  const replicaId = fetchReplicaId(request, version);
   const replicaEpoch = version >= 15 ? request.replicaState.replicaEpoch : -1n;
   const partitions: SessionPartition[] = [];
   for (const topic of request.topics) {
@@ -206,6 +206,11 @@ export async function handleFetch(
     responses,
     nodeEndpoints: leaderEndpoints(services, answered, version, listenerName),
   });
+}
+
+/** Who sends a Fetch: a replica's node id (in the replica state from v15), negative for consumers. */
+export function fetchReplicaId(request: Pick<FetchRequest, 'replicaId' | 'replicaState'>, version: number): number {
+  return version >= 15 ? request.replicaState.replicaId : request.replicaId;
 }
 
 /** KIP-951 (v16+): the endpoints of the leaders named in NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answers. */

@@ -76,6 +76,7 @@ import type { MetadataManager } from '../metadata/manager.ts';
 import { encodeRaftBatch } from '../metadata/raft/log.ts';
 import { SUPPORTED_KRAFT_VERSIONS } from '../metadata/raft/voter-set.ts';
 import { safeOrRefuse } from './wire-int64.ts';
+import { fetchReplicaId } from './fetch.ts';
 
 /** What the quorum RPCs need: the node's Raft client and the cluster id it belongs to. */
 export type QuorumServices = Pick<MetadataManager, 'clusterId' | 'raft'>;
@@ -320,7 +321,7 @@ export async function handleMetadataFetch(metadata: QuorumServices, request: Fet
   if (!named || partition === undefined || partition.partition !== 0) {
     return makeFetchResponse({ errorCode: Errors.INVALID_REQUEST.code });
   }
-  const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
+  const replicaId = fetchReplicaId(request, version);
   const data = await fetchMetadataPartition(metadata, request.clusterId, replicaId, partition, request.maxWaitMs);
   // v16+: where the leader listens, so that a replica that knows only its id can reach it (KIP-853).
   const leader = metadata.raft.leaderEndpoint();

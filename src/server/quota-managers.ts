@@ -10,7 +10,8 @@
  * response to carry the throttle time.
  */
 import { ApiKey } from '../../protocol/messages/index.ts';
-import type { FetchBandwidth } from '../handlers/fetch.ts';
+import type { FetchRequest } from '../../protocol/messages/fetch.ts';
+import { fetchReplicaId, type FetchBandwidth } from '../handlers/fetch.ts';
 import type { MetadataImage } from '../metadata/image.ts';
 import { ClientQuotaManager, type ClientQuotaSource, type QuotaClient } from '../quota/client-quota-manager.ts';
 import { ControllerMutationQuotaManager, type ControllerMutationQuota } from '../quota/controller-mutation-quota.ts';
@@ -116,7 +117,7 @@ export class QuotaManagers {
 
   /** A consumer's consumer_byte_rate quota for one Fetch; null for followers or when no consumer quota exists. */
   fetchBandwidth(ctx: RequestContext, request: unknown): FetchBandwidth | null {
-    if (!this.fetch.enabled || fetchReplicaId(request, ctx.apiVersion) >= 0) return null;
+    if (!this.fetch.enabled || fetchReplicaId(request as FetchRequest, ctx.apiVersion) >= 0) return null;
     const client = quotaClient(ctx.session, ctx.clientId);
     const fetch = this.fetch;
     return {
@@ -139,14 +140,8 @@ function requestQuotaExempt(ctx: RequestContext, request: unknown): boolean {
   // Kafka authenticates in its network layer, before any quota applies to the principal.
   if (!ctx.session.authenticated || ctx.apiKey === ApiKey.SaslHandshake || ctx.apiKey === ApiKey.SaslAuthenticate) return true;
   if (ctx.apiKey === ApiKey.Produce) return (request as { acks: number }).acks === 0;
-  if (ctx.apiKey === ApiKey.Fetch) return fetchReplicaId(request, ctx.apiVersion) >= 0;
+  if (ctx.apiKey === ApiKey.Fetch) return fetchReplicaId(request as FetchRequest, ctx.apiVersion) >= 0;
   return false;
-}
-
-/** The replica id of a Fetch: a follower's broker id, negative for consumers. */
-function fetchReplicaId(request: unknown, version: number): number {
-  const fetch = request as { replicaId: number; replicaState: { replicaId: number } };
-  return version >= 15 ? fetch.replicaState.replicaId : fetch.replicaId;
 }
 
 function connectionRates(image: MetadataImage): Map<string | null, number> {

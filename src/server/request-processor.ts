@@ -153,15 +153,16 @@ export class RequestProcessor implements FrameProcessor {
       const pending = api.handler(ctx, request, apiVersion);
       // The time the request held the event loop: decoding and the handler up to its first
       // wait. Kafka charges a request's handler-thread time, not the time it waits (a fetch's
-      // long poll, a produce's replication).
-      const handlingMs = performance.now() - startedAtMs;
+      // long poll, a produce's replication). Read only while some request quota exists.
+      const timed = this.quotas?.request.enabled === true;
+      const handlingMs = timed ? performance.now() - startedAtMs : 0;
       const response = await pending;
       if (closeReason !== null) throw new CloseRequestedError(closeReason, apiKey, apiVersion);
       if (this.quotas !== null) ctx.throttle(this.quotas.charge(ctx, request, handlingMs));
       if (after.throttleMs > 0 && response !== null) withThrottleTime(response, after.throttleMs);
-      const encodingStartedAtMs = performance.now();
+      const encodingStartedAtMs = timed ? performance.now() : 0;
       const frame = response === null ? null : frameResponse(correlationId, apiKey, apiVersion, response, readBuffers);
-      this.quotas?.chargeResponseTime(ctx, request, performance.now() - encodingStartedAtMs);
+      if (timed) this.quotas!.chargeResponseTime(ctx, request, performance.now() - encodingStartedAtMs);
       this.observer?.completed(apiKey, startedAtMs, response);
       return frame;
     } catch (err) {

@@ -48,6 +48,7 @@ import {
 import { LOG_OVERHEAD, TRANSACTIONAL_BIT } from '../../../protocol/records/batch.ts';
 import { AclOperation, ResourceType } from '../../security/acl-types.ts';
 import { inRequestOrder, refuse, requireTopics, type Policy } from './policy.ts';
+import { fetchReplicaId } from '../fetch.ts';
 
 const TOPIC_AUTHORIZATION_FAILED = Errors.TOPIC_AUTHORIZATION_FAILED.code;
 
@@ -111,7 +112,7 @@ export const produce: Policy<ApiKey.Produce> = async (call) => {
 export const fetch: Policy<ApiKey.Fetch> = async (call) => {
   const { request, version, access } = call;
   const usesTopicIds = version >= 13;
-  const replicaId = version >= 15 ? request.replicaState.replicaId : request.replicaId;
+  const replicaId = fetchReplicaId(request, version);
   const follower = replicaId >= 0;
   const followerAllowed = follower && access.allowsCluster(AclOperation.CLUSTER_ACTION);
   const readable = access.topicFilter(AclOperation.READ);
