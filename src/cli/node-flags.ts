@@ -12,8 +12,9 @@
 // and dies in the old generation, whose allocation limit V8 sets from what survived the last
 // full collection, a few tens of MiB in a broker. On three nodes under replicated load that
 // limit fell, on some nodes of most runs, to a full collection every 100 ms (5-7 ms pauses,
-// up to 20 % of a core), and the produce-to-consume p99 at 40,000 records/s was 55-125 ms;
-// with --initial-old-space-size=64 every node made one or two full collections in the run
-// and the p99 was 15-19 ms (scripts/bench/cluster.ts). Up to 64 MiB of old garbage waits
+// up to 20 % of a core), and the produce-to-consume p99 at 40,000 records/s was 24-125 ms
+// over six runs (55-125 ms in the five where a node did so); with --initial-old-space-size=64
+// every node made one or two full collections in the run and the p99 was 15-19 ms over four
+// (scripts/bench/cluster.ts). Up to 64 MiB of old garbage waits
 // for its collection in return; Kafka's start script gives its JVM a fixed 1 GiB heap.
 export const BROKER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32', '--initial-old-space-size=64'];
