@@ -565,7 +565,27 @@ function route(): { render: () => Promise<void>; refreshMs: number } {
   return { render: overview, refreshMs: 2000 };
 }
 
-async function render(): Promise<void> {
+let rendersPending = 0;
+let renders: Promise<void> = Promise.resolve();
+
+/**
+ * Renders the view the hash names once the render before it is done: a view shows what it
+ * fetched when its fetch completes, and one still fetching when the hash changed would
+ * otherwise replace the newer view. `data-ready` and `data-view` (the hash shown) say when the
+ * last one is on the page.
+ */
+function render(): Promise<void> {
+  rendersPending++;
+  document.body.dataset.ready = 'false';
+  renders = renders.then(renderView).finally(() => {
+    if (--rendersPending > 0) return;
+    document.body.dataset.view = location.hash;
+    document.body.dataset.ready = 'true';
+  });
+  return renders;
+}
+
+async function renderView(): Promise<void> {
   window.clearTimeout(refreshTimer);
   const { render: view, refreshMs } = route();
   const section = location.hash.replace(/^#\/?/, '').split('/')[0] ?? '';
@@ -575,7 +595,6 @@ async function render(): Promise<void> {
   } catch (err) {
     show(errorBox(err));
   }
-  document.body.dataset.ready = 'true';
   if (refreshMs > 0) refreshTimer = window.setTimeout(() => void render(), refreshMs);
 }
 

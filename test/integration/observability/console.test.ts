@@ -81,7 +81,8 @@ describe('web console in headless Chromium (real broker, kafkajs traffic)', func
   /** Opens a view and waits until the console rendered it. */
   async function open(hash: string): Promise<void> {
     await page.goto(`${broker.httpUrl}/${hash}`);
-    await page.waitForSelector('body[data-ready="true"]');
+    // A hash-only navigation keeps the document: the view is the new one once it names the hash.
+    await page.waitForFunction((shown) => document.body.dataset.ready === 'true' && document.body.dataset.view === shown, hash);
   }
 
   it('shows the cluster: its broker, the quorum and the throughput charts', async () => {
