@@ -1,8 +1,8 @@
 // Consuming with a real client: librdkafka with its default consumer settings reads a freshly
 // written topic (6 partitions, 1 KiB records, 200 MiB) from the start, from Sluice and from
 // Apache Kafka (scripts/kafka-reference.sh) running side by side, in alternating rounds so that
-// a busy machine skews both alike. Two librdkafka clients each round: kcat (C; the broker is
-// what limits it) and confluent-kafka-python (what a Python consumer meets; its per-message
+// a busy machine skews both alike. Two librdkafka clients each round: kcat (C; its one fetch
+// in flight per broker limits it, not its CPU) and confluent-kafka-python (what a Python consumer meets; its per-message
 // Python work limits it first). Figures: Sluice's throughput, first record to last, as a ratio
 // to Kafka's (target >= 1.2; kcat's whole run, start to exit, beside it) and broker CPU seconds
 // per GiB read (utime + stime of the broker process, every
@@ -60,6 +60,13 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
 type Consumer = 'kcat' | 'confluent-kafka-python';
 const CONSUMERS: readonly Consumer[] = ['kcat', 'confluent-kafka-python'];
 
+/** What a consumer read: `seconds` first record to last; `wholeRunSeconds` start to exit, where timed. */
+interface Read {
+  bytes: number;
+  seconds: number;
+  wholeRunSeconds?: number;
+}
+
 /**
  * kcat's consumer (librdkafka's defaults) from the start of every partition to its end. It
  * prints each record's value length (%S), not the value: a pipe taking every value into this
@@ -74,7 +81,7 @@ const CONSUMERS: readonly Consumer[] = ['kcat', 'confluent-kafka-python'];
  *   sees end-of-partition and exits: a constant of about 0.5 s on either broker, more than
  *   twice the delivery of 200 MiB.
  */
-function kcatConsume(broker: Broker): Promise<{ bytes: number; seconds: number; deliverySeconds: number }> {
+function kcatConsume(broker: Broker): Promise<Read> {
   const total = RECORDS * RECORD_BYTES;
   return new Promise((done, fail) => {
     const started = process.hrtime.bigint();
@@ -99,12 +106,12 @@ function kcatConsume(broker: Broker): Promise<{ bytes: number; seconds: number; 
       if (code !== 0) fail(new Error(`kcat exited with ${code}`));
       else if (bytes !== total) fail(new Error(`kcat read ${bytes} bytes of ${total}`));
       else if (from === null || to === null || to <= from) fail(new Error('kcat delivered too few blocks to time its delivery'));
-      else done({ bytes, seconds, deliverySeconds: (to - from) / (DELIVERY_TO - DELIVERY_FROM) });
+      else done({ bytes, seconds: (to - from) / (DELIVERY_TO - DELIVERY_FROM), wholeRunSeconds: seconds });
     });
   });
 }
 
-async function client(mode: 'produce' | 'consume', broker: Broker): Promise<{ bytes: number; seconds: number }> {
+async function client(mode: 'produce' | 'consume', broker: Broker): Promise<Read> {
   const args = ['-B', CLIENT, mode, broker.bootstrap, TOPIC, String(PARTITIONS), String(RECORDS)];
   if (mode === 'produce') args.push(String(RECORD_BYTES));
   const out = await run(PYTHON, args);
@@ -165,18 +172,13 @@ async function startKafka(): Promise<Broker> {
 
 async function consumeRound(broker: Broker, consumer: Consumer): Promise<Round> {
   const cpuBefore = cpuSeconds(broker.pid);
-  if (consumer === 'kcat') {
-    const read = await kcatConsume(broker);
-    const cpu = cpuSeconds(broker.pid) - cpuBefore;
-    return {
-      mibPerS: read.bytes / MIB / read.deliverySeconds,
-      wholeRunMibPerS: read.bytes / MIB / read.seconds,
-      cpuSecondsPerGiB: cpu / (read.bytes / (1024 * MIB)),
-    };
-  }
-  const read = await client('consume', broker);
+  const read = consumer === 'kcat' ? await kcatConsume(broker) : await client('consume', broker);
   const cpu = cpuSeconds(broker.pid) - cpuBefore;
-  return { mibPerS: read.bytes / MIB / read.seconds, wholeRunMibPerS: null, cpuSecondsPerGiB: cpu / (read.bytes / (1024 * MIB)) };
+  return {
+    mibPerS: read.bytes / MIB / read.seconds,
+    wholeRunMibPerS: read.wholeRunSeconds === undefined ? null : read.bytes / MIB / read.wholeRunSeconds,
+    cpuSecondsPerGiB: cpu / (read.bytes / (1024 * MIB)),
+  };
 }
 
 async function main(): Promise<void> {
