@@ -1,24 +1,28 @@
 // Consuming with a real client: librdkafka with its default consumer settings reads a freshly
 // written topic (6 partitions, 1 KiB records, 200 MiB) from the start, from Sluice and from
 // Apache Kafka (scripts/kafka-reference.sh) running side by side, in alternating rounds so that
-// a busy machine skews both alike. Two librdkafka clients each round: kcat (C; its one fetch
-// in flight per broker limits it, not its CPU) and confluent-kafka-python (what a Python consumer meets; its per-message
-// Python work limits it first). Figures: Sluice's throughput, first record to last, as a ratio
-// to Kafka's (target >= 1.2; kcat's whole run, start to exit, beside it) and broker CPU seconds
-// per GiB read (utime + stime of the broker process, every
-// thread, from /proc), then the absolute numbers with their spread.
+// a busy machine skews both alike. Two librdkafka clients each round: kcat (C, librdkafka's
+// simple consumer) and confluent-kafka-python (its high-level consumer, with assigned
+// partitions). Figures: Sluice's throughput, first record to last, as a ratio to Kafka's
+// (target >= 1.2; kcat's whole run, start to exit, beside it) and broker CPU seconds per GiB
+// read (utime + stime of the broker process, every thread, from /proc), then the absolute
+// numbers with their spread, the share of the broker's CPU time spent in the kernel (page-cache
+// reads and socket writes) and how many cores the broker and the consumer kept busy: the CPU
+// seconds of both over the consumer's whole run per second of delivery, an upper bound, as the
+// run's start and end count too. With a consumer that keeps one fetch in flight per broker, the
+// rate is that of fetch round trips in series, each within the CPU the two leave each other.
 // Our own Fetch bench (broker.ts) asks for 4 MiB per partition with one request per partition
 // in flight; librdkafka asks for 1 MiB per partition in one request per broker and decodes
 // every record, which is what consumers of a broker meet.
 // Run: node --import tsx scripts/bench/consume.ts [--rounds=N] [--mib=N] [--no-kafka]
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kafkaInstalled } from '../../compat/targets.ts';
 import { PYTHON } from '../../test/cluster/clients.ts';
 import { REPO, sluiceCommand } from '../../test/helpers/sluice-cli.ts';
-import { cpuSeconds, spread } from './measure.ts';
+import { cpuTimes, spread } from './measure.ts';
 
 const CLIENT = join(REPO, 'scripts/bench/librdkafka_client.py');
 const MIB = 1024 * 1024;
@@ -47,6 +51,10 @@ interface Round {
   /** Start to exit (kcat only). */
   wholeRunMibPerS: number | null;
   cpuSecondsPerGiB: number;
+  /** The share of that CPU time spent in the kernel (stime): the page-cache reads and socket writes. */
+  kernelShare: number;
+  /** Cores the broker and the consumer kept busy between them while it read (CPU seconds per second of delivery). */
+  busyCores: number;
 }
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
@@ -60,11 +68,16 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
 type Consumer = 'kcat' | 'confluent-kafka-python';
 const CONSUMERS: readonly Consumer[] = ['kcat', 'confluent-kafka-python'];
 
-/** What a consumer read: `seconds` first record to last; `wholeRunSeconds` start to exit, where timed. */
+/**
+ * What a consumer read: `seconds` first record to last; `wholeRunSeconds` start to exit, where
+ * timed; `cpuSeconds` the consumer's own CPU time (every thread): kcat's over its whole run,
+ * the Python client's from its first record to its last.
+ */
 interface Read {
   bytes: number;
   seconds: number;
   wholeRunSeconds?: number;
+  cpuSeconds: number;
 }
 
 /**
@@ -86,8 +99,14 @@ function kcatConsume(broker: Broker): Promise<Read> {
   return new Promise((done, fail) => {
     const started = process.hrtime.bigint();
     const secondsSinceStart = (): number => Number(process.hrtime.bigint() - started) / 1e9;
-    const child = spawn('kcat', ['-C', '-b', broker.bootstrap, '-t', TOPIC, '-o', 'beginning', '-e', '-q', '-f', '%S\\n'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
+    // Through a shell whose `times` prints the CPU time of its children (kcat) when it exits.
+    const kcat = ['-C', '-b', broker.bootstrap, '-t', TOPIC, '-o', 'beginning', '-e', '-q', '-f', '%S\\n'];
+    const child = spawn('sh', ['-c', 'kcat "$@"; status=$?; times >&2; exit $status', 'sh', ...kcat], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
     });
     let bytes = 0;
     let partial = '';
@@ -103,19 +122,38 @@ function kcatConsume(broker: Broker): Promise<Read> {
     child.once('error', fail);
     child.once('close', (code) => {
       const seconds = secondsSinceStart();
-      if (code !== 0) fail(new Error(`kcat exited with ${code}`));
+      const cpuSeconds = childrenCpuSeconds(stderr);
+      if (code !== 0) fail(new Error(`kcat exited with ${code}\n${stderr}`));
       else if (bytes !== total) fail(new Error(`kcat read ${bytes} bytes of ${total}`));
       else if (from === null || to === null || to <= from) fail(new Error('kcat delivered too few blocks to time its delivery'));
-      else done({ bytes, seconds: (to - from) / (DELIVERY_TO - DELIVERY_FROM), wholeRunSeconds: seconds });
+      else if (cpuSeconds === null) fail(new Error(`no CPU times for kcat in:\n${stderr}`));
+      else done({ bytes, seconds: (to - from) / (DELIVERY_TO - DELIVERY_FROM), wholeRunSeconds: seconds, cpuSeconds });
     });
   });
 }
 
-async function client(mode: 'produce' | 'consume', broker: Broker): Promise<Read> {
-  const args = ['-B', CLIENT, mode, broker.bootstrap, TOPIC, String(PARTITIONS), String(RECORDS)];
-  if (mode === 'produce') args.push(String(RECORD_BYTES));
-  const out = await run(PYTHON, args);
-  return JSON.parse(out.trim().split('\n').pop()!) as { bytes: number; seconds: number };
+/** The user + system seconds of the shell's children from the last line of `times` (`0m0.23s 0m0.15s`). */
+function childrenCpuSeconds(timesOutput: string): number | null {
+  const last = timesOutput.trim().split('\n').pop() ?? '';
+  const m = /^(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s$/.exec(last.trim());
+  return m === null ? null : Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) * 60 + Number(m[4]);
+}
+
+/** Runs the Python client; its last line of output is one JSON object. */
+async function client(args: string[]): Promise<unknown> {
+  const out = await run(PYTHON, ['-B', CLIENT, ...args]);
+  return JSON.parse(out.trim().split('\n').pop()!);
+}
+
+function produce(broker: Broker): Promise<{ bytes: number; seconds: number }> {
+  return client(['produce', broker.bootstrap, TOPIC, String(PARTITIONS), String(RECORDS), String(RECORD_BYTES)]) as Promise<{
+    bytes: number;
+    seconds: number;
+  }>;
+}
+
+function pythonConsume(broker: Broker): Promise<Read> {
+  return client(['consume', broker.bootstrap, TOPIC, String(PARTITIONS), String(RECORDS)]) as Promise<Read>;
 }
 
 function waitForListening(child: ChildProcess): Promise<string> {
@@ -171,13 +209,17 @@ async function startKafka(): Promise<Broker> {
 }
 
 async function consumeRound(broker: Broker, consumer: Consumer): Promise<Round> {
-  const cpuBefore = cpuSeconds(broker.pid);
-  const read = consumer === 'kcat' ? await kcatConsume(broker) : await client('consume', broker);
-  const cpu = cpuSeconds(broker.pid) - cpuBefore;
+  const before = cpuTimes(broker.pid);
+  const read = consumer === 'kcat' ? await kcatConsume(broker) : await pythonConsume(broker);
+  const after = cpuTimes(broker.pid);
+  const user = after.userSeconds - before.userSeconds;
+  const system = after.systemSeconds - before.systemSeconds;
   return {
     mibPerS: read.bytes / MIB / read.seconds,
     wholeRunMibPerS: read.wholeRunSeconds === undefined ? null : read.bytes / MIB / read.wholeRunSeconds,
-    cpuSecondsPerGiB: cpu / (read.bytes / (1024 * MIB)),
+    cpuSecondsPerGiB: (user + system) / (read.bytes / (1024 * MIB)),
+    kernelShare: user + system > 0 ? system / (user + system) : 0,
+    busyCores: (user + system + read.cpuSeconds) / read.seconds,
   };
 }
 
@@ -189,7 +231,7 @@ async function main(): Promise<void> {
   const rounds = new Map<string, Round[]>(brokers.flatMap((b) => CONSUMERS.map((c) => [key(b, c), []])));
   try {
     for (const broker of brokers) {
-      const wrote = await client('produce', broker);
+      const wrote = await produce(broker);
       process.stderr.write(`  ${broker.name}: wrote ${(wrote.bytes / MIB).toFixed(0)} MiB in ${wrote.seconds.toFixed(1)} s\n`);
     }
     for (let round = 0; round < ROUNDS; round++) {
@@ -200,7 +242,8 @@ async function main(): Promise<void> {
           process.stderr.write(
             `  round ${round + 1} ${key(broker, consumer)}: ${r.mibPerS.toFixed(0)} MiB/s` +
               (r.wholeRunMibPerS === null ? '' : ` (whole run ${r.wholeRunMibPerS.toFixed(0)} MiB/s)`) +
-              `, ${r.cpuSecondsPerGiB.toFixed(2)} CPU s/GiB\n`,
+              `, ${r.cpuSecondsPerGiB.toFixed(2)} CPU s/GiB (${(r.kernelShare * 100).toFixed(0)} % in the kernel), ` +
+              `${r.busyCores.toFixed(2)} cores busy\n`,
           );
         }
       }
@@ -241,7 +284,13 @@ async function main(): Promise<void> {
       }; broker CPU ${spread(
         rs.map((r) => r.cpuSecondsPerGiB),
         2,
-      )} s per GiB`,
+      )} s per GiB, ${spread(
+        rs.map((r) => r.kernelShare * 100),
+        0,
+      )} % of it in the kernel; broker and consumer together ${spread(
+        rs.map((r) => r.busyCores),
+        2,
+      )} of ${availableParallelism()} cores busy while it read`,
     );
   }
   process.stdout.write(lines.join('\n') + '\n');
