@@ -7,9 +7,9 @@
 // (target >= 1.2; kcat's whole run, start to exit, beside it) and broker CPU seconds per GiB
 // read (utime + stime of the broker process, every thread, from /proc), then the absolute
 // numbers with their spread, the share of the broker's CPU time spent in the kernel (page-cache
-// reads and socket writes) and how many cores the broker and the consumer kept busy: the CPU
-// seconds of both over the consumer's whole run per second of delivery, an upper bound, as the
-// run's start and end count too. With a consumer that keeps one fetch in flight per broker, the
+// reads and socket writes) and how many cores the broker and the consumer kept busy: their CPU
+// seconds per second of delivery, the broker's over the consumer's whole run and kcat's too
+// (the Python client's from its first record to its last), so an upper bound. With a consumer that keeps one fetch in flight per broker, the
 // rate is that of fetch round trips in series, each within the CPU the two leave each other.
 // Our own Fetch bench (broker.ts) asks for 4 MiB per partition with one request per partition
 // in flight; librdkafka asks for 1 MiB per partition in one request per broker and decodes
