@@ -9,8 +9,9 @@
 // numbers with their spread, the share of the broker's CPU time spent in the kernel (page-cache
 // reads and socket writes) and how many cores the broker and the consumer kept busy: their CPU
 // seconds per second of delivery, the broker's over the consumer's whole run and kcat's too
-// (the Python client's from its first record to its last), so an upper bound. With a consumer that keeps one fetch in flight per broker, the
-// rate is that of fetch round trips in series, each within the CPU the two leave each other.
+// (the Python client's from its first record to its last), so an upper bound. kcat keeps one
+// fetch in flight per broker: its rate is that of fetch round trips in series, on the cores the
+// broker and kcat share.
 // Our own Fetch bench (broker.ts) asks for 4 MiB per partition with one request per partition
 // in flight; librdkafka asks for 1 MiB per partition in one request per broker and decodes
 // every record, which is what consumers of a broker meet.
