@@ -565,7 +565,6 @@ function route(): { render: () => Promise<void>; refreshMs: number } {
   return { render: overview, refreshMs: 2000 };
 }
 
-let rendersPending = 0;
 let renders: Promise<void> = Promise.resolve();
 
 /**
@@ -575,23 +574,26 @@ let renders: Promise<void> = Promise.resolve();
  * last one is on the page.
  */
 function render(): Promise<void> {
-  rendersPending++;
   document.body.dataset.ready = 'false';
-  renders = renders.then(renderView).finally(() => {
-    if (--rendersPending > 0) return;
+  const rendered: Promise<void> = renders.then(renderView).finally(() => {
+    if (renders !== rendered) return;
     document.body.dataset.view = location.hash;
     document.body.dataset.ready = 'true';
   });
-  return renders;
+  renders = rendered;
+  return rendered;
 }
 
+/** Never rejects: a render that failed (a hash that does not decode, a fetch) shows why, and the next one runs. */
 async function renderView(): Promise<void> {
   window.clearTimeout(refreshTimer);
-  const { render: view, refreshMs } = route();
-  const section = location.hash.replace(/^#\/?/, '').split('/')[0] ?? '';
-  for (const a of document.querySelectorAll<HTMLAnchorElement>('nav a')) a.classList.toggle('active', a.dataset.section === section);
+  let refreshMs = 0;
   try {
-    await view();
+    const view = route();
+    refreshMs = view.refreshMs;
+    const section = location.hash.replace(/^#\/?/, '').split('/')[0] ?? '';
+    for (const a of document.querySelectorAll<HTMLAnchorElement>('nav a')) a.classList.toggle('active', a.dataset.section === section);
+    await view.render();
   } catch (err) {
     show(errorBox(err));
   }

@@ -184,6 +184,13 @@ describe('web console in headless Chromium (real broker, kafkajs traffic)', func
     assert.equal(await page.locator('#policy').count(), 0);
   });
 
+  it('shows why a view whose address does not decode failed, and renders the next one', async () => {
+    await open('#/topics/%E0');
+    assert.match((await page.locator('main p.error[role="alert"]').textContent()) ?? '', /URI/);
+    await open('#/topics');
+    await page.getByRole('link', { name: 'payments' }).waitFor();
+  });
+
   it('loads nothing from anywhere but the broker, and throws no script errors', () => {
     assert.ok(requested.length > 0);
     assert.deepEqual(
