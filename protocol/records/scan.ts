@@ -148,6 +148,27 @@ export class RecordScanner {
     return true;
   }
 
+  /**
+   * Scans a whole uncompressed records payload: what `feed(payload)` then `finish()` do, on a
+   * scanner not yet fed. Nearly every batch holds only well-formed records that pass every
+   * check, and those take one straight walk over the bytes, about a fifth of the push
+   * scanner's cost per record; a payload with anything to report is scanned again by the
+   * push scanner, which names it.
+   */
+  scanWhole(payload: Uint8Array): boolean {
+    if (this.totalBytes === 0 && this.error === null) {
+      const maxTimestamp = walkCleanRecords(payload, this.o);
+      if (maxTimestamp !== null) {
+        this.totalBytes = payload.length;
+        this.records = this.o.recordCount;
+        this.maxTimestamp = maxTimestamp;
+        return true;
+      }
+    }
+    this.feed(payload);
+    return this.finish();
+  }
+
   /** Ends the input: fails unless exactly the declared records were read. */
   finish(): boolean {
     if (this.error !== null) return false;
@@ -302,4 +323,75 @@ export class RecordScanner {
     this.error = message;
     return false;
   }
+}
+
+// The walk's cursor and the last varint it read, shared by walkCleanRecords and readVarint so
+// that reading a varint allocates nothing. One walk runs at a time (it never yields).
+let at = 0;
+let varint = 0;
+
+/**
+ * Reads the varint at `at`, no further than `limit` (Kafka's readVarint: at most 5 bytes, the
+ * low 32 bits, zigzag). False if it runs past `limit` or is longer than 5 bytes.
+ */
+function readVarint(p: Uint8Array, limit: number): boolean {
+  let raw = 0;
+  for (let shift = 0; shift < 35; shift += 7) {
+    if (at >= limit) return false;
+    const b = p[at++]!;
+    if ((b & 0x80) === 0) {
+      raw |= b << shift;
+      varint = (raw >>> 1) ^ -(raw & 1);
+      return true;
+    }
+    raw |= (b & 0x7f) << shift;
+  }
+  return false;
+}
+
+/**
+ * The records' largest timestamp if every record is well formed and passes every check of
+ * RecordScanner, in exactly the bytes of `p`; null if anything would be reported (the push
+ * scanner then says what).
+ */
+function walkCleanRecords(p: Uint8Array, o: RecordScanOptions): number | null {
+  const end = p.length;
+  let maxTimestamp = NO_TIMESTAMP;
+  let recordStart = 0;
+  at = 0;
+  for (let record = 0; record < o.recordCount; record++) {
+    const lengthAt = at;
+    if (!readVarint(p, end) || varint < 0) return null;
+    const size = at - lengthAt + varint;
+    const bodyEnd = at + varint;
+    if (size > o.maxRecordBytes || recordStart + size > o.maxTotalBytes || bodyEnd > end) return null;
+    at++; // attributes
+    // timestampDelta: a varlong of up to 10 bytes, exact below 2^53 as the push scanner's.
+    let u = 0;
+    for (let k = 0; ; k++) {
+      if (k === 10 || at >= bodyEnd) return null;
+      const b = p[at++]!;
+      u += (b & 0x7f) * 2 ** (7 * k);
+      if ((b & 0x80) === 0) break;
+    }
+    const timestamp = o.baseTimestamp + (u % 2 === 0 ? u / 2 : -(u + 1) / 2);
+    if (!readVarint(p, bodyEnd) || varint !== record) return null;
+    if (!readVarint(p, bodyEnd) || varint < -1 || (varint === -1 && o.requireKeys)) return null;
+    if (varint > 0) at += varint;
+    if (at > bodyEnd || !readVarint(p, bodyEnd) || varint < -1) return null;
+    if (varint > 0) at += varint;
+    if (at > bodyEnd || !readVarint(p, bodyEnd) || varint < 0) return null;
+    for (let headers = varint; headers > 0; headers--) {
+      if (!readVarint(p, bodyEnd) || varint < 0) return null;
+      at += varint;
+      if (at > bodyEnd || !readVarint(p, bodyEnd) || varint < -1) return null;
+      if (varint > 0) at += varint;
+      if (at > bodyEnd) return null;
+    }
+    if (at !== bodyEnd) return null;
+    if (timestamp !== NO_TIMESTAMP && (timestamp < o.minTimestampMs || timestamp > o.maxTimestampMs)) return null;
+    if (timestamp > maxTimestamp) maxTimestamp = timestamp;
+    recordStart += size;
+  }
+  return at === end ? maxTimestamp : null;
 }

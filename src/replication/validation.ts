@@ -225,19 +225,17 @@ async function scanRecords(batch: RecordBatch, ctx: ValidationContext): Promise<
   });
   const payload = batch.recordsPayload();
   if (batch.compression === CompressionType.None) {
-    scanner.feed(payload);
-  } else {
-    try {
-      await decompressChunks(batch.compression, payload, (chunk) => scanner.feed(chunk), maxTotalBytes);
-    } catch (err) {
-      if (!(err instanceof CompressionError)) throw err;
-      if (err.kind === 'too-large') {
-        throw invalid(
-          `The records of the batch inflate beyond the ${maxTotalBytes} bytes a batch of ${count} records may take${where(ctx)}`,
-        );
-      }
-      throw corrupt(`Record batch could not be decompressed (${err.message})${where(ctx)}`);
+    scanner.scanWhole(payload);
+    return scanner;
+  }
+  try {
+    await decompressChunks(batch.compression, payload, (chunk) => scanner.feed(chunk), maxTotalBytes);
+  } catch (err) {
+    if (!(err instanceof CompressionError)) throw err;
+    if (err.kind === 'too-large') {
+      throw invalid(`The records of the batch inflate beyond the ${maxTotalBytes} bytes a batch of ${count} records may take${where(ctx)}`);
     }
+    throw corrupt(`Record batch could not be decompressed (${err.message})${where(ctx)}`);
   }
   scanner.finish();
   return scanner;
