@@ -4,13 +4,17 @@
 import assert from 'node:assert/strict';
 import { decodeResponseHeader, encodeRequestHeader } from '../../protocol/headers.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
+import { Errors } from '../../protocol/errors.ts';
+import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../protocol/messages/metadata.ts';
 import {
   makeProduceRequest,
   makeProduceRequestPartitionProduceData,
   makeProduceRequestTopicProduceData,
+  type ProduceRequest,
   type ProduceResponse,
 } from '../../protocol/messages/produce.ts';
 import { Reader, Writer } from '../../protocol/primitives.ts';
+import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import type { RawClient } from './raw-client.ts';
 
 let correlationId = 0;
@@ -58,4 +62,39 @@ export async function produceToPartition0(
     }),
   );
   return res.responses[0]!.partitionResponses[0]!.errorCode;
+}
+
+/** A Produce of one batch holding one record of `value` to partition 0 of `topic`. */
+export async function produceOneRecord(topic: string, value: Buffer, acks: number): Promise<ProduceRequest> {
+  return makeProduceRequest({
+    acks,
+    timeoutMs: 10_000,
+    topicData: [
+      makeProduceRequestTopicProduceData({
+        name: topic,
+        partitionData: [
+          makeProduceRequestPartitionProduceData({ index: 0, records: await buildRecordBatch({}, [{ value, timestamp: Date.now() }]) }),
+        ],
+      }),
+    ],
+  });
+}
+
+/**
+ * Creates `topic` through Metadata's auto-creation, then produces `value` (Produce v9, acks=1)
+ * until partition 0 takes it: the new partition takes its leader from the next metadata change.
+ */
+export async function autoCreateTopic(client: RawClient, topic: string, value: Buffer): Promise<void> {
+  const metadata = await call<MetadataResponse>(
+    client,
+    ApiKey.Metadata,
+    9,
+    makeMetadataRequest({ topics: [makeMetadataRequestTopic({ name: topic })], allowAutoTopicCreation: true }),
+  );
+  assert.equal(metadata.topics[0]!.errorCode, Errors.NONE.code);
+  for (;;) {
+    const res = await call<ProduceResponse>(client, ApiKey.Produce, 9, await produceOneRecord(topic, value, 1));
+    if (res.responses[0]!.partitionResponses[0]!.errorCode === Errors.NONE.code) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

@@ -14,24 +14,17 @@ import {
   makeFetchRequestFetchTopic,
 } from '../../../protocol/messages/fetch.ts';
 import { ApiKey, apis } from '../../../protocol/messages/index.ts';
-import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../../protocol/messages/metadata.ts';
-import {
-  makeProduceRequest,
-  makeProduceRequestPartitionProduceData,
-  makeProduceRequestTopicProduceData,
-  type ProduceResponse,
-} from '../../../protocol/messages/produce.ts';
+import type { ProduceResponse } from '../../../protocol/messages/produce.ts';
 import { Reader } from '../../../protocol/primitives.ts';
-import { buildRecordBatch } from '../../../protocol/records/builder.ts';
 import { startBroker } from '../../../src/index.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { call, frame } from '../../helpers/raw-requests.ts';
+import { autoCreateTopic, frame, produceOneRecord } from '../../helpers/raw-requests.ts';
 
 const DEFAULT_BOUND_BYTES = 2 * 1024 * 1024;
 /** The most one socket read hands the broker (Node reads sockets 64 KiB at a time). */
 const SOCKET_READ_BYTES = 64 * 1024;
 const PIPELINED = 24;
-const LONG_POLL_MS = 1500;
+const LONG_POLL_MS = 3000;
 
 describe('read-ahead on a connection (real broker, defaults)', function () {
   this.timeout(60_000);
@@ -43,36 +36,8 @@ describe('read-ahead on a connection (real broker, defaults)', function () {
     try {
       const client = await RawClient.connect(broker.port);
       clients.push(client);
-      const metadata = await call<MetadataResponse>(
-        client,
-        ApiKey.Metadata,
-        9,
-        makeMetadataRequest({ topics: [makeMetadataRequestTopic({ name: topic })], allowAutoTopicCreation: true }),
-      );
-      assert.equal(metadata.topics[0]!.errorCode, Errors.NONE.code);
       const value = Buffer.alloc(256 * 1024, 0x61);
-      const produce = async () =>
-        makeProduceRequest({
-          acks: 1,
-          timeoutMs: 10_000,
-          topicData: [
-            makeProduceRequestTopicProduceData({
-              name: topic,
-              partitionData: [
-                makeProduceRequestPartitionProduceData({
-                  index: 0,
-                  records: await buildRecordBatch({}, [{ value, timestamp: Date.now() }]),
-                }),
-              ],
-            }),
-          ],
-        });
-      // The auto-created partition takes its leader from the next metadata change.
-      for (;;) {
-        const res = await call<ProduceResponse>(client, ApiKey.Produce, 9, await produce());
-        if (res.responses[0]!.partitionResponses[0]!.errorCode === Errors.NONE.code) break;
-        await sleep(20);
-      }
+      await autoCreateTopic(client, topic, value);
 
       // A fetch at the log end that waits for more than will arrive, then produces behind it.
       const longPoll = frame(
@@ -90,21 +55,23 @@ describe('read-ahead on a connection (real broker, defaults)', function () {
           ],
         }),
       );
-      const produces = await Promise.all(Array.from({ length: PIPELINED }, async () => frame(ApiKey.Produce, 9, await produce())));
+      const produces = await Promise.all(
+        Array.from({ length: PIPELINED }, async () => frame(ApiKey.Produce, 9, await produceOneRecord(topic, value, 1))),
+      );
       const largestFrameBytes = Math.max(...produces.map((f) => f.bytes.length));
       client.send(longPoll.bytes);
       for (const f of produces) client.send(f.bytes);
 
       const server = broker.broker.socketServer;
       let conn = server.openConnections.find((c) => c.isPaused);
-      for (let i = 0; i < 100 && conn === undefined; i++) {
+      for (let i = 0; i < 200 && conn === undefined; i++) {
         await sleep(10);
         conn = server.openConnections.find((c) => c.isPaused);
       }
       assert.ok(conn, 'the connection stops being read while the long poll waits');
       let heldBytes = 0;
       let heldRequests = 0;
-      const until = Date.now() + LONG_POLL_MS / 2;
+      const until = Date.now() + LONG_POLL_MS / 3;
       while (Date.now() < until) {
         heldBytes = Math.max(heldBytes, conn.bufferedBytes);
         heldRequests = Math.max(heldRequests, conn.queuedRequests);

@@ -7,21 +7,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Errors } from '../../../protocol/errors.ts';
 import { decodeResponseHeader } from '../../../protocol/headers.ts';
 import { ApiKey, apis } from '../../../protocol/messages/index.ts';
-import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../../protocol/messages/metadata.ts';
-import {
-  makeProduceRequest,
-  makeProduceRequestPartitionProduceData,
-  makeProduceRequestTopicProduceData,
-  type ProduceResponse,
-} from '../../../protocol/messages/produce.ts';
+import { makeMetadataRequest, type MetadataResponse } from '../../../protocol/messages/metadata.ts';
+import type { ProduceResponse } from '../../../protocol/messages/produce.ts';
 import { Reader } from '../../../protocol/primitives.ts';
-import { buildRecordBatch } from '../../../protocol/records/builder.ts';
 import { startBroker } from '../../../src/index.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import type { ConnectionLimits, FrameProcessor } from '../../../src/server/connection.ts';
 import { SocketServer } from '../../../src/server/socket-server.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { call, frame } from '../../helpers/raw-requests.ts';
+import { autoCreateTopic, call, frame, produceOneRecord } from '../../helpers/raw-requests.ts';
 
 const LIMITS: ConnectionLimits = {
   maxRequestBytes: 8 * 1024 * 1024,
@@ -160,37 +154,9 @@ describe('queued.max.request.bytes (request memory pool)', function () {
     const topic = 'memory-bound';
     try {
       const admin = await RawClient.connect(broker.port);
-      const metadata = await call<MetadataResponse>(
-        admin,
-        ApiKey.Metadata,
-        9,
-        makeMetadataRequest({ topics: [makeMetadataRequestTopic({ name: topic })], allowAutoTopicCreation: true }),
-      );
-      assert.equal(metadata.topics[0]!.errorCode, Errors.NONE.code);
       const value = Buffer.alloc(200 * 1024, 0x61);
-      const produce = async (acks: number) =>
-        makeProduceRequest({
-          acks,
-          timeoutMs: 10_000,
-          topicData: [
-            makeProduceRequestTopicProduceData({
-              name: topic,
-              partitionData: [
-                makeProduceRequestPartitionProduceData({
-                  index: 0,
-                  records: await buildRecordBatch({}, [{ value, timestamp: Date.now() }]),
-                }),
-              ],
-            }),
-          ],
-        });
-      // The auto-created partition takes its leader from the next metadata change.
-      for (;;) {
-        const res = await call<ProduceResponse>(admin, ApiKey.Produce, 9, await produce(1));
-        const code = res.responses[0]!.partitionResponses[0]!.errorCode;
-        if (code === Errors.NONE.code) break;
-        await sleep(20);
-      }
+      const produce = (acks: number) => produceOneRecord(topic, value, acks);
+      await autoCreateTopic(admin, topic, value);
 
       const connections = 5;
       const perConnection = 10;
