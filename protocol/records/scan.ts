@@ -151,9 +151,9 @@ export class RecordScanner {
   /**
    * Scans a whole uncompressed records payload: what `feed(payload)` then `finish()` do, on a
    * scanner not yet fed. Nearly every batch holds only well-formed records that pass every
-   * check, and those take one straight walk over the bytes, about a fifth of the push
-   * scanner's cost per record; a payload with anything to report is scanned again by the
-   * push scanner, which names it.
+   * check, and those take one straight walk over the bytes, under half the push scanner's
+   * cost per record (25 ns against 66); a payload with anything to report is scanned again
+   * by the push scanner, which names it.
    */
   scanWhole(payload: Uint8Array): boolean {
     if (this.totalBytes === 0 && this.error === null) {
@@ -377,16 +377,17 @@ function walkCleanRecords(p: Uint8Array, o: RecordScanOptions): number | null {
     const timestamp = o.baseTimestamp + (u % 2 === 0 ? u / 2 : -(u + 1) / 2);
     if (!readVarint(p, bodyEnd) || varint !== record) return null;
     if (!readVarint(p, bodyEnd) || varint < -1 || (varint === -1 && o.requireKeys)) return null;
+    // A length that skips past the body leaves `at` beyond bodyEnd: the next read refuses,
+    // or the check that the record ends at bodyEnd does.
     if (varint > 0) at += varint;
-    if (at > bodyEnd || !readVarint(p, bodyEnd) || varint < -1) return null;
+    if (!readVarint(p, bodyEnd) || varint < -1) return null;
     if (varint > 0) at += varint;
-    if (at > bodyEnd || !readVarint(p, bodyEnd) || varint < 0) return null;
+    if (!readVarint(p, bodyEnd) || varint < 0) return null;
     for (let headers = varint; headers > 0; headers--) {
       if (!readVarint(p, bodyEnd) || varint < 0) return null;
       at += varint;
-      if (at > bodyEnd || !readVarint(p, bodyEnd) || varint < -1) return null;
+      if (!readVarint(p, bodyEnd) || varint < -1) return null;
       if (varint > 0) at += varint;
-      if (at > bodyEnd) return null;
     }
     if (at !== bodyEnd) return null;
     if (timestamp !== NO_TIMESTAMP && (timestamp < o.minTimestampMs || timestamp > o.maxTimestampMs)) return null;
