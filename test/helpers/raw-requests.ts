@@ -94,7 +94,9 @@ export async function autoCreateTopic(client: RawClient, topic: string, value: B
   assert.equal(metadata.topics[0]!.errorCode, Errors.NONE.code);
   for (;;) {
     const res = await call<ProduceResponse>(client, ApiKey.Produce, 9, await produceOneRecord(topic, value, 1));
-    if (res.responses[0]!.partitionResponses[0]!.errorCode === Errors.NONE.code) return;
+    const errorCode = res.responses[0]!.partitionResponses[0]!.errorCode;
+    if (errorCode === Errors.NONE.code) return;
+    assert.ok([Errors.NOT_LEADER_OR_FOLLOWER.code, Errors.UNKNOWN_TOPIC_OR_PARTITION.code].includes(errorCode), `error ${errorCode}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

@@ -22,7 +22,6 @@ import {
   makeListOffsetsRequestListOffsetsTopic,
   type ListOffsetsResponse,
 } from '../../../protocol/messages/list-offsets.ts';
-import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../../protocol/messages/metadata.ts';
 import {
   makeWriteTxnMarkersRequest,
   makeWriteTxnMarkersRequestWritableTxnMarker,
@@ -34,7 +33,7 @@ import { javaUnavailable } from '../../../compat/clients/java.ts';
 import { kafkaTransactions } from '../../helpers/kafka-transactions.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { call, produceToPartition0 } from '../../helpers/raw-requests.ts';
+import { autoCreateTopic, call, produceToPartition0 } from '../../helpers/raw-requests.ts';
 import { hasCommand, missingTool } from '../../helpers/runtimes.ts';
 
 const READ_UNCOMMITTED = 0;
@@ -68,21 +67,8 @@ describe('Transactions, partition side: markers, LSO, read_committed (real broke
     client = await RawClient.connect(broker.port, broker.host);
   }
 
-  async function createTopic(topic: string): Promise<void> {
-    const metadata = await call<MetadataResponse>(
-      client,
-      ApiKey.Metadata,
-      9,
-      makeMetadataRequest({ topics: [makeMetadataRequestTopic({ name: topic })], allowAutoTopicCreation: true }),
-    );
-    assert.equal(metadata.topics[0]!.errorCode, Errors.NONE.code);
-    // The partition takes its leader from the next metadata change: produce until it is there.
-    for (;;) {
-      const errorCode = await produce(topic, null, await plain('warm-up'));
-      if (errorCode === Errors.NONE.code) return;
-      assert.ok([Errors.NOT_LEADER_OR_FOLLOWER.code, Errors.UNKNOWN_TOPIC_OR_PARTITION.code].includes(errorCode), `error ${errorCode}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+  function createTopic(topic: string): Promise<void> {
+    return autoCreateTopic(client, topic, Buffer.from('warm-up'));
   }
 
   async function newProducer(): Promise<Producer> {
