@@ -41,6 +41,24 @@ export async function call<Res>(client: RawClient, apiKey: number, version: numb
   return reply<Res>(client, apiKey, version, id);
 }
 
+/** A Produce of `records` (whole batches) to partition 0 of `topic`. */
+function partition0ProduceRequest(
+  topic: string,
+  records: Buffer,
+  acks: number,
+  timeoutMs: number,
+  transactionalId: string | null = null,
+): ProduceRequest {
+  return makeProduceRequest({
+    transactionalId,
+    acks,
+    timeoutMs,
+    topicData: [
+      makeProduceRequestTopicProduceData({ name: topic, partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })] }),
+    ],
+  });
+}
+
 /** Produces `records` (whole batches) to partition 0 of `topic` with acks=all; the partition's error code. */
 export async function produceToPartition0(
   client: RawClient,
@@ -52,32 +70,14 @@ export async function produceToPartition0(
     client,
     ApiKey.Produce,
     options.version ?? 9,
-    makeProduceRequest({
-      transactionalId: options.transactionalId ?? null,
-      acks: -1,
-      timeoutMs: 5000,
-      topicData: [
-        makeProduceRequestTopicProduceData({ name: topic, partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })] }),
-      ],
-    }),
+    partition0ProduceRequest(topic, records, -1, 5000, options.transactionalId ?? null),
   );
   return res.responses[0]!.partitionResponses[0]!.errorCode;
 }
 
 /** A Produce of one batch holding one record of `value` to partition 0 of `topic`. */
-export async function produceOneRecord(topic: string, value: Buffer, acks: number): Promise<ProduceRequest> {
-  return makeProduceRequest({
-    acks,
-    timeoutMs: 10_000,
-    topicData: [
-      makeProduceRequestTopicProduceData({
-        name: topic,
-        partitionData: [
-          makeProduceRequestPartitionProduceData({ index: 0, records: await buildRecordBatch({}, [{ value, timestamp: Date.now() }]) }),
-        ],
-      }),
-    ],
-  });
+export async function oneRecordProduceRequest(topic: string, value: Buffer, acks: number): Promise<ProduceRequest> {
+  return partition0ProduceRequest(topic, await buildRecordBatch({}, [{ value, timestamp: Date.now() }]), acks, 10_000);
 }
 
 /**
@@ -93,7 +93,7 @@ export async function autoCreateTopic(client: RawClient, topic: string, value: B
   );
   assert.equal(metadata.topics[0]!.errorCode, Errors.NONE.code);
   for (;;) {
-    const res = await call<ProduceResponse>(client, ApiKey.Produce, 9, await produceOneRecord(topic, value, 1));
+    const res = await call<ProduceResponse>(client, ApiKey.Produce, 9, await oneRecordProduceRequest(topic, value, 1));
     const errorCode = res.responses[0]!.partitionResponses[0]!.errorCode;
     if (errorCode === Errors.NONE.code) return;
     assert.ok([Errors.NOT_LEADER_OR_FOLLOWER.code, Errors.UNKNOWN_TOPIC_OR_PARTITION.code].includes(errorCode), `error ${errorCode}`);

@@ -18,7 +18,7 @@ import type { ProduceResponse } from '../../../protocol/messages/produce.ts';
 import { Reader } from '../../../protocol/primitives.ts';
 import { startBroker } from '../../../src/index.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { autoCreateTopic, frame, produceOneRecord } from '../../helpers/raw-requests.ts';
+import { autoCreateTopic, frame, oneRecordProduceRequest } from '../../helpers/raw-requests.ts';
 
 const DEFAULT_BOUND_BYTES = 2 * 1024 * 1024;
 /** The most one socket read hands the broker (Node reads sockets 64 KiB at a time). */
@@ -56,7 +56,7 @@ describe('read-ahead on a connection (real broker, defaults)', function () {
         }),
       );
       const produces = await Promise.all(
-        Array.from({ length: PIPELINED }, async () => frame(ApiKey.Produce, 9, await produceOneRecord(topic, value, 1))),
+        Array.from({ length: PIPELINED }, async () => frame(ApiKey.Produce, 9, await oneRecordProduceRequest(topic, value, 1))),
       );
       const largestFrameBytes = Math.max(...produces.map((f) => f.bytes.length));
       client.send(longPoll.bytes);

@@ -15,7 +15,7 @@ import { createLogger } from '../../../src/observability/logger.ts';
 import type { ConnectionLimits, FrameProcessor } from '../../../src/server/connection.ts';
 import { SocketServer } from '../../../src/server/socket-server.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { autoCreateTopic, call, frame, produceOneRecord } from '../../helpers/raw-requests.ts';
+import { autoCreateTopic, call, frame, oneRecordProduceRequest } from '../../helpers/raw-requests.ts';
 
 const LIMITS: ConnectionLimits = {
   maxRequestBytes: 8 * 1024 * 1024,
@@ -155,7 +155,7 @@ describe('queued.max.request.bytes (request memory pool)', function () {
     try {
       const admin = await RawClient.connect(broker.port);
       const value = Buffer.alloc(200 * 1024, 0x61);
-      const produce = (acks: number) => produceOneRecord(topic, value, acks);
+      const produce = (acks: number) => oneRecordProduceRequest(topic, value, acks);
       await autoCreateTopic(admin, topic, value);
 
       const connections = 5;
