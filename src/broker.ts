@@ -553,6 +553,7 @@ export class Broker {
       random: this.runtime.random,
       access: coordinatorTopicAccess(offsetsTopicSpec(this.config), this.metadata, replicaManager, createTopics),
       onError: onError('group coordinator'),
+      logger: this.logger.child({ component: 'group-coordinator' }),
       maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
     });
     this.groups = groups;
@@ -577,6 +578,7 @@ export class Broker {
         onError('transaction marker channel'),
       ),
       onError: onError('transaction coordinator'),
+      logger: this.logger.child({ component: 'transaction-coordinator' }),
       // As for __consumer_offsets: the partitions that load at once.
       maxConcurrentLoads: this.config.getInt('offsets.load.max.partitions'),
     });

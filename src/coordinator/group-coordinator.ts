@@ -41,6 +41,8 @@ export interface CoordinatorLog {
   ): Promise<number>;
   /** KIP-890 part 1: the producer's transaction holds the partition (CoordinatorRuntime.verifyTransaction); absent: not verified. */
   verifyTransaction?(partition: number, transactionalId: string, producer: TransactionalProducer): Promise<TransactionVerificationOutcome>;
+  /** Whether this broker still leads the partition at the leader epoch it loaded (CoordinatorRuntime.holdsLeadership). */
+  holdsLeadership(partition: number): boolean;
 }
 
 export interface JoinGroupParams {
@@ -249,7 +251,7 @@ export class GroupCoordinator {
   private coordinatorError(groupId: string): number {
     const partition = this.partitionFor(groupId);
     if (this.loadingPartitions.has(partition)) return Errors.COORDINATOR_LOAD_IN_PROGRESS.code;
-    if (!this.loadedPartitions.has(partition)) return Errors.NOT_COORDINATOR.code;
+    if (!this.loadedPartitions.has(partition) || !this.log.holdsLeadership(partition)) return Errors.NOT_COORDINATOR.code;
     return NO_ERROR;
   }
 
@@ -1053,23 +1055,38 @@ export class GroupCoordinator {
       });
     }
     if (records.length === 0) return codes;
-    const { errorCode, baseOffset } = await this.append(group.groupId, records, producer ?? undefined, verification);
+    const appended = await this.append(group.groupId, records, producer ?? undefined, verification);
+    const errorCode =
+      appended.errorCode === NO_ERROR && !this.replayAppended(group, records, appended.baseOffset, producer?.producerId ?? null)
+        ? Errors.NOT_COORDINATOR.code
+        : appended.errorCode;
     if (errorCode !== NO_ERROR) return codes.map((c) => (c === NO_ERROR ? errorCode : c));
-    this.replayAppended(group, records, baseOffset, producer?.producerId ?? null);
     return codes;
   }
 
   /**
-   * Applies records whose append completed. If the partition was unloaded while the append
-   * waited (and maybe loaded again), the records are in the log for whoever loads it: replayed
-   * into a newer load they could overwrite a later commit it read, as Kafka's commit callback
-   * skips a group that is no longer the one it appended for.
+   * Applies records whose append completed; false when this coordinator no longer serves the
+   * group as it did when it appended. If the partition was unloaded while the append waited
+   * (and maybe loaded again), the records are in the log for whoever loads it: replayed into a
+   * newer load they could overwrite a later commit it read, and a load that read the log before
+   * they reached it does not have them. So the commit is answered NOT_COORDINATOR, as Kafka's
+   * runtime fails the writes an unload leaves waiting, and the client commits again to the
+   * coordinator it finds: acknowledged, a commit is always in the state that answers OffsetFetch.
    */
-  private replayAppended(group: Group, records: readonly CoordinatorRecord[], baseOffset: number, producerId: bigint | null = null): void {
-    if (this.groups.get(group.groupId) !== group || !this.loadedPartitions.has(this.partitionFor(group.groupId))) return;
+  private replayAppended(
+    group: Group,
+    records: readonly CoordinatorRecord[],
+    baseOffset: number,
+    producerId: bigint | null = null,
+  ): boolean {
+    const partition = this.partitionFor(group.groupId);
+    if (this.groups.get(group.groupId) !== group || !this.loadedPartitions.has(partition) || !this.log.holdsLeadership(partition)) {
+      return false;
+    }
     records.forEach((r, i) => {
       this.replay(r, baseOffset < 0 ? -1 : baseOffset + i, producerId);
     });
+    return true;
   }
 
   /**

@@ -21,6 +21,7 @@ import {
 import type { Clock, TimerHandle } from '../runtime/clock.ts';
 import type { TransactionVerification } from '../replication/log.ts';
 import { guarded } from '../runtime/guard.ts';
+import type { Logger } from '../observability/logger.ts';
 
 export interface CoordinatorEndpoint {
   errorCode: number;
@@ -37,6 +38,11 @@ export interface CoordinatorTopicAccess {
   /** Creates the topic; resolves with a Kafka error code (0 when created or already there). */
   createTopic(): Promise<number>;
   partitionExists(topic: string, partition: number): boolean;
+  /**
+   * The partition's leader epoch while this broker leads it, null when it does not: the
+   * ReplicaManager's view, which changes before the coordinator hears of it.
+   */
+  leaderEpoch(partition: number): number | null;
   /**
    * Appends one batch as leader with acks=all; resolves with its base offset once committed,
    * throws an error carrying `errorCode` on failure. `verification`: a transactional batch's
@@ -126,6 +132,8 @@ export interface CoordinatorRuntimeOptions<R> {
   readonly loadRetryBackoffMs?: { initialMs: number; maxMs: number };
   /** How many partitions load at once (it bounds the memory loads hold beside the state they build). */
   readonly maxConcurrentLoads: number;
+  /** Elections, loads and resignations, at info level, so that a coordinator move can be read from the logs. */
+  readonly logger?: Pick<Logger, 'info'>;
 }
 
 /** Where the load of one partition this broker leads stands. */
@@ -203,6 +211,7 @@ export class CoordinatorRuntime<R> {
     }
     const where = `${this.options.topic}-${partition}`;
     if (isLeader && !this.led.has(partition)) {
+      this.options.logger?.info({ partition: where, leaderEpoch }, 'coordinator elected: loading the partition');
       this.led.add(partition);
       this.ledLeaderEpochs.set(partition, leaderEpoch);
       const epoch = (this.leadEpochs.get(partition) ?? 0) + 1;
@@ -218,12 +227,27 @@ export class CoordinatorRuntime<R> {
       this.options.shard.beginLoading(partition, leaderEpoch);
       this.enqueue(partition, `loading ${where}`, () => this.load(partition, epoch));
     } else if (!isLeader && this.led.has(partition)) {
+      this.options.logger?.info(
+        { partition: where, loadedLeaderEpoch: loadedFor ?? -1, state: this.loadStatuses.get(partition)?.state ?? null },
+        'coordinator resigned: unloading the partition',
+      );
       this.led.delete(partition);
       this.ledLeaderEpochs.delete(partition);
       this.loadStatuses.delete(partition);
       this.cancelRetry(partition);
       this.enqueue(partition, `unloading ${where}`, () => this.options.shard.unload(partition));
     }
+  }
+
+  /**
+   * Whether this broker still leads the partition at the leader epoch its state was loaded for.
+   * Kafka's coordinator answers only while it holds that leadership: between the ReplicaManager
+   * learning of a new leader (or a newer epoch of its own) and the unload that follows, the state
+   * may miss what a newer leader acknowledged.
+   */
+  holdsLeadership(partition: number): boolean {
+    const loadedFor = this.ledLeaderEpochs.get(partition);
+    return loadedFor !== undefined && this.options.access.leaderEpoch(partition) === loadedFor;
   }
 
   /** Resolves once every load requested so far has finished (an attempt, failed or not). */
@@ -301,6 +325,7 @@ export class CoordinatorRuntime<R> {
    */
   private async load(partition: number, epoch: number): Promise<void> {
     if (!this.isCurrent(partition, epoch)) return;
+    const startedAtMs = this.options.clock.now();
     await this.loads.acquire();
     let replayedTo: number | null;
     try {
@@ -308,7 +333,7 @@ export class CoordinatorRuntime<R> {
     } finally {
       this.loads.release();
     }
-    if (replayedTo !== null) await this.completeOnceCommitted(partition, epoch, replayedTo);
+    if (replayedTo !== null) await this.completeOnceCommitted(partition, epoch, replayedTo, startedAtMs);
   }
 
   /**
@@ -372,7 +397,7 @@ export class CoordinatorRuntime<R> {
    * coordinator runtime reads only what is below the high watermark). Until then the keys
    * answer COORDINATOR_LOAD_IN_PROGRESS, without holding a load slot.
    */
-  private async completeOnceCommitted(partition: number, epoch: number, replayedTo: number): Promise<void> {
+  private async completeOnceCommitted(partition: number, epoch: number, replayedTo: number, startedAtMs: number): Promise<void> {
     try {
       while (!(await this.options.access.awaitCommitted(partition, replayedTo))) {
         if (!this.isCurrent(partition, epoch)) return;
@@ -386,6 +411,17 @@ export class CoordinatorRuntime<R> {
     this.options.shard.completeLoading(partition);
     status.state = 'loaded';
     status.reason = null;
+    this.options.logger?.info(
+      {
+        partition: `${this.options.topic}-${partition}`,
+        leaderEpoch: this.ledLeaderEpochs.get(partition) ?? -1,
+        replayedToOffset: replayedTo,
+        skippedRecords: status.skippedRecords,
+        attempts: status.attempts,
+        durationMs: this.options.clock.now() - startedAtMs,
+      },
+      'coordinator loaded the partition: serving its keys',
+    );
   }
 
   private loadFailed(partition: number, epoch: number, err: unknown): void {

@@ -13,6 +13,7 @@ import { decodeCoordinatorRecord, encodeCoordinatorRecord } from './offsets-topi
 import type { CoordinatorRecord } from './records.ts';
 import { type CoordinatorEndpoint, CoordinatorRuntime, type CoordinatorTopicAccess, type PartitionLoadStatus } from './runtime.ts';
 import type { Clock } from '../runtime/clock.ts';
+import type { Logger } from '../observability/logger.ts';
 import type { Random } from '../runtime/random.ts';
 import { DEFAULT_BROKER_CONFIG } from '../config/broker-config.ts';
 
@@ -31,6 +32,8 @@ export interface GroupCoordinatorServiceOptions {
    * it concerns: the group, or the partition and offset.
    */
   readonly onError: (err: unknown, what: string) => void;
+  /** Coordinator elections, loads and resignations go here at info level. */
+  readonly logger?: Pick<Logger, 'info'>;
   /** Backoff between attempts to load a partition whose load failed; default 500 ms doubling to 30 s. */
   readonly loadRetryBackoffMs?: { initialMs: number; maxMs: number };
   /**
@@ -49,6 +52,7 @@ export class GroupCoordinatorService {
     const log: CoordinatorLog = {
       append: (partition, records, producer, verification) => this.runtime.append(partition, records, producer, verification),
       verifyTransaction: (partition, transactionalId, producer) => this.runtime.verifyTransaction(partition, transactionalId, producer),
+      holdsLeadership: (partition) => this.runtime.holdsLeadership(partition),
     };
     const coordinator = new GroupCoordinator(options.config, options.clock, log, options.onError, options.random);
     this.coordinator = coordinator;
@@ -67,6 +71,7 @@ export class GroupCoordinatorService {
         unload: (partition) => coordinator.unload(partition),
       },
       onError: options.onError,
+      logger: options.logger,
       loadRetryBackoffMs: options.loadRetryBackoffMs,
       maxConcurrentLoads: options.maxConcurrentLoads ?? DEFAULT_BROKER_CONFIG.getInt('offsets.load.max.partitions'),
     });

@@ -49,6 +49,11 @@ export function coordinatorTopicAccess(
       return metadata.image().partition(name, partition) !== undefined;
     },
 
+    leaderEpoch(partition) {
+      const hosted = replicaManager.getPartition(topic, partition);
+      return hosted?.isLeader === true ? hosted.leaderEpoch : null;
+    },
+
     verifyTransaction(partition, transactionalId, producer) {
       return replicaManager.verifyCoordinatorAppend(topic, partition, transactionalId, producer.producerId, producer.producerEpoch);
     },

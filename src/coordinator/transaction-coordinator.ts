@@ -38,6 +38,8 @@ export interface TransactionCoordinatorConfig {
 /** Where the coordinator's records go: the leader of a `__transaction_state` partition. */
 export interface TransactionLog {
   append(partition: number, records: TxnLogRecord[]): Promise<void>;
+  /** Whether this broker still leads the partition at the leader epoch it loaded (CoordinatorRuntime.holdsLeadership). */
+  holdsLeadership(partition: number): boolean;
 }
 
 export interface ProducerIdSource {
@@ -197,7 +199,7 @@ export class TransactionCoordinator {
     const partition = this.partitionFor(transactionalId);
     if (this.loadingPartitions.has(partition)) return { errorCode: Errors.COORDINATOR_LOAD_IN_PROGRESS.code };
     const coordinatorEpoch = this.loadedEpochs.get(partition);
-    if (coordinatorEpoch === undefined) return { errorCode: Errors.NOT_COORDINATOR.code };
+    if (coordinatorEpoch === undefined || !this.log.holdsLeadership(partition)) return { errorCode: Errors.NOT_COORDINATOR.code };
     return { coordinatorEpoch };
   }
 

@@ -7,6 +7,7 @@
  */
 import { TRANSACTION_STATE_TOPIC } from '../../protocol/internal-topics.ts';
 import type { Clock } from '../runtime/clock.ts';
+import type { Logger } from '../observability/logger.ts';
 import { type CoordinatorEndpoint, CoordinatorRuntime, type CoordinatorTopicAccess, type PartitionLoadStatus } from './runtime.ts';
 import {
   type ProducerIdSource,
@@ -28,6 +29,8 @@ export interface TransactionCoordinatorServiceOptions {
   readonly markers: TxnMarkerWriter;
   /** Failures of background work (timers, loads, marker writes), with what they concern. */
   readonly onError: (err: unknown, what: string) => void;
+  /** Coordinator elections, loads and resignations go here at info level. */
+  readonly logger?: Pick<Logger, 'info'>;
   /** How many partitions load at once. */
   readonly maxConcurrentLoads: number;
   /** Backoff between attempts to load a partition whose load failed; default 500 ms doubling to 30 s. */
@@ -43,6 +46,7 @@ export class TransactionCoordinatorService {
       append: async (partition, records) => {
         await this.runtime.append(partition, records);
       },
+      holdsLeadership: (partition) => this.runtime.holdsLeadership(partition),
     };
     const coordinator = new TransactionCoordinator(
       options.config,
@@ -61,6 +65,7 @@ export class TransactionCoordinatorService {
       codec: { encode: encodeTxnLogRecord, decode: decodeTxnLogRecord },
       shard: coordinator,
       onError: options.onError,
+      logger: options.logger,
       loadRetryBackoffMs: options.loadRetryBackoffMs,
       maxConcurrentLoads: options.maxConcurrentLoads,
     });

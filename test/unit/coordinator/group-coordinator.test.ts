@@ -21,6 +21,9 @@ class MemoryLog implements CoordinatorLog {
     for (const record of records) this.records.push({ partition, record, producer });
     return baseOffset;
   }
+  holdsLeadership(): boolean {
+    return true;
+  }
   forPartition(partition: number): CoordinatorRecord[] {
     return this.records.filter((r) => r.partition === partition).map((r) => r.record);
   }

@@ -14,7 +14,7 @@ import { ManualClock } from '../../helpers/manual-clock.ts';
 const GROUP = 'pending';
 const SESSION_MS = 10_000;
 
-const nullLog: CoordinatorLog = { append: async () => 0 };
+const nullLog: CoordinatorLog = { append: async () => 0, holdsLeadership: () => true };
 
 function setup() {
   const clock = new ManualClock();

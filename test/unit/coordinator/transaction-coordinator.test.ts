@@ -35,6 +35,7 @@ function setup(options: { markers?: 'written' | 'fenced'; loaded?: TxnLogRecord[
         if (failAppends !== null) throw failAppends;
         appended.push(...records);
       },
+      holdsLeadership: () => true,
     },
     { generateProducerId: async () => nextProducerId++ },
     {
