@@ -472,6 +472,35 @@ const offsetReset = scenario({
   },
 });
 
+// Kafka's Partition.effectiveMinIsr: min.insync.replicas above a partition's replica count is
+// capped by it, so one replica in sync is enough for acks=all on an RF 1 topic (on a cluster
+// whose default min.insync.replicas is 2 as much as with the topic's own setting).
+const acksAllOneReplica = scenario({
+  id: 'acks-all-one-replica',
+  requires: ['topics-admin', 'produce-fetch', 'configs'],
+  usesProducer: true,
+  usesConsumer: true,
+  notApplicable: () => null,
+  timeoutMs: 90_000,
+  async run({ driver, fixture, name }) {
+    const topic = name();
+    await fixture.createTopic(topic, 1, { 'min.insync.replicas': '2' }, 1);
+    const records = seqRecords(0, 20);
+    // Resolves only once every record is acknowledged under acks=all.
+    await driver.produce(topic, records, { codec: 'none', idempotent: false, murmur2: true });
+    const consumed = await driver.consume({
+      topic,
+      partitions: [0],
+      from: 'earliest',
+      autoOffsetReset: 'earliest',
+      count: 20,
+      timeoutMs: 60_000,
+    });
+    assert.deepEqual(seqsOf(consumed), range(20), 'every acknowledged record committed and read back');
+    assert.deepEqual(await fixture.endOffsets(topic), [20]);
+  },
+});
+
 export const SCENARIOS: readonly Scenario[] = [
   metadata,
   unknownTopic,
@@ -486,6 +515,7 @@ export const SCENARIOS: readonly Scenario[] = [
   transactions,
   consumeTransformProduce,
   offsetReset,
+  acksAllOneReplica,
 ];
 
 export function requiredCapabilities(s: Scenario, driver: DriverInfo): Capability[] {

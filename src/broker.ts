@@ -715,7 +715,7 @@ export class Broker {
           counts.online++;
           if (!p.isLeader) continue;
           if (p.isr.length < p.replicas.length) counts.underReplicated++;
-          if (p.isr.length < p.settings.minInsyncReplicas) counts.underMinIsr++;
+          if (p.isUnderMinIsr) counts.underMinIsr++;
         }
         // Partitions without a leader are the active controller's to report, as Kafka's OfflinePartitionsCount.
         if (this.metadata.isActiveController()) {

@@ -36,12 +36,12 @@ export class Fixture {
 
   /**
    * Creates the topic with the broker's default replication factor (one replica on one node,
-   * three on a cluster) and waits until every broker of the bootstrap serves every partition
+   * three on a cluster) unless `replicationFactor` names one, and waits until every broker of the bootstrap serves every partition
    * with a leader. Kafka answers Metadata from each broker's own copy of the metadata log, so
    * right after CreateTopics a broker may still say UNKNOWN_TOPIC_OR_PARTITION: that is waited
    * out, as kafkajs's waitForLeaders (which asks one broker) would not.
    */
-  async createTopic(topic: string, partitions: number, configs: Record<string, string> = {}): Promise<void> {
+  async createTopic(topic: string, partitions: number, configs: Record<string, string> = {}, replicationFactor = -1): Promise<void> {
     const admin = await this.connectedAdmin();
     const created = await admin.createTopics({
       // kafkajs's own wait asks one broker and gives up on UNKNOWN_TOPIC_OR_PARTITION.
@@ -50,7 +50,7 @@ export class Fixture {
         {
           topic,
           numPartitions: partitions,
-          replicationFactor: -1,
+          replicationFactor,
           configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })),
         },
       ],

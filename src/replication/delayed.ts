@@ -42,9 +42,7 @@ export class DelayedProduce extends DelayedOperation {
     } else if (partition.highWatermark >= status.requiredOffset) {
       // Partition.checkEnoughReplicasReachOffset: replicated, but the (maximal) ISR may have shrunk meanwhile.
       status.errorCode =
-        partition.maximalIsr.length < partition.settings.minInsyncReplicas
-          ? Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code
-          : Errors.NONE.code;
+        partition.maximalIsr.length < partition.effectiveMinIsr ? Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.code : Errors.NONE.code;
     } else if (final) {
       status.errorCode = Errors.REQUEST_TIMED_OUT.code;
     } else {

@@ -193,6 +193,20 @@ export class Partition {
     return this.committedIsr;
   }
 
+  /**
+   * Kafka's Partition.effectiveMinIsr: min.insync.replicas capped by the number of replicas,
+   * so a partition with fewer replicas than the setting asks for still takes acks=all writes
+   * and moves its high watermark once every replica it has is in sync.
+   */
+  get effectiveMinIsr(): number {
+    return Math.min(this.settings.minInsyncReplicas, this.replicas.length);
+  }
+
+  /** Kafka's isUnderMinIsr: this broker leads and the committed ISR is below the effective min ISR. */
+  get isUnderMinIsr(): boolean {
+    return this.isLeader && this.committedIsr.length < this.effectiveMinIsr;
+  }
+
   /** The ISR the high watermark waits for: the committed one plus a replica being added. */
   get maximalIsr(): readonly number[] {
     return this.pendingIsr?.maximalIsr ?? this.committedIsr;
@@ -333,10 +347,11 @@ export class Partition {
    * Kafka's maybeIncrementLeaderHW: the smallest log end offset over the maximal ISR, and over
    * replicas about to join it (caught up and eligible), so the high watermark does not run
    * ahead of a follower that is joining. It never moves back; an ISR member whose position is
-   * unknown (no fetch yet in this leader epoch) holds it.
+   * unknown (no fetch yet in this leader epoch) holds it. Under the effective min ISR it stays
+   * where it is (KAFKA-15583): a record is committed only once min ISR replicas hold it.
    */
   maybeIncrementHighWatermark(nowMs: number): boolean {
-    if (!this.isLeader) return false;
+    if (!this.isLeader || this.isUnderMinIsr) return false;
     const leaderEndOffset = this.log.logEndOffset;
     const maximalIsr = this.maximalIsr;
     let candidate = leaderEndOffset;

@@ -644,12 +644,8 @@ export class ReplicaManager {
   ): Promise<{ errorCode: number; errorMessage: string | null; baseOffset: number }> {
     const { partition, errorCode } = this.leaderError(topic, partitionIndex);
     if (partition === null || errorCode !== Errors.NONE.code) return { errorCode, errorMessage: null, baseOffset: -1 };
-    if (partition.isr.length < partition.settings.minInsyncReplicas) {
-      return {
-        baseOffset: -1,
-        errorCode: Errors.NOT_ENOUGH_REPLICAS.code,
-        errorMessage: `The size of the current ISR ${partition.isr.length} is insufficient to satisfy the min.isr requirement of ${partition.settings.minInsyncReplicas} for partition ${partition.key}`,
-      };
+    if (partition.isr.length < partition.effectiveMinIsr) {
+      return { baseOffset: -1, errorCode: Errors.NOT_ENOUGH_REPLICAS.code, errorMessage: notEnoughReplicasMessage(partition) };
     }
     let batchCount = 0;
     let offsetCount = 0;
@@ -729,9 +725,9 @@ export class ReplicaManager {
       result.logStartOffset = partition.logStartOffset;
       return undefined;
     }
-    if (params.acks === -1 && partition.isr.length < partition.settings.minInsyncReplicas) {
+    if (params.acks === -1 && partition.isr.length < partition.effectiveMinIsr) {
       result.errorCode = Errors.NOT_ENOUGH_REPLICAS.code;
-      result.errorMessage = `The size of the current ISR ${partition.isr.length} is insufficient to satisfy the min.isr requirement of ${partition.settings.minInsyncReplicas} for partition ${partition.key}`;
+      result.errorMessage = notEnoughReplicasMessage(partition);
       result.logStartOffset = partition.logStartOffset;
       return undefined;
     }
@@ -1397,4 +1393,9 @@ function storageErrorToKafka(err: unknown): { errorCode: number; message: string
   if (err instanceof LogClosedError) return { errorCode: Errors.NOT_LEADER_OR_FOLLOWER.code, message };
   if (err instanceof StorageError) return { errorCode: Errors.KAFKA_STORAGE_ERROR.code, message };
   return { errorCode: Errors.UNKNOWN_SERVER_ERROR.code, message };
+}
+
+/** Kafka's NotEnoughReplicasException message for an acks=all append below the effective min ISR. */
+function notEnoughReplicasMessage(partition: Partition): string {
+  return `The size of the current ISR ${partition.isr.length} is insufficient to satisfy the min.isr requirement of ${partition.effectiveMinIsr} for partition ${partition.key}`;
 }

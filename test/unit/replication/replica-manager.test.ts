@@ -25,7 +25,12 @@ interface Env {
   clock: ManualClock;
 }
 
-async function setup(topicConfig: Record<string, string> = {}, partitions = 1, isr: number[] = [BROKER]): Promise<Env> {
+async function setup(
+  topicConfig: Record<string, string> = {},
+  partitions = 1,
+  isr: number[] = [BROKER],
+  replicas: number[] = isr,
+): Promise<Env> {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
   const logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
   const clock = new ManualClock();
@@ -43,7 +48,7 @@ async function setup(topicConfig: Record<string, string> = {}, partitions = 1, i
         leaderId: BROKER,
         leaderEpoch: 3,
         partitionEpoch: 0,
-        replicas: isr,
+        replicas,
         isr,
       },
       topicConfigLookup(topicConfig),
@@ -483,12 +488,35 @@ describe('ReplicaManager', function () {
   });
 
   it('acks=-1 below min.insync.replicas is NOT_ENOUGH_REPLICAS and writes nothing', async () => {
-    env = await setup({ 'min.insync.replicas': '2' });
+    env = await setup({ 'min.insync.replicas': '2' }, 1, [BROKER], [BROKER, 2]);
     const [r] = await produce(env, await records(1), -1);
     assert.equal(r!.errorCode, Errors.NOT_ENOUGH_REPLICAS.code);
     assert.equal(env.rm.getPartition('t', 0)!.logEndOffset, 0);
     const [ok] = await produce(env, await records(1), 1);
     assert.equal(ok!.errorCode, Errors.NONE.code);
+  });
+
+  it('min.insync.replicas above the replication factor is capped by it: acks=-1 succeeds once every replica is in sync', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 5 }), async (replicationFactor, minIsr) => {
+        const replicas = Array.from({ length: replicationFactor }, (_, i) => BROKER + i);
+        const local = await setup({ 'min.insync.replicas': String(minIsr) }, 1, replicas, replicas);
+        try {
+          const partition = local.rm.getPartition('t', 0)!;
+          assert.equal(partition.effectiveMinIsr, Math.min(minIsr, replicationFactor));
+          assert.equal(partition.isUnderMinIsr, false);
+          const waiting = produce(local, await records(1), -1, 0, 60_000);
+          await new Promise((r) => setTimeout(r, 20));
+          for (const follower of replicas.slice(1)) await local.rm.fetchMessages({ ...fetchParams(1), replicaId: follower });
+          const [r] = await waiting;
+          assert.equal(r!.errorCode, Errors.NONE.code);
+          assert.equal(partition.highWatermark, 1);
+        } finally {
+          await teardown(local);
+        }
+      }),
+      { numRuns: 15 },
+    );
   });
 
   it('consumers see only offsets below the high watermark', async () => {
