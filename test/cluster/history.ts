@@ -95,9 +95,11 @@ export interface History {
   readonly highWatermarks: readonly Sample[];
   /**
    * Windows (ms from the start, like samples) in which a node was paused or cut off, and for a
-   * session timeout after: a sample taken then may come from a deposed leader or coordinator
-   * that does not know it yet, which Kafka allows, so the never-backwards checks skip them.
-   * A lost or misplaced record is never excused by them.
+   * session timeout after: a committed offset read then may come from a deposed coordinator
+   * that does not know it yet, which Kafka allows (OffsetFetch carries no epoch to fence it),
+   * so the never-backwards check of commits skips those reads. High watermarks are sampled
+   * with the newest leader epoch (ListOffsets v4+), which no deposed leader answers, so they
+   * have no such allowance; nor has a lost or misplaced record.
    */
   readonly staleReadWindows?: readonly { readonly fromMs: number; readonly untilMs: number }[];
   /** Committed offsets per group. */
@@ -192,7 +194,7 @@ export function checkHistory(history: History): CheckResult {
   const windows = history.staleReadWindows ?? [];
   const fresh = (samples: readonly Sample[]) =>
     samples.filter((s) => s.floor === true || !windows.some((w) => s.atMs <= w.untilMs && (s.untilMs ?? s.atMs) >= w.fromMs));
-  checkMonotonic(fresh(history.highWatermarks), 'high-watermark-backwards', `${history.topic} high watermark`, v);
+  checkMonotonic(history.highWatermarks, 'high-watermark-backwards', `${history.topic} high watermark`, v);
   const logEnd = new Map<number, number>();
   for (const r of history.log) logEnd.set(r.partition, Math.max(logEnd.get(r.partition) ?? 0, r.offset + 1));
   for (const [group, samples] of history.commits) {

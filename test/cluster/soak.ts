@@ -38,6 +38,7 @@ import {
   type WorkloadContext,
 } from './clients.ts';
 import { EioDisk, FullDisk, removeStaleMounts } from './disks.ts';
+import { FencedHighWatermarks } from './fenced-high-watermarks.ts';
 import { type CheckResult, checkHistory, type GroupOutcome, type History, type LogRecord, type PartitionState } from './history.ts';
 import { FAULT_KINDS, type FaultKind, Nemesis, planSchedule } from './nemesis.ts';
 import { FaultNode, type NodeLayout, snapshotPackage, writeConfigs } from './nodes.ts';
@@ -270,6 +271,7 @@ async function soak(options: SoakOptions, res: Resources, runDir: string): Promi
     );
     sampler = sample(
       admin,
+      new FencedHighWatermarks(TOPIC, () => nodes, 5000),
       recorder,
       workloads.map((w) => w.group),
       () => sampling,
@@ -411,12 +413,20 @@ async function createTopic(admin: Admin, nodes: readonly FaultNode[]): Promise<v
   }
 }
 
-/** Every 500 ms: the topic's high watermarks (ListOffsets latest) and each group's committed offsets. */
-async function sample(admin: Admin, recorder: Recorder, groups: readonly string[], going: () => boolean): Promise<void> {
+/**
+ * Every 500 ms: the topic's high watermarks (ListOffsets latest, fenced by the newest leader
+ * epoch seen) and each group's committed offsets.
+ */
+async function sample(
+  admin: Admin,
+  highWatermarks: FencedHighWatermarks,
+  recorder: Recorder,
+  groups: readonly string[],
+  going: () => boolean,
+): Promise<void> {
   while (going()) {
     const at = recorder.now();
-    const offsets = await withTimeout(admin.fetchTopicOffsets(TOPIC), 5000, null);
-    if (offsets !== null) for (const o of offsets) recorder.highWatermark(o.partition, Number(o.high), at);
+    for (const [partition, highWatermark] of await highWatermarks.sample()) recorder.highWatermark(partition, highWatermark, at);
     for (const groupId of groups) {
       const asked = recorder.now();
       const committed = await withTimeout(admin.fetchOffsets({ groupId, topics: [TOPIC] }), 5000, null);
