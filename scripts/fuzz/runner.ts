@@ -29,6 +29,7 @@ import {
   type GenRequest,
 } from './generator.ts';
 import { encodeTraced, mutateFrame, type Mark } from './mutator.ts';
+import { completeLines, errorLines, errorLineSignature, type BrokerErrorLine } from './broker-log.ts';
 import { checkReadable, judgeProduce, Ledger, probeApiVersions, unhandledLines, type LedgerEntry } from './oracle.ts';
 import { Prng } from './prng.ts';
 import { HEAVY_SCENARIOS, pickScenario } from './scenarios.ts';
@@ -58,6 +59,7 @@ export type FindingKind =
   | 'hang'
   | 'restart-failed'
   | 'unhandled-error'
+  | 'error-log'
   | 'lost-record'
   | 'changed-record'
   | 'accepted-invalid-batch'
@@ -126,6 +128,8 @@ const STALL_GIVE_UP_MS = 30_000;
 const RESPONSE_TIMEOUT_MS = 15_000;
 const FILES_PER_SIGNATURE = 3;
 const MAX_FRAME_SAVED_BYTES = 1 << 20;
+/** A log line's time and a frame's send time come from two processes' clocks on one machine. */
+const CLOCK_SLACK_MS = 50;
 
 export async function runFuzz(options: FuzzOptions): Promise<FuzzSummary> {
   const run = new Run(options);
@@ -697,12 +701,14 @@ class Run {
   }
 
   private async scanStderr(): Promise<void> {
-    const all = this.broker.stderr();
-    const fresh = all.slice(this.stderrSeen);
-    this.stderrSeen = all.length;
-    const lines = unhandledLines(fresh);
-    if (lines.length > 0) {
-      const first = lines[0]!;
+    const { lines, end } = completeLines(this.broker.stderr(), this.stderrSeen);
+    this.stderrSeen = end;
+    const errors = errorLines(lines);
+    await this.reportErrorLines(errors);
+    const reported = new Set(errors.map((e) => e.raw));
+    const unhandled = unhandledLines(lines.filter((l) => !reported.has(l)).join('\n'));
+    if (unhandled.length > 0) {
+      const first = unhandled[0]!;
       const sig = first
         .replace(/"time":\d+,|"pid":\d+,/g, '')
         .replace(/\d+/g, 'N')
@@ -710,11 +716,49 @@ class Run {
       await this.finding(
         'unhandled-error',
         `unhandled-error|${sig}`,
-        lines.slice(0, 5).join('\n').slice(0, 4000),
+        unhandled.slice(0, 5).join('\n').slice(0, 4000),
         null,
         this.recentFrames(),
       );
     }
+  }
+
+  /**
+   * One finding per distinct error line of this scan, with the request that caused it when
+   * the line names the connection (its client port) and the api key: the last frame sent
+   * on that port with that api key before the line was written.
+   */
+  private async reportErrorLines(errors: readonly BrokerErrorLine[]): Promise<void> {
+    const seen = new Set<string>();
+    for (const line of errors) {
+      const suspect = this.frameBehind(line);
+      const apiKey = suspect?.apiKey ?? line.apiKey;
+      const signature = `error-log|${apiKey === null ? 'no request' : apiName(apiKey)}|${errorLineSignature(line)}`;
+      if (seen.has(signature)) continue;
+      seen.add(signature);
+      const cause = suspect
+        ? `${suspect.label}${suspect.mutation ? ` mutated by ${suspect.mutation}` : ''}`
+        : apiKey === null
+          ? 'no request named'
+          : `${apiName(apiKey)} v${line.apiVersion}`;
+      await this.finding(
+        'error-log',
+        signature,
+        `${cause}: broker logged at level ${line.level} "${line.msg}"${line.errMessage ? `: ${line.errMessage}` : ''}\n${line.raw.slice(0, 4000)}`,
+        suspect,
+        suspect ? this.history.filter((f) => f.conn === suspect.conn) : this.recentFrames(),
+      );
+    }
+  }
+
+  private frameBehind(line: BrokerErrorLine): FrameRecord | null {
+    if (line.clientPort === null) return null;
+    const before = (line.timeMs ?? Number.MAX_SAFE_INTEGER) + CLOCK_SLACK_MS;
+    for (let i = this.history.length - 1; i >= 0; i--) {
+      const f = this.history[i]!;
+      if (f.port === line.clientPort && f.atMs <= before && (line.apiKey === null || f.apiKey === line.apiKey)) return f;
+    }
+    return null;
   }
 
   private async check(depth: ReadbackDepth): Promise<void> {
