@@ -359,6 +359,7 @@ export class Broker {
     // Every component exists now; no request can arrive before the listeners open below.
     registerHandlers(this.registry, {
       access: this.requestAccess(),
+      logger: this.logger,
       fetchBandwidth: (ctx, request) => this.quotas.fetchBandwidth(ctx, request),
       mutationQuota: {
         quotaFor: (ctx, strict) => this.quotas.mutationQuotaFor(ctx, strict),

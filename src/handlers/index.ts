@@ -35,6 +35,7 @@ import {
 } from './controller-apis.ts';
 import { handleDeleteRecords, type DeleteRecordsServices } from './delete-records.ts';
 import type { RequestContext } from '../server/session.ts';
+import type { Logger } from '../observability/logger.ts';
 import type { ControllerMutationQuota } from '../quota/controller-mutation-quota.ts';
 import {
   STRICT_SINCE,
@@ -134,6 +135,8 @@ export interface HandlerServices extends ControllerSideServices {
   /** The admin APIs on broker listeners: the channel to the active controller, the local image. */
   readonly forwarding: ForwardingServices;
   readonly access: RequestAccess;
+  /** Where a handler logs a request it refused in part (a client's mistake: info). */
+  readonly logger: Pick<Logger, 'info'>;
   /** A consumer's byte-rate quota for one Fetch (src/server/quota-managers.ts); null or absent: none. */
   readonly fetchBandwidth?: (ctx: RequestContext, request: unknown) => FetchBandwidth | null;
   /** The controller_mutation_rate quota of CreateTopics, CreatePartitions and DeleteTopics; absent: none. */
@@ -183,8 +186,11 @@ export function registerHandlers(root: HandlerRegistry, services: HandlerService
   registerDataPathApis(registry, { ...services.dataPath, transactions: services.transactions.coordinator }, services.fetchBandwidth);
   registerGroupApis(registry, services.groups, services.transactions);
   registerTransactionApis(registry, services.transactions);
-  registry.register(ApiKey.WriteTxnMarkers, (_ctx, request) =>
-    handleWriteTxnMarkers(services.dataPath, services.groups.coordinator, request),
+  registry.register(ApiKey.WriteTxnMarkers, (ctx, request) =>
+    handleWriteTxnMarkers(services.dataPath, services.groups.coordinator, request, {
+      client: ctx.session.clientAddress,
+      logger: services.logger,
+    }),
   );
 }
 
