@@ -4,11 +4,14 @@
  * narrow interfaces the data path and the request processor are handed (TopicTraffic,
  * RequestObserver); everything that is state (partitions, connections, groups, lag, the
  * metadata quorum) is read from a MetricsSource when Prometheus scrapes, so an idle broker
- * does no metrics work.
+ * does no metrics work. Traffic is counted into plain numbers kept by topic and by api key,
+ * which the counters read when scraped: prom-client hashes label values into a key on every
+ * count, a cost paid per request and per append on the produce path.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type RegistryContentType } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type RegistryContentType } from 'prom-client';
 import { apis } from '../../protocol/messages/index.ts';
 import { errorByCode, isKnownErrorCode } from '../../protocol/errors.ts';
+import { CountedHistogram, type HistogramSeries } from './counted-histogram.ts';
 import { DeadLetterMetrics } from './dead-letter-metrics.ts';
 
 /** Records and bytes a topic took in and gave out; called by the data path. */
@@ -82,24 +85,30 @@ export interface MetricsOptions {
 /** The states Kafka's group coordinator reports (ConsumerGroupState / ClassicGroupState). */
 const GROUP_STATES = ['PreparingRebalance', 'CompletingRebalance', 'Stable', 'Dead', 'Empty'] as const;
 
-interface TopicChildren {
-  messagesIn: Counter.Internal;
-  bytesIn: Counter.Internal;
-  bytesOut: Counter.Internal;
+interface TopicCounts {
+  /** Whether the topic had an append here: its in-series exist from the first. */
+  appended: boolean;
+  messagesIn: number;
+  bytesIn: number;
+  /** Only non-zero fetches count, so its series exists once this is above 0. */
+  bytesOut: number;
   /** A retry or dead-letter topic, whose records DeadLetterMetrics counts. */
   deadLetters: boolean;
 }
 
+interface RequestCounts {
+  api: string;
+  duration: HistogramSeries;
+  /** Responses' error codes, counted by code; named at scrape time. */
+  errors: Map<number, number>;
+}
+
 export class BrokerMetrics implements TopicTraffic, RequestObserver {
   readonly registry = new Registry<RegistryContentType>();
-  private readonly messagesIn: Counter<'topic'>;
-  private readonly bytesIn: Counter<'topic'>;
-  private readonly bytesOut: Counter<'topic'>;
-  private readonly requestDuration: Histogram<'api'>;
-  private readonly requestErrors: Counter<'api' | 'error'>;
-  private readonly topics = new Map<string, TopicChildren>();
-  /** By api key: label lookups are hashed strings, too slow for every request. */
-  private readonly durations: ({ api: string; histogram: Histogram.Internal<'api'> } | undefined)[] = [];
+  private readonly requestDuration: CountedHistogram<'api'>;
+  private readonly topics = new Map<string, TopicCounts>();
+  /** By api key. */
+  private readonly requests: (RequestCounts | undefined)[] = [];
   readonly deadLetters: DeadLetterMetrics;
   private source: MetricsSource | null = null;
   private lastExposition: Promise<unknown> = Promise.resolve();
@@ -107,36 +116,49 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
   constructor(options: MetricsOptions) {
     if (options.labels !== undefined) this.registry.setDefaultLabels(options.labels);
     const registers = [this.registry];
-    this.messagesIn = new Counter({
-      name: 'sluice_topic_messages_in_total',
-      help: 'Records appended to the partitions this node leads, by topic.',
-      labelNames: ['topic'],
-      registers,
-    });
-    this.bytesIn = new Counter({
-      name: 'sluice_topic_bytes_in_total',
-      help: 'Record batch bytes appended to the partitions this node leads, by topic.',
-      labelNames: ['topic'],
-      registers,
-    });
-    this.bytesOut = new Counter({
-      name: 'sluice_topic_bytes_out_total',
-      help: 'Record batch bytes returned to consumers, by topic.',
-      labelNames: ['topic'],
-      registers,
-    });
-    this.requestDuration = new Histogram({
-      name: 'sluice_request_duration_seconds',
-      help: 'Time from a request read to its response encoded, by api.',
-      labelNames: ['api'],
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    });
-    this.requestErrors = new Counter({
+    const metrics = this;
+    const topicCounter = (name: string, help: string, read: (t: TopicCounts) => number | null) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['topic'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [topic, t] of metrics.topics) {
+            const value = read(t);
+            if (value !== null) this.inc({ topic }, value);
+          }
+        },
+      });
+    topicCounter('sluice_topic_messages_in_total', 'Records appended to the partitions this node leads, by topic.', (t) =>
+      t.appended ? t.messagesIn : null,
+    );
+    topicCounter('sluice_topic_bytes_in_total', 'Record batch bytes appended to the partitions this node leads, by topic.', (t) =>
+      t.appended ? t.bytesIn : null,
+    );
+    topicCounter('sluice_topic_bytes_out_total', 'Record batch bytes returned to consumers, by topic.', (t) =>
+      t.bytesOut > 0 ? t.bytesOut : null,
+    );
+    this.requestDuration = new CountedHistogram(
+      'sluice_request_duration_seconds',
+      'Time from a request read to its response encoded, by api.',
+      'api',
+      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      this.registry,
+    );
+    new Counter({
       name: 'sluice_request_errors_total',
       help: 'Error codes in responses (each partition or resource that failed counts once), by api and error.',
       labelNames: ['api', 'error'],
       registers,
+      collect() {
+        this.reset();
+        for (const r of metrics.requests) {
+          if (r === undefined) continue;
+          for (const [code, n] of r.errors) this.inc({ api: r.api, error: errorName(code) }, n);
+        }
+      },
     });
     this.deadLetters = new DeadLetterMetrics(this.registry, options.onCountError ?? (() => undefined));
     this.registerStateGauges(options.partitionSeriesMax);
@@ -150,25 +172,26 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
 
   appended(topic: string, records: number, bytes: number, batches: readonly Buffer[]): void {
     const t = this.topic(topic);
-    t.messagesIn.inc(records);
-    t.bytesIn.inc(bytes);
+    t.appended = true;
+    t.messagesIn += records;
+    t.bytesIn += bytes;
     if (t.deadLetters) this.deadLetters.counted(topic, batches);
   }
 
   fetched(topic: string, bytes: number): void {
-    if (bytes > 0) this.topic(topic).bytesOut.inc(bytes);
+    if (bytes > 0) this.topic(topic).bytesOut += bytes;
   }
 
   completed(apiKey: number, startedAtMs: number, response: unknown): void {
-    let duration = this.durations[apiKey];
-    if (duration === undefined) {
+    let r = this.requests[apiKey];
+    if (r === undefined) {
       const api = apis.get(apiKey)?.name ?? String(apiKey);
-      duration = { api, histogram: this.requestDuration.labels(api) };
-      this.durations[apiKey] = duration;
+      r = { api, duration: this.requestDuration.labels(api), errors: new Map() };
+      this.requests[apiKey] = r;
     }
-    duration.histogram.observe((performance.now() - startedAtMs) / 1000);
-    const api = duration.api;
-    if (response !== null) forEachErrorCode(response, (code) => this.requestErrors.inc({ api, error: errorName(code) }));
+    r.duration.observe((performance.now() - startedAtMs) / 1000);
+    const errors = r.errors;
+    if (response !== null) forEachErrorCode(response, (code) => errors.set(code, (errors.get(code) ?? 0) + 1));
   }
 
   /** The exposition in Prometheus text format, or OpenMetrics when `openMetrics`. */
@@ -197,30 +220,15 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
 
   /** The per-topic counters as they stand, for the admin API's throughput view. */
   async topicTraffic(): Promise<TopicTrafficTotals[]> {
-    const totals = new Map<string, TopicTrafficTotals>();
-    const read = async (counter: Counter<'topic'>, field: 'messagesIn' | 'bytesIn' | 'bytesOut') => {
-      for (const v of (await counter.get()).values) {
-        const topic = String(v.labels.topic);
-        const t = totals.get(topic) ?? { topic, messagesIn: 0, bytesIn: 0, bytesOut: 0 };
-        t[field] = v.value;
-        totals.set(topic, t);
-      }
-    };
-    await read(this.messagesIn, 'messagesIn');
-    await read(this.bytesIn, 'bytesIn');
-    await read(this.bytesOut, 'bytesOut');
-    return [...totals.values()].sort((a, b) => a.topic.localeCompare(b.topic));
+    return [...this.topics]
+      .map(([topic, t]) => ({ topic, messagesIn: t.messagesIn, bytesIn: t.bytesIn, bytesOut: t.bytesOut }))
+      .sort((a, b) => a.topic.localeCompare(b.topic));
   }
 
-  private topic(topic: string): TopicChildren {
+  private topic(topic: string): TopicCounts {
     let t = this.topics.get(topic);
     if (t === undefined) {
-      t = {
-        messagesIn: this.messagesIn.labels(topic),
-        bytesIn: this.bytesIn.labels(topic),
-        bytesOut: this.bytesOut.labels(topic),
-        deadLetters: this.deadLetters.counts(topic),
-      };
+      t = { appended: false, messagesIn: 0, bytesIn: 0, bytesOut: 0, deadLetters: this.deadLetters.counts(topic) };
       this.topics.set(topic, t);
     }
     return t;
@@ -232,9 +240,7 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
     if (source === null) return;
     this.deadLetters.prune((topic) => source.topicExists(topic));
     for (const topic of this.topics.keys()) {
-      if (source.topicExists(topic)) continue;
-      this.topics.delete(topic);
-      for (const counter of [this.messagesIn, this.bytesIn, this.bytesOut]) counter.remove(topic);
+      if (!source.topicExists(topic)) this.topics.delete(topic);
     }
   }
 

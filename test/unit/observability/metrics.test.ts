@@ -80,6 +80,57 @@ describe('BrokerMetrics', () => {
     assert.equal(parseExposition(again.body).value('sluice_topic_messages_in_total', { topic: 't' }), 3);
   });
 
+  it("counts every append and fetch of every topic exactly, and drops a deleted topic's series", async () => {
+    const traffic = fc.array(
+      fc.record({
+        topic: fc.constantFrom('a', 'b', 'c'),
+        fetch: fc.boolean(),
+        records: fc.integer({ min: 1, max: 500 }),
+        bytes: fc.integer({ min: 0, max: 2 ** 30 }),
+      }),
+      { maxLength: 100 },
+    );
+    await fc.assert(
+      fc.asyncProperty(traffic, fc.constantFrom('a', 'b', 'c'), async (events, deleted) => {
+        const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
+        let exists = (_: string) => true;
+        metrics.attach(idleMetricsSource((topic) => exists(topic)));
+        const expected = new Map<string, { messagesIn?: number; bytesIn?: number; bytesOut?: number }>();
+        for (const e of events) {
+          const t = expected.get(e.topic) ?? {};
+          expected.set(e.topic, t);
+          if (e.fetch) {
+            metrics.fetched(e.topic, e.bytes);
+            if (e.bytes > 0) t.bytesOut = (t.bytesOut ?? 0) + e.bytes;
+          } else {
+            metrics.appended(e.topic, e.records, e.bytes, []);
+            t.messagesIn = (t.messagesIn ?? 0) + e.records;
+            t.bytesIn = (t.bytesIn ?? 0) + e.bytes;
+          }
+        }
+        const m = parseExposition((await metrics.exposition(false)).body);
+        for (const topic of ['a', 'b', 'c']) {
+          const t = expected.get(topic) ?? {};
+          assert.equal(m.value('sluice_topic_messages_in_total', { topic }), t.messagesIn);
+          assert.equal(m.value('sluice_topic_bytes_in_total', { topic }), t.bytesIn);
+          assert.equal(m.value('sluice_topic_bytes_out_total', { topic }), t.bytesOut);
+        }
+        exists = (topic) => topic !== deleted;
+        const after = parseExposition((await metrics.exposition(false)).body);
+        for (const name of ['sluice_topic_messages_in_total', 'sluice_topic_bytes_in_total', 'sluice_topic_bytes_out_total']) {
+          assert.deepEqual(after.all(name, { topic: deleted }), []);
+          assert.deepEqual(
+            after.all(name).map((s) => s.labels.topic),
+            m
+              .all(name)
+              .map((s) => s.labels.topic)
+              .filter((topic) => topic !== deleted),
+          );
+        }
+      }),
+    );
+  });
+
   it('keeps per-partition series within metrics.partition.series.max', async () => {
     const partitions = (n: number) =>
       Array.from({ length: n }, (_, i) => ({ topic: 't', partition: i, logEndOffset: i, highWatermark: i, sizeBytes: i }));
