@@ -22,6 +22,7 @@ import { createLogger, type LogFormat, type Logger } from './observability/logge
 import { registerControllerNodeHandlers, registerHandlers } from './handlers/index.ts';
 import { QuotaManagers } from './server/quota-managers.ts';
 import { HandlerRegistry } from './handlers/registry.ts';
+import type { EnvelopeServices } from './handlers/envelope.ts';
 import { dynamicConnectionLimits, SocketServer, type BoundListener, type ListenerSpec } from './server/socket-server.ts';
 import {
   controllerClientSecurity,
@@ -282,6 +283,7 @@ export class Broker {
       ? controllerSideHandlers({
           metadata: { nodeId: this.nodeId, config, metadata: this.metadata },
           controllerApis: { controller: this.metadata.controller },
+          envelope: this.envelopeServices(),
         })
       : undefined;
     // One channel per purpose: a controller answers one connection's requests in order, so a
@@ -361,11 +363,8 @@ export class Broker {
       access: this.requestAccess(),
       logger: this.logger,
       fetchBandwidth: (ctx, request) => this.quotas.fetchBandwidth(ctx, request),
-      mutationQuota: {
-        quotaFor: (ctx, strict) => this.quotas.mutationQuotaFor(ctx, strict),
-        image: () => this.metadata.image(),
-        defaultPartitions: () => config.getInt('num.partitions'),
-      },
+      mutationQuota: { quotaFor: (ctx, strict) => this.quotas.mutationQuotaFor(ctx, strict) },
+      envelope: this.envelopeServices(),
       metadata: { nodeId: this.nodeId, config, metadata: this.metadata, createTopics },
       controllerApis: { controller: this.metadata.controller },
       forwarding: { nodeId: this.nodeId, channel: forwarding, forwardTimeoutMs: requestTimeoutMs, images },
@@ -444,6 +443,8 @@ export class Broker {
         createTopics: (topics) => controller.createTopics([...topics], false),
       },
       controllerApis: { controller },
+      envelope: this.envelopeServices(),
+      mutationQuota: { quotaFor: (ctx, strict) => this.quotas.mutationQuotaFor(ctx, strict) },
       quorum: this.metadata,
     });
     await this.server.start(this.listenerSpecs());
@@ -462,6 +463,11 @@ export class Broker {
       role: controllers.has(l.name) ? 'controller' : 'broker',
       security: this.security.get(l.name)!,
     }));
+  }
+
+  /** Where the controller side serves an Envelope's inner request: this node's controller-listener registrations. */
+  private envelopeServices(): EnvelopeServices {
+    return { registry: this.registry, logger: this.logger.child({ component: 'envelope' }) };
   }
 
   /** The authorizer and what it reads of the topics (ids, existence, auto-creation). */

@@ -118,6 +118,8 @@ const POLICIES: Policies = {
   [ApiKey.DescribeTransactions]: describeTransactions,
   [ApiKey.ListTransactions]: listTransactions,
   [ApiKey.AllocateProducerIds]: clusterOperation(AclOperation.CLUSTER_ACTION),
+  // Only a broker may speak for its clients (ControllerApis.handleEnvelopeRequest).
+  [ApiKey.Envelope]: clusterOperation(AclOperation.CLUSTER_ACTION),
   [ApiKey.DescribeTopicPartitions]: describeTopicPartitions,
   [ApiKey.AddRaftVoter]: clusterOperation(AclOperation.ALTER),
   [ApiKey.RemoveRaftVoter]: clusterOperation(AclOperation.ALTER),
@@ -179,6 +181,11 @@ function guarded<K extends ApiKey>(
       next: async (authorized) => handler(ctx, authorized, version),
     });
   };
+}
+
+/** Whether `ctx`'s principal may do `operation` on the cluster; anyone may without an authorizer. */
+export function allowsClusterOperation(authorizer: Authorizer | null, ctx: RequestContext, operation: number): boolean {
+  return authorizer === null || new Access(authorizer, identityOf(ctx)).allowsCluster(operation);
 }
 
 /** Who asks: the connection's principal and the client's address without its port. */

@@ -2,8 +2,9 @@
  * The admin APIs on broker listeners, forwarded to the active controller as KRaft brokers do
  * (Kafka's ForwardingManager): CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
  * IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments and
- * ListPartitionReassignments. The controller listener serves them with topics.ts, configs.ts
- * and controller-apis.ts.
+ * ListPartitionReassignments. Each goes in an Envelope as its client's (envelope-forwarding.ts,
+ * through the `channel` the registration gives), and the controller authorizes and serves it
+ * with topics.ts, configs.ts and controller-apis.ts.
  *
  * - After a CreateTopics, DeleteTopics or CreatePartitions the controller committed, the
  *   broker answers once its own MetadataImage shows the change, for at most the request's
@@ -13,8 +14,9 @@
  * - The config APIs are preprocessed here first, as Kafka's ConfigAdminManager does on the
  *   forwarding broker: a resource named twice, a config named twice in one resource, a null
  *   value other than a DELETE, a BROKER resource naming another broker, and BROKER_LOGGER
- *   resources (served by this broker, which has no runtime loggers to change) are answered
- *   without the controller; the rest is forwarded and the answers reassembled in request order.
+ *   resources (served by this broker, which has no runtime loggers to change, and authorized
+ *   here for that reason: ALTER_CONFIGS on the cluster) are answered without the controller;
+ *   the rest is forwarded and the answers reassembled in request order.
  */
 import { Errors } from '../../protocol/errors.ts';
 import {
@@ -188,7 +190,7 @@ export async function forwardAlterConfigs(
   request: AlterConfigsRequest,
   version: number,
 ): Promise<AlterConfigsResponse> {
-  const preprocessed = preprocessConfigResources(services.nodeId, request.resources, false);
+  const preprocessed = preprocessConfigResources(services.nodeId, request.resources, false, () => true);
   const remaining = request.resources.filter((_, i) => !preprocessed.has(i));
   let forwarded: AlterConfigsResponse | null = null;
   if (remaining.length > 0) {
@@ -206,8 +208,9 @@ export async function forwardIncrementalAlterConfigs(
   services: ForwardingServices,
   request: IncrementalAlterConfigsRequest,
   version: number,
+  mayAlterClusterConfigs: () => boolean = () => true,
 ): Promise<IncrementalAlterConfigsResponse> {
-  const preprocessed = preprocessConfigResources(services.nodeId, request.resources, true);
+  const preprocessed = preprocessConfigResources(services.nodeId, request.resources, true, mayAlterClusterConfigs);
   const remaining = request.resources.filter((_, i) => !preprocessed.has(i));
   let forwarded: IncrementalAlterConfigsResponse | null = null;
   if (remaining.length > 0) {
@@ -241,7 +244,12 @@ const FORWARDED_RESOURCE_TYPES: ReadonlySet<number> = new Set([ConfigResourceTyp
  * Kafka's ConfigAdminManager.preprocess: the answers of the resources (by index) that do not
  * go to the controller.
  */
-function preprocessConfigResources(nodeId: number, resources: readonly ConfigResource[], incremental: boolean): Map<number, ApiResult> {
+function preprocessConfigResources(
+  nodeId: number,
+  resources: readonly ConfigResource[],
+  incremental: boolean,
+  mayAlterClusterConfigs: () => boolean,
+): Map<number, ApiResult> {
   const results = new Map<number, ApiResult>();
   const firstIndex = new Map<string, number>();
   resources.forEach((r, i) => {
@@ -257,13 +265,18 @@ function preprocessConfigResources(nodeId: number, resources: readonly ConfigRes
   });
   resources.forEach((r, i) => {
     if (results.has(i)) return;
-    const refusal = configResourceRefusal(nodeId, r, incremental);
+    const refusal = configResourceRefusal(nodeId, r, incremental, mayAlterClusterConfigs);
     if (refusal !== null) results.set(i, refusal);
   });
   return results;
 }
 
-function configResourceRefusal(nodeId: number, resource: ConfigResource, incremental: boolean): ApiResult | null {
+function configResourceRefusal(
+  nodeId: number,
+  resource: ConfigResource,
+  incremental: boolean,
+  mayAlterClusterConfigs: () => boolean,
+): ApiResult | null {
   const invalid = (errorMessage: string): ApiResult => ({ errorCode: Errors.INVALID_REQUEST.code, errorMessage });
   const names = resource.configs.map((c) => c.name);
   if (new Set(names).size !== names.length) return invalid('Error due to duplicate config keys');
@@ -276,6 +289,10 @@ function configResourceRefusal(nodeId: number, resource: ConfigResource, increme
     case ConfigResourceType.BROKER_LOGGER: {
       // Legacy AlterConfigs never supported log levels (KIP-412 is incremental only).
       if (!incremental) return invalid(`Unknown resource type ${resource.resourceType}`);
+      // Served here, so authorized here: the controller never sees it.
+      if (!mayAlterClusterConfigs()) {
+        return { errorCode: Errors.CLUSTER_AUTHORIZATION_FAILED.code, errorMessage: Errors.CLUSTER_AUTHORIZATION_FAILED.message };
+      }
       const refusal = nodeIdRefusal(nodeId, resource.resourceName);
       if (refusal !== null) return refusal;
       // DescribeConfigs lists no loggers for this broker: none can be altered.

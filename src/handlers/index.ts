@@ -36,14 +36,9 @@ import {
 import { handleDeleteRecords, type DeleteRecordsServices } from './delete-records.ts';
 import type { RequestContext } from '../server/session.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ControllerMutationQuota } from '../quota/controller-mutation-quota.ts';
-import {
-  STRICT_SINCE,
-  createPartitionsWithinQuota,
-  createTopicsWithinQuota,
-  deleteTopicsWithinQuota,
-  type MutationQuotaServices,
-} from './mutation-quota.ts';
+import { STRICT_SINCE, withMutationQuota, type MutationQuotas } from './mutation-quota.ts';
+import { handleEnvelope, handleLocalEnvelope, type EnvelopeServices } from './envelope.ts';
+import { forwardingFor } from './envelope-forwarding.ts';
 import { handleFetch, type FetchBandwidth, type FetchServices } from './fetch.ts';
 import {
   forwardAlterConfigs,
@@ -88,7 +83,8 @@ import {
   type QuorumServices,
 } from './quorum.ts';
 import type { HandlerRegistry } from './registry.ts';
-import { authorizing, authorizingClusterAction, type TopicLookup } from './authorization.ts';
+import { allowsClusterOperation, authorizing, authorizingClusterAction, type TopicLookup } from './authorization.ts';
+import { AclOperation } from '../security/acl-types.ts';
 import type { Authorizer } from '../security/acl-types.ts';
 import { handleSaslAuthenticate, handleSaslHandshake } from './sasl.ts';
 import { handleAlterUserScramCredentials, handleDescribeUserScramCredentials } from './scram.ts';
@@ -120,6 +116,10 @@ export type DataPathHandlerServices = ProduceServices &
 export interface ControllerSideServices {
   readonly metadata: MetadataHandlerServices;
   readonly controllerApis: ControllerApiServices;
+  /** Where a forwarded request is served from its Envelope. */
+  readonly envelope: EnvelopeServices;
+  /** The controller_mutation_rate quota of CreateTopics, CreatePartitions and DeleteTopics; absent: none. */
+  readonly mutationQuota?: MutationQuotas;
 }
 
 /** Everything the handlers reach, by family. */
@@ -139,12 +139,6 @@ export interface HandlerServices extends ControllerSideServices {
   readonly logger: Pick<Logger, 'info'>;
   /** A consumer's byte-rate quota for one Fetch (src/server/quota-managers.ts); null or absent: none. */
   readonly fetchBandwidth?: (ctx: RequestContext, request: unknown) => FetchBandwidth | null;
-  /** The controller_mutation_rate quota of CreateTopics, CreatePartitions and DeleteTopics; absent: none. */
-  readonly mutationQuota?: MutationQuotas;
-}
-
-export interface MutationQuotas extends MutationQuotaServices {
-  quotaFor(ctx: RequestContext, strict: boolean): ControllerMutationQuota;
 }
 
 /** Where the handlers are registered: the registry itself, or through Kafka's authorization of each API. */
@@ -180,8 +174,8 @@ export function registerHandlers(root: HandlerRegistry, services: HandlerService
   const registry = authorizedRegistrar(root, services.access);
   registerSaslApis(registry);
   registerMetadataApis(registry, services.metadata);
-  registerForwardedApis(registry, services.forwarding, services.mutationQuota);
-  registerControllerApis(registry, controllerSideHandlers(services));
+  registerForwardedApis(root, services.forwarding, services.access);
+  registerControllerApis(registry, root, services);
   registerQuorumApis(registry, services.quorum);
   registerDataPathApis(registry, { ...services.dataPath, transactions: services.transactions.coordinator }, services.fetchBandwidth);
   registerGroupApis(registry, services.groups, services.transactions);
@@ -211,7 +205,7 @@ export function registerControllerNodeHandlers(root: HandlerRegistry, services: 
   const registry = authorizedRegistrar(root, services.access);
   registerSaslApis(registry);
   registerMetadataApis(registry, services.metadata);
-  registerControllerApis(registry, controllerSideHandlers(services));
+  registerControllerApis(registry, root, services);
   registerQuorumApis(registry, services.quorum);
 }
 
@@ -241,6 +235,7 @@ export function controllerSideHandlers(services: ControllerSideServices): Contro
     [ApiKey.AlterClientQuotas]: (request) => handleAlterClientQuotas(controllerApis.controller, request),
     [ApiKey.CreateAcls]: (request) => handleCreateAcls(controllerApis.controller, request),
     [ApiKey.DeleteAcls]: (request) => handleDeleteAcls(controllerApis.controller, request),
+    [ApiKey.Envelope]: (request) => handleLocalEnvelope(services.envelope, request),
   };
 }
 
@@ -269,94 +264,100 @@ function registerMetadataApis(registry: Registrar, metadata: MetadataRequestServ
   });
 }
 
-/** The admin APIs that change metadata or partition leadership, on broker listeners: forwarded to the active controller. */
-function registerForwardedApis(registry: Registrar, forwarding: ForwardingServices, quotas: MutationQuotas | undefined): void {
+/**
+ * The admin APIs that change metadata or partition leadership, on broker listeners: forwarded
+ * to the active controller in an Envelope as the client's (envelope-forwarding.ts). The broker
+ * authorizes none of them, as Kafka's forwarding broker does not: the controller does, with
+ * its own, current ACLs. Only the resources a config request's preprocessing answers here are
+ * authorized here (BROKER_LOGGER, as Kafka's ConfigAdminManager does).
+ */
+function registerForwardedApis(registry: Registrar, forwarding: ForwardingServices, access: RequestAccess): void {
   const broker = { listeners: 'broker' } as const;
-  if (quotas === undefined) {
-    registry.register(ApiKey.CreateTopics, (_ctx, request, version) => forwardCreateTopics(forwarding, request, version), broker);
-    registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => forwardDeleteTopics(forwarding, request, version), broker);
-    registry.register(ApiKey.CreatePartitions, (_ctx, request, version) => forwardCreatePartitions(forwarding, request, version), broker);
-  } else {
-    const withQuota = async <T>(ctx: RequestContext, strict: boolean, serve: (quota: ControllerMutationQuota) => Promise<T>) => {
-      const quota = quotas.quotaFor(ctx, strict);
-      const response = await serve(quota);
-      ctx.throttle(quota.throttleTimeMs());
-      return response;
-    };
-    registry.register(
-      ApiKey.CreateTopics,
-      (ctx, request, version) =>
-        withQuota(ctx, version >= STRICT_SINCE.createTopics, (quota) =>
-          createTopicsWithinQuota(quotas, quota, request, (r) => forwardCreateTopics(forwarding, r, version)),
-        ),
-      broker,
-    );
-    registry.register(
-      ApiKey.DeleteTopics,
-      (ctx, request, version) =>
-        withQuota(ctx, version >= STRICT_SINCE.deleteTopics, (quota) =>
-          deleteTopicsWithinQuota(quotas, quota, request, version, (r) => forwardDeleteTopics(forwarding, r, version)),
-        ),
-      broker,
-    );
-    registry.register(
-      ApiKey.CreatePartitions,
-      (ctx, request, version) =>
-        withQuota(ctx, version >= STRICT_SINCE.createPartitions, (quota) =>
-          createPartitionsWithinQuota(quotas, quota, request, (r) => forwardCreatePartitions(forwarding, r, version)),
-        ),
-      broker,
-    );
-  }
-  registry.register(ApiKey.AlterConfigs, (_ctx, request, version) => forwardAlterConfigs(forwarding, request, version), broker);
+  const as = (ctx: RequestContext): ForwardingServices => ({ ...forwarding, channel: forwardingFor(forwarding.channel, ctx) });
+  registry.register(ApiKey.CreateTopics, (ctx, request, version) => forwardCreateTopics(as(ctx), request, version), broker);
+  registry.register(ApiKey.DeleteTopics, (ctx, request, version) => forwardDeleteTopics(as(ctx), request, version), broker);
+  registry.register(ApiKey.CreatePartitions, (ctx, request, version) => forwardCreatePartitions(as(ctx), request, version), broker);
+  registry.register(ApiKey.AlterConfigs, (ctx, request, version) => forwardAlterConfigs(as(ctx), request, version), broker);
   registry.register(
     ApiKey.IncrementalAlterConfigs,
-    (_ctx, request, version) => forwardIncrementalAlterConfigs(forwarding, request, version),
+    (ctx, request, version) =>
+      forwardIncrementalAlterConfigs(as(ctx), request, version, () =>
+        allowsClusterOperation(access.authorizer, ctx, AclOperation.ALTER_CONFIGS),
+      ),
     broker,
   );
   registry.register(
     ApiKey.ElectLeaders,
-    (_ctx, request, version) => forwardToController(forwarding, ApiKey.ElectLeaders, request, version),
+    (ctx, request, version) => forwardToController(as(ctx), ApiKey.ElectLeaders, request, version),
     broker,
   );
   registry.register(
     ApiKey.AlterUserScramCredentials,
-    (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterUserScramCredentials, request, version),
+    (ctx, request, version) => forwardToController(as(ctx), ApiKey.AlterUserScramCredentials, request, version),
     broker,
   );
   registry.register(
     ApiKey.AlterClientQuotas,
-    (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterClientQuotas, request, version),
+    (ctx, request, version) => forwardToController(as(ctx), ApiKey.AlterClientQuotas, request, version),
     broker,
   );
   registry.register(
     ApiKey.CreateAcls,
-    (_ctx, request, version) => forwardToController(forwarding, ApiKey.CreateAcls, request, version),
+    (ctx, request, version) => forwardToController(as(ctx), ApiKey.CreateAcls, request, version),
     broker,
   );
   registry.register(
     ApiKey.DeleteAcls,
-    (_ctx, request, version) => forwardToController(forwarding, ApiKey.DeleteAcls, request, version),
+    (ctx, request, version) => forwardToController(as(ctx), ApiKey.DeleteAcls, request, version),
     broker,
   );
   registry.register(
     ApiKey.AlterPartitionReassignments,
-    (_ctx, request, version) => forwardToController(forwarding, ApiKey.AlterPartitionReassignments, request, version),
+    (ctx, request, version) => forwardToController(as(ctx), ApiKey.AlterPartitionReassignments, request, version),
     broker,
   );
   registry.register(
     ApiKey.ListPartitionReassignments,
-    (_ctx, request, version) => forwardToController(forwarding, ApiKey.ListPartitionReassignments, request, version),
+    (ctx, request, version) => forwardToController(as(ctx), ApiKey.ListPartitionReassignments, request, version),
     broker,
   );
 }
 
-/** The controller listeners' side of the controller channel (Kafka's ControllerApis). */
-function registerControllerApis(registry: Registrar, handlers: ControllerSideHandlers): void {
+/**
+ * The controller listeners' side of the controller channel (Kafka's ControllerApis), and the
+ * Envelope, whose inner request is served by these same registrations (found in `root`). The
+ * topic mutations are charged to the controller_mutation_rate quota of their client.
+ */
+function registerControllerApis(registry: Registrar, root: HandlerRegistry, services: ControllerSideServices): void {
   const controller = { listeners: 'controller' } as const;
-  registry.register(ApiKey.CreateTopics, (_ctx, request, version) => handlers[ApiKey.CreateTopics](request, version), controller);
-  registry.register(ApiKey.DeleteTopics, (_ctx, request, version) => handlers[ApiKey.DeleteTopics](request, version), controller);
-  registry.register(ApiKey.CreatePartitions, (_ctx, request, version) => handlers[ApiKey.CreatePartitions](request, version), controller);
+  const handlers = controllerSideHandlers(services);
+  const { metadata, mutationQuota } = services;
+  const envelope: EnvelopeServices = { ...services.envelope, registry: root };
+  registry.register(ApiKey.Envelope, (ctx, request) => handleEnvelope(envelope, ctx, request), controller);
+  registry.register(
+    ApiKey.CreateTopics,
+    (ctx, request, version) =>
+      withMutationQuota(mutationQuota, ctx, version >= STRICT_SINCE.createTopics, (quota) =>
+        handleCreateTopics(metadata, request, version, quota),
+      ),
+    controller,
+  );
+  registry.register(
+    ApiKey.DeleteTopics,
+    (ctx, request, version) =>
+      withMutationQuota(mutationQuota, ctx, version >= STRICT_SINCE.deleteTopics, (quota) =>
+        handleDeleteTopics(metadata, request, version, quota),
+      ),
+    controller,
+  );
+  registry.register(
+    ApiKey.CreatePartitions,
+    (ctx, request, version) =>
+      withMutationQuota(mutationQuota, ctx, version >= STRICT_SINCE.createPartitions, (quota) =>
+        handleCreatePartitions(metadata, request, quota),
+      ),
+    controller,
+  );
   registry.register(ApiKey.AlterConfigs, (_ctx, request, version) => handlers[ApiKey.AlterConfigs](request, version), controller);
   registry.register(
     ApiKey.IncrementalAlterConfigs,

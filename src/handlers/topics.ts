@@ -24,12 +24,14 @@ import {
 } from '../../protocol/messages/delete-topics.ts';
 import { ZERO_UUID } from '../../protocol/primitives.ts';
 import { describeTopicConfig } from '../config/topic-config.ts';
+import type { PartitionChangeQuota } from '../metadata/controller.ts';
 import type { MetadataHandlerServices } from './metadata.ts';
 
 export async function handleCreateTopics(
   services: MetadataHandlerServices,
   request: CreateTopicsRequest,
   version: number,
+  quota?: PartitionChangeQuota,
 ): Promise<CreateTopicsResponse> {
   const results = await services.metadata.controller.createTopics(
     request.topics.map((t) => ({
@@ -40,6 +42,7 @@ export async function handleCreateTopics(
       configs: t.configs.map((c) => ({ name: c.name, value: c.value })),
     })),
     request.validateOnly,
+    quota,
   );
   const image = services.metadata.image();
   return makeCreateTopicsResponse({
@@ -80,6 +83,7 @@ export async function handleDeleteTopics(
   services: MetadataHandlerServices,
   request: DeleteTopicsRequest,
   version: number,
+  quota?: PartitionChangeQuota,
 ): Promise<DeleteTopicsResponse> {
   // v0-v5 name topics in topic_names; v6+ in topics, each by name or by id.
   const wanted = version >= 6 ? request.topics : request.topicNames.map((name) => ({ name, topicId: ZERO_UUID }));
@@ -96,7 +100,10 @@ export async function handleDeleteTopics(
       ),
     });
   }
-  const results = await services.metadata.controller.deleteTopics(wanted.map((t) => ({ name: t.name, topicId: t.topicId })));
+  const results = await services.metadata.controller.deleteTopics(
+    wanted.map((t) => ({ name: t.name, topicId: t.topicId })),
+    quota,
+  );
   return makeDeleteTopicsResponse({
     throttleTimeMs: 0,
     responses: results.map((r, i) =>
@@ -114,6 +121,7 @@ export async function handleDeleteTopics(
 export async function handleCreatePartitions(
   services: MetadataHandlerServices,
   request: CreatePartitionsRequest,
+  quota?: PartitionChangeQuota,
 ): Promise<CreatePartitionsResponse> {
   const results = await services.metadata.controller.createPartitions(
     request.topics.map((t) => ({
@@ -122,6 +130,7 @@ export async function handleCreatePartitions(
       assignments: t.assignments === null ? null : t.assignments.map((a) => ({ brokerIds: a.brokerIds })),
     })),
     request.validateOnly,
+    quota,
   );
   return makeCreatePartitionsResponse({
     throttleTimeMs: 0,

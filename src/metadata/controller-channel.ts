@@ -22,8 +22,9 @@ import type { ProducerIdBlock } from '../replication/producer-id-manager.ts';
 import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
 import type { Network } from '../runtime/network.ts';
 
-/** The requests a broker sends to the active controller. */
+/** The requests a broker sends to the active controller (a client's admin request inside an Envelope). */
 export type ForwardedApiKey =
+  | ApiKey.Envelope
   | ApiKey.CreateTopics
   | ApiKey.DeleteTopics
   | ApiKey.CreatePartitions

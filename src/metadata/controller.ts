@@ -41,6 +41,7 @@ import { systemRandom, type Random } from '../runtime/random.ts';
 import type { ConfigRecord, MetadataRecord, RegisterBrokerRecord } from './records.ts';
 import { ConfigResourceType, partitionRecord } from './records.ts';
 import { placeReplicas } from './replica-placer.ts';
+import { ThrottlingQuotaExceededError } from '../quota/controller-mutation-quota.ts';
 import { planScramAlterations, type ScramAlterResult } from './scram-control.ts';
 import { planAclCreations, planAclDeletions, type AclCreationResult, type AclDeletionResult } from './acl-control.ts';
 import type { CreateAclsRequestAclCreation } from '../../protocol/messages/create-acls.ts';
@@ -264,7 +265,18 @@ function refusedTopic(name: string, message: string): CreateTopicResult {
 
 /** What a resource refused with a KafkaError (thrown by `check`) is answered with. */
 function refusedWith(err: KafkaError): ApiResult {
+  // Kafka's ApiError leaves out a message that is the error's default one.
+  if (err instanceof ThrottlingQuotaExceededError) return { errorCode: err.code, errorMessage: null };
   return { errorCode: err.code, errorMessage: err.message };
+}
+
+/**
+ * The controller_mutation_rate quota of the request's client (KIP-599), spent per topic once
+ * the topic passed validation, as Kafka's ControllerRequestContext.applyPartitionChangeQuota:
+ * `record` throws ThrottlingQuotaExceededError when a strict quota refuses the topic.
+ */
+export interface PartitionChangeQuota {
+  record(partitions: number): void;
 }
 
 function check(condition: boolean, error: KafkaErrorCode, message: string): asserts condition {
@@ -358,7 +370,7 @@ export class QuorumController {
 
   // ---- topics ------------------------------------------------------------------------
 
-  createTopics(topics: CreatableTopic[], validateOnly: boolean): Promise<CreateTopicResult[]> {
+  createTopics(topics: CreatableTopic[], validateOnly: boolean, quota?: PartitionChangeQuota): Promise<CreateTopicResult[]> {
     return this.serialize(async () => {
       const image = this.sink.image();
       const records: MetadataRecord[] = [];
@@ -385,6 +397,7 @@ export class QuorumController {
         }
         try {
           const planned = this.planTopic(image, topic, collisions, MAX_RECORDS_PER_USER_OP - plannedRecords);
+          quota?.record(planned.numPartitions);
           result.topicId = planned.topicId;
           result.numPartitions = planned.numPartitions;
           result.replicationFactor = planned.replicationFactor;
@@ -532,7 +545,7 @@ export class QuorumController {
     return out;
   }
 
-  deleteTopics(topics: { name: string | null; topicId: string }[]): Promise<DeleteTopicResult[]> {
+  deleteTopics(topics: { name: string | null; topicId: string }[], quota?: PartitionChangeQuota): Promise<DeleteTopicResult[]> {
     return this.serialize(async () => {
       const image = this.sink.image();
       const records: MetadataRecord[] = [];
@@ -554,6 +567,13 @@ export class QuorumController {
         result.name = topic.name;
         result.topicId = topic.id;
         if (removing.has(topic.id)) continue;
+        try {
+          quota?.record(topic.partitions.size);
+        } catch (err) {
+          if (!(err instanceof ThrottlingQuotaExceededError)) throw err;
+          Object.assign(result, refusedWith(err));
+          continue;
+        }
         removing.add(topic.id);
         records.push({ type: 'RemoveTopicRecord', data: { topicId: topic.id } });
       }
@@ -562,7 +582,11 @@ export class QuorumController {
     });
   }
 
-  createPartitions(topics: CreatePartitionsTopic[], validateOnly: boolean): Promise<(ApiResult & { name: string })[]> {
+  createPartitions(
+    topics: CreatePartitionsTopic[],
+    validateOnly: boolean,
+    quota?: PartitionChangeQuota,
+  ): Promise<(ApiResult & { name: string })[]> {
     return this.serialize(async () => {
       const image = this.sink.image();
       const records: MetadataRecord[] = [];
@@ -577,6 +601,7 @@ export class QuorumController {
         }
         try {
           const planned = this.planPartitions(image, request, MAX_RECORDS_PER_USER_OP - plannedRecords);
+          quota?.record(planned.length);
           plannedRecords += planned.length;
           if (!validateOnly) records.push(...planned);
         } catch (err) {

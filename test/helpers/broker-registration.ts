@@ -17,6 +17,7 @@ import { makeBrokerRegistrationRequest } from '../../protocol/messages/broker-re
 import type { BrokerConfig, Listener } from '../../src/config/broker-config.ts';
 import { controllerSideHandlers } from '../../src/handlers/index.ts';
 import { BrokerLifecycleManager } from '../../src/metadata/broker-lifecycle.ts';
+import { HandlerRegistry } from '../../src/handlers/registry.ts';
 import { ControllerChannelManager } from '../../src/metadata/controller-channel.ts';
 import { METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, type QuorumController, randomUuid } from '../../src/metadata/controller.ts';
 import type { MetadataImage } from '../../src/metadata/image.ts';
@@ -94,6 +95,7 @@ export async function startLocalBroker(
     local: controllerSideHandlers({
       metadata: { nodeId: metadata.nodeId, config, metadata },
       controllerApis: { controller: metadata.controller },
+      envelope: { registry: new HandlerRegistry(), logger },
     }),
   });
   const lifecycle = new BrokerLifecycleManager({

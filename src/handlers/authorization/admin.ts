@@ -2,8 +2,8 @@
  * Authorization of the admin APIs that create, delete and configure topics and other
  * resources, as ControllerApis's createTopics, deleteTopics, createPartitions,
  * handleLegacyAlterConfigs and handleIncrementalAlterConfigs, and ConfigHelper's
- * handleDescribeConfigsRequest do it. On broker listeners Sluice forwards these to the
- * controller without the principal, so the same checks run on both.
+ * handleDescribeConfigsRequest do it. The mutations are authorized on the controller only:
+ * a broker forwards them in an Envelope carrying the client's principal.
  */
 import { Errors, type KafkaErrorCode } from '../../../protocol/errors.ts';
 import {

@@ -1,158 +1,102 @@
 import assert from 'node:assert/strict';
 import { Errors } from '../../../protocol/errors.ts';
-import {
-  makeCreatePartitionsRequest,
-  makeCreatePartitionsRequestCreatePartitionsTopic,
-  makeCreatePartitionsResponse,
-  makeCreatePartitionsResponseCreatePartitionsTopicResult,
-  type CreatePartitionsRequest,
-} from '../../../protocol/messages/create-partitions.ts';
-import {
-  makeCreateTopicsRequest,
-  makeCreateTopicsRequestCreatableReplicaAssignment,
-  makeCreateTopicsRequestCreatableTopic,
-  makeCreateTopicsResponse,
-  makeCreateTopicsResponseCreatableTopicResult,
-  type CreateTopicsRequest,
-} from '../../../protocol/messages/create-topics.ts';
-import {
-  makeDeleteTopicsRequest,
-  makeDeleteTopicsRequestDeleteTopicState,
-  makeDeleteTopicsResponse,
-  makeDeleteTopicsResponseDeletableTopicResult,
-  type DeleteTopicsRequest,
-} from '../../../protocol/messages/delete-topics.ts';
 import { ZERO_UUID } from '../../../protocol/primitives.ts';
-import { createPartitionsWithinQuota, createTopicsWithinQuota, deleteTopicsWithinQuota } from '../../../src/handlers/mutation-quota.ts';
-import { MetadataImage } from '../../../src/metadata/image.ts';
-import { partitionRecord, type MetadataRecord } from '../../../src/metadata/records.ts';
+import { withMutationQuota } from '../../../src/handlers/mutation-quota.ts';
+import { QuorumController } from '../../../src/metadata/controller.ts';
 import { ThrottlingQuotaExceededError, type ControllerMutationQuota } from '../../../src/quota/controller-mutation-quota.ts';
-
-const ORDERS_ID = 'AAAAAAAAAAAAAAAAAAAAAQ';
-const CLICKS_ID = 'AAAAAAAAAAAAAAAAAAAAAg';
-
-function withTopic(image: MetadataImage, name: string, id: string, partitions: number): MetadataImage {
-  const records: MetadataRecord[] = [{ type: 'TopicRecord', data: { name, topicId: id } }];
-  for (let p = 0; p < partitions; p++) {
-    records.push({ type: 'PartitionRecord', data: partitionRecord({ partitionId: p, topicId: id, replicas: [1], isr: [1], leader: 1 }) });
-  }
-  return image.apply(records, image.offset + records.length, 1).image;
-}
-
-const IMAGE = withTopic(withTopic(MetadataImage.EMPTY, 'orders', ORDERS_ID, 4), 'clicks', CLICKS_ID, 2);
-const SERVICES = { image: () => IMAGE, defaultPartitions: () => 3 };
+import type { RequestContext } from '../../../src/server/session.ts';
+import { registerBrokers } from '../../helpers/broker-registration.ts';
+import { FakeClock } from '../metadata/fake-cluster.ts';
+import { ImageSink } from '../metadata/image-sink.ts';
 
 /** A strict quota with `permits` left: it refuses once they are spent, as a token bucket below zero does. */
-function strictQuota(permits: number): ControllerMutationQuota & { spent: number[] } {
+function strictQuota(permits: number, throttleTimeMs = 0): ControllerMutationQuota & { spent: number[] } {
   let left = permits;
   const spent: number[] = [];
   return {
     spent,
     record(n) {
-      if (left < 0) throw new ThrottlingQuotaExceededError(500);
-      spent.push(n);
+      if (left <= 0) throw new ThrottlingQuotaExceededError(throttleTimeMs);
       left -= n;
+      spent.push(n);
     },
-    throttleTimeMs: () => (left < 0 ? 500 : 0),
+    throttleTimeMs: () => (left < 0 ? throttleTimeMs : 0),
   };
 }
 
-describe('the controller mutation quota of the topic APIs', () => {
-  it('CreateTopics spends each topic its partitions (num.partitions for -1, the assignment otherwise) and refuses the topics after the quota ran out', async () => {
-    const quota = strictQuota(4);
-    const forwarded: CreateTopicsRequest[] = [];
-    const topic = (name: string, numPartitions: number, assigned = 0) =>
-      makeCreateTopicsRequestCreatableTopic({
-        name,
-        numPartitions,
-        replicationFactor: -1,
-        assignments: Array.from({ length: assigned }, (_, i) =>
-          makeCreateTopicsRequestCreatableReplicaAssignment({ partitionIndex: i, brokerIds: [1] }),
-        ),
-      });
-    const response = await createTopicsWithinQuota(
-      SERVICES,
-      quota,
-      makeCreateTopicsRequest({ topics: [topic('a', -1), topic('b', -1, 2), topic('c', 1)] }),
-      async (request) => {
-        forwarded.push(request);
-        return makeCreateTopicsResponse({
-          topics: request.topics.map((t) => makeCreateTopicsResponseCreatableTopicResult({ name: t.name, errorMessage: null })),
-        });
-      },
-    );
-    assert.deepEqual(quota.spent, [3, 2]);
-    assert.deepEqual(
-      forwarded[0]!.topics.map((t) => t.name),
-      ['a', 'b'],
-    );
-    assert.deepEqual(
-      response.topics.map((t) => [t.name, t.errorCode, t.errorMessage]),
-      [
-        ['a', Errors.NONE.code, null],
-        ['b', Errors.NONE.code, null],
-        ['c', Errors.THROTTLING_QUOTA_EXCEEDED.code, null],
-      ],
-    );
-    assert.equal(response.throttleTimeMs, 500);
+async function activeController(): Promise<QuorumController> {
+  const sink = new ImageSink();
+  const controller = new QuorumController(sink, { defaultNumPartitions: () => 3, defaultReplicationFactor: () => 1 }, () => 0, {
+    clock: new FakeClock(),
+  });
+  await controller.activate();
+  await registerBrokers(controller, () => sink.image(), [1]);
+  return controller;
+}
+
+const topic = (name: string, numPartitions = -1) => ({ name, numPartitions, replicationFactor: -1, assignments: [], configs: [] });
+const codes = (results: readonly { errorCode: number }[]) => results.map((r) => r.errorCode);
+const EXCEEDED = Errors.THROTTLING_QUOTA_EXCEEDED.code;
+
+describe('controller_mutation_rate on the active controller (KIP-599)', () => {
+  it('CreateTopics spends a topic’s partitions once it passed validation: refused topics spend nothing', async () => {
+    const controller = await activeController();
+    await controller.createTopics([topic('existing', 1)], false);
+    const quota = strictQuota(100);
+    const results = await controller.createTopics([topic('existing', 5), topic('bad/name', 7), topic('a', 2), topic('b')], false, quota);
+    assert.deepEqual(codes(results), [Errors.TOPIC_ALREADY_EXISTS.code, Errors.INVALID_TOPIC_EXCEPTION.code, 0, 0]);
+    assert.deepEqual(quota.spent, [2, 3], 'num.partitions for -1');
   });
 
-  it('CreatePartitions spends the partitions added to each topic', async () => {
-    const quota = strictQuota(1);
-    const forwarded: CreatePartitionsRequest[] = [];
-    const response = await createPartitionsWithinQuota(
-      SERVICES,
-      quota,
-      makeCreatePartitionsRequest({
-        topics: [
-          makeCreatePartitionsRequestCreatePartitionsTopic({ name: 'orders', count: 6, assignments: null }),
-          makeCreatePartitionsRequestCreatePartitionsTopic({ name: 'clicks', count: 3, assignments: null }),
-        ],
-      }),
-      async (request) => {
-        forwarded.push(request);
-        return makeCreatePartitionsResponse({
-          results: request.topics.map((t) => makeCreatePartitionsResponseCreatePartitionsTopicResult({ name: t.name })),
-        });
-      },
-    );
-    assert.deepEqual(quota.spent, [2]);
+  it('a strict quota exhausted mid-request refuses the topics after it with THROTTLING_QUOTA_EXCEEDED and no message, and creates none of them', async () => {
+    const controller = await activeController();
+    const results = await controller.createTopics([topic('a', 4), topic('b', 1), topic('c', 1)], false, strictQuota(3));
+    assert.deepEqual(codes(results), [0, EXCEEDED, EXCEEDED]);
     assert.deepEqual(
-      response.results.map((r) => [r.name, r.errorCode]),
-      [
-        ['orders', Errors.NONE.code],
-        ['clicks', Errors.THROTTLING_QUOTA_EXCEEDED.code],
-      ],
+      results.map((r) => r.errorMessage),
+      [null, null, null],
     );
-    assert.equal(response.throttleTimeMs, 500);
+    const again = await controller.createTopics([topic('b', 1)], false);
+    assert.deepEqual(codes(again), [0], 'b was never created');
   });
 
-  for (const version of [5, 6]) {
-    it(`DeleteTopics v${version} spends each topic's partitions and answers the refused ones by ${version >= 6 ? 'name and id' : 'name'}`, async () => {
-      const quota = strictQuota(3);
-      const forwarded: DeleteTopicsRequest[] = [];
-      const request =
-        version >= 6
-          ? makeDeleteTopicsRequest({
-              topics: [
-                makeDeleteTopicsRequestDeleteTopicState({ name: null, topicId: ORDERS_ID }),
-                makeDeleteTopicsRequestDeleteTopicState({ name: 'clicks', topicId: ZERO_UUID }),
-              ],
-            })
-          : makeDeleteTopicsRequest({ topicNames: ['orders', 'clicks'] });
-      const response = await deleteTopicsWithinQuota(SERVICES, quota, request, version, async (r) => {
-        forwarded.push(r);
-        const names = version >= 6 ? r.topics.map((t) => t.name ?? 'orders') : r.topicNames;
-        return makeDeleteTopicsResponse({ responses: names.map((name) => makeDeleteTopicsResponseDeletableTopicResult({ name })) });
-      });
-      assert.deepEqual(quota.spent, [4]);
-      assert.deepEqual(
-        response.responses.map((r) => [r.name, r.topicId, r.errorCode]),
-        [
-          ['orders', ZERO_UUID, Errors.NONE.code],
-          ['clicks', ZERO_UUID, Errors.THROTTLING_QUOTA_EXCEEDED.code],
-        ],
-      );
+  it('DeleteTopics spends the partitions of each topic that exists; CreatePartitions the partitions it adds', async () => {
+    const controller = await activeController();
+    await controller.createTopics([topic('four', 4), topic('two', 2)], false);
+    const deletions = strictQuota(100);
+    const deleted = await controller.deleteTopics(
+      [
+        { name: 'missing', topicId: ZERO_UUID },
+        { name: 'four', topicId: ZERO_UUID },
+      ],
+      deletions,
+    );
+    assert.deepEqual(codes(deleted), [Errors.UNKNOWN_TOPIC_OR_PARTITION.code, 0]);
+    assert.deepEqual(deletions.spent, [4]);
+    const growth = strictQuota(100);
+    const grown = await controller.createPartitions(
+      [
+        { name: 'two', count: 5, assignments: null },
+        { name: 'two-missing', count: 5, assignments: null },
+      ],
+      false,
+      growth,
+    );
+    assert.deepEqual(codes(grown), [0, Errors.UNKNOWN_TOPIC_OR_PARTITION.code]);
+    assert.deepEqual(growth.spent, [3]);
+  });
+
+  it('the response carries the quota’s throttle time when longer than its own, and the connection is held back for it', async () => {
+    const throttled: number[] = [];
+    const ctx = { throttle: (ms: number) => throttled.push(ms) } as unknown as RequestContext;
+    const quota = strictQuota(1, 750);
+    const response = await withMutationQuota({ quotaFor: () => quota }, ctx, true, async (q) => {
+      q!.record(5);
+      return { throttleTimeMs: 100 };
     });
-  }
+    assert.equal(response.throttleTimeMs, 750);
+    assert.deepEqual(throttled, [750]);
+    const unquoted = await withMutationQuota(undefined, ctx, true, async (q) => ({ throttleTimeMs: q === undefined ? 0 : -1 }));
+    assert.equal(unquoted.throttleTimeMs, 0);
+  });
 });

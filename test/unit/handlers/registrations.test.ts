@@ -16,6 +16,13 @@ import type { ForwardedApiKey } from '../../../src/metadata/controller-channel.t
 import { MetadataImage } from '../../../src/metadata/image.ts';
 import type { RequestContext } from '../../../src/server/session.ts';
 import type { Authorizer } from '../../../src/security/acl-types.ts';
+import { makeEnvelopeResponse } from '../../../protocol/messages/envelope.ts';
+import { frameResponse } from '../../../src/server/request-processor.ts';
+
+/** A response as the controller writes it into an EnvelopeResponse: its header (correlation id 7), then its body. */
+function responseFrame(response: unknown, version: number): Buffer {
+  return Buffer.concat(frameResponse(7, ApiKey.CreateTopics, version, response)).subarray(4);
+}
 
 // Where each API is served: the admin APIs forwarded on broker listeners and served by the
 // controller on controller listeners, the broker-to-controller RPCs on controller listeners only.
@@ -40,7 +47,40 @@ const CONTROLLER_ONLY: readonly ForwardedApiKey[] = [
   ApiKey.AllocateProducerIds,
 ];
 
-const ctx = {} as RequestContext;
+/** A request from `principal` at `clientAddress` on a listener of `role`. */
+function contextOf(
+  role: 'broker' | 'controller',
+  principal: string,
+  clientAddress: string,
+  apiKey: number,
+  apiVersion: number,
+): RequestContext {
+  return {
+    session: {
+      connectionId: 1,
+      clientAddress,
+      listenerName: role === 'broker' ? 'PLAINTEXT' : 'CONTROLLER',
+      securityProtocol: 'PLAINTEXT',
+      listenerRole: role,
+      principal,
+      authenticated: true,
+      sasl: null,
+      clientSoftwareName: null,
+      clientSoftwareVersion: null,
+    },
+    header: { requestApiKey: apiKey, requestApiVersion: apiVersion, correlationId: 7, clientId: 'admin-tool', headerVersion: 2 },
+    apiKey,
+    apiVersion,
+    correlationId: 7,
+    clientId: 'admin-tool',
+    closeConnection: () => {},
+    closeAfterResponse: () => {},
+    requestBytes: 0,
+    throttle: () => {},
+    readBuffers: { take: (size) => Buffer.alloc(size) },
+  };
+}
+const ctx = contextOf('broker', 'User:alice', '10.0.0.5:40000', ApiKey.CreateTopics, 4);
 
 const TOPICS = { topicName: () => undefined, topicExists: () => false, autoCreateTopicsEnable: () => false };
 const DENY_ALL: Authorizer = { authorize: () => false, authorizeAny: () => false, authorizedOperations: () => 0 };
@@ -85,7 +125,7 @@ describe('handler registrations', () => {
       channel: {
         send: async (apiKey: number) => {
           forwardedTo.push(apiKey);
-          return answer('orders') as never;
+          return makeEnvelopeResponse({ responseData: responseFrame(answer('orders'), 4) }) as never;
         },
       },
     },
@@ -115,11 +155,11 @@ describe('handler registrations', () => {
       topics: [makeCreateTopicsRequestCreatableTopic({ name: 'orders', numPartitions: 1, replicationFactor: 1 })],
     });
     await registry.lookup(ApiKey.CreateTopics, 'broker')!.handler(ctx, request, 4);
-    assert.deepEqual(forwardedTo, [ApiKey.CreateTopics]);
+    assert.deepEqual(forwardedTo, [ApiKey.Envelope]);
     assert.deepEqual(controllerCalls, []);
     await registry.lookup(ApiKey.CreateTopics, 'controller')!.handler(ctx, request, 4);
     assert.deepEqual(controllerCalls, ['createTopics']);
-    assert.deepEqual(forwardedTo, [ApiKey.CreateTopics]);
+    assert.deepEqual(forwardedTo, [ApiKey.Envelope]);
   });
 
   it('registers every API through its authorization when an authorizer is configured, advertising the same set', () => {
@@ -131,7 +171,26 @@ describe('handler registrations', () => {
         registry.supported(role).map((api) => api.apiKey),
       );
     }
-    assert.notEqual(authorized.lookup(ApiKey.CreateTopics, 'broker')!.handler, registry.lookup(ApiKey.CreateTopics, 'broker')!.handler);
+    assert.notEqual(
+      authorized.lookup(ApiKey.CreateTopics, 'controller')!.handler,
+      registry.lookup(ApiKey.CreateTopics, 'controller')!.handler,
+    );
+  });
+
+  it('a forwarding broker authorizes nothing itself: the request goes to the controller even when its own ACLs deny it', async () => {
+    const authorized = new HandlerRegistry();
+    registerHandlers(authorized, { ...services, access: { authorizer: DENY_ALL, topics: TOPICS } } as HandlerServices);
+    const sent = forwardedTo.length;
+    const request = makeCreateTopicsRequest({
+      topics: [makeCreateTopicsRequestCreatableTopic({ name: 'orders', numPartitions: 1, replicationFactor: 1 })],
+    });
+    const response = (await authorized.lookup(ApiKey.CreateTopics, 'broker')!.handler(ctx, request, 4)) as CreateTopicsResponse;
+    assert.deepEqual(forwardedTo.slice(sent), [ApiKey.Envelope]);
+    assert.deepEqual(
+      response.topics.map((t) => t.errorCode),
+      [Errors.INVALID_REQUEST.code],
+      "the controller's answer",
+    );
   });
 
   it('has a controller-side handler for every request the controller channel carries', () => {

@@ -7,6 +7,7 @@ import { makeCreateTopicsRequest, makeCreateTopicsRequestCreatableTopic } from '
 import { BrokerConfig } from '../../../src/config/broker-config.ts';
 import { ImageWaiter, forwardCreateTopics, type ForwardingServices } from '../../../src/handlers/forward.ts';
 import { controllerSideHandlers } from '../../../src/handlers/index.ts';
+import { HandlerRegistry } from '../../../src/handlers/registry.ts';
 import { BrokerLifecycleManager } from '../../../src/metadata/broker-lifecycle.ts';
 import { ControllerChannelManager, producerIdBlockAllocator } from '../../../src/metadata/controller-channel.ts';
 import { MetadataManager } from '../../../src/metadata/manager.ts';
@@ -43,7 +44,11 @@ describe('a single node through the controller channel', () => {
       activeControllerId: () => metadata.activeControllerId(),
       voters: config.quorumVoters,
       retryBackoffMs: 20,
-      local: controllerSideHandlers({ metadata: { nodeId: 1, config, metadata }, controllerApis: { controller: metadata.controller } }),
+      local: controllerSideHandlers({
+        metadata: { nodeId: 1, config, metadata },
+        controllerApis: { controller: metadata.controller },
+        envelope: { registry: new HandlerRegistry(), logger },
+      }),
     });
     images = new ImageWaiter(metadata.image());
     metadata.onMetadataDelta((_delta, image) => images.published(image));
