@@ -101,6 +101,7 @@ interface RequestCounts {
   duration: HistogramSeries;
   /** Responses' error codes, counted by code; named at scrape time. */
   errors: Map<number, number>;
+  countError: (code: number) => void;
 }
 
 export class BrokerMetrics implements TopicTraffic, RequestObserver {
@@ -186,12 +187,12 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
     let r = this.requests[apiKey];
     if (r === undefined) {
       const api = apis.get(apiKey)?.name ?? String(apiKey);
-      r = { api, duration: this.requestDuration.labels(api), errors: new Map() };
+      const errors = new Map<number, number>();
+      r = { api, duration: this.requestDuration.labels(api), errors, countError: (code) => errors.set(code, (errors.get(code) ?? 0) + 1) };
       this.requests[apiKey] = r;
     }
     r.duration.observe((performance.now() - startedAtMs) / 1000);
-    const errors = r.errors;
-    if (response !== null) forEachErrorCode(response, (code) => errors.set(code, (errors.get(code) ?? 0) + 1));
+    if (response !== null) forEachErrorCode(response, r.countError);
   }
 
   /** The exposition in Prometheus text format, or OpenMetrics when `openMetrics`. */
