@@ -33,7 +33,13 @@ import type { Listener } from '../config/broker-config.ts';
 import type { Logger } from '../observability/logger.ts';
 import { runGuarded } from '../runtime/guard.ts';
 import type { ControllerChannel } from './controller-channel.ts';
-import { METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, randomUuid } from './controller.ts';
+import {
+  ELIGIBLE_LEADER_REPLICAS_FEATURE,
+  ELIGIBLE_LEADER_REPLICAS_LEVEL,
+  METADATA_VERSION_FEATURE,
+  METADATA_VERSION_LEVEL,
+  randomUuid,
+} from './controller.ts';
 import { SECURITY_PROTOCOL_ID } from './manager.ts';
 import { systemClock, type Clock, type TimerHandle } from '../runtime/clock.ts';
 import type { Random } from '../runtime/random.ts';
@@ -257,6 +263,11 @@ export class BrokerLifecycleManager {
           name: METADATA_VERSION_FEATURE,
           minSupportedVersion: MIN_METADATA_VERSION_LEVEL,
           maxSupportedVersion: METADATA_VERSION_LEVEL,
+        }),
+        makeBrokerRegistrationRequestFeature({
+          name: ELIGIBLE_LEADER_REPLICAS_FEATURE,
+          minSupportedVersion: 0,
+          maxSupportedVersion: ELIGIBLE_LEADER_REPLICAS_LEVEL,
         }),
       ],
       rack: o.rack,

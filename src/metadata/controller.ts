@@ -50,9 +50,14 @@ import type { AlterUserScramCredentialsRequest } from '../../protocol/messages/a
 import type { AlterClientQuotasRequest } from '../../protocol/messages/alter-client-quotas.ts';
 import { planClientQuotaAlterations, type ClientQuotaAlterResult } from './client-quota-control.ts';
 
-/** Kafka's metadata.version feature and the level this broker writes (3.9-IV0). */
+/** Kafka's metadata.version feature and the level this broker writes (4.0-IV1, the first with ELR records). */
 export const METADATA_VERSION_FEATURE = 'metadata.version';
-export const METADATA_VERSION_LEVEL = 21;
+export const METADATA_VERSION_LEVEL = 23;
+/** The first metadata.version whose partition records carry eligible leader replicas (Kafka's isElrSupported). */
+const ELR_METADATA_VERSION_LEVEL = 23;
+/** KIP-966's feature, at level 1 on a new cluster as Kafka 4.1 bootstraps it. */
+export const ELIGIBLE_LEADER_REPLICAS_FEATURE = 'eligible.leader.replicas.version';
+export const ELIGIBLE_LEADER_REPLICAS_LEVEL = 1;
 /** Size of the producer id blocks handed to brokers (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */
 export const PRODUCER_ID_BLOCK_SIZE = 1000;
 /**
@@ -101,6 +106,8 @@ export interface ControllerConfig {
   brokerSessionTimeoutMs?: () => number;
   /** unclean.leader.election.enable of the cluster; a topic's own config overrides it. */
   uncleanLeaderElectionEnable?: () => boolean;
+  /** min.insync.replicas of the cluster (Kafka's 1 when not given); a topic's own config overrides it. */
+  minInsyncReplicas?: () => number;
   /** The cluster id a BrokerRegistration must carry (INCONSISTENT_CLUSTER_ID otherwise); unchecked when not given. */
   clusterId?: () => string;
   /** auto.leader.rebalance.enable (off when not given). */
@@ -837,6 +844,18 @@ export class QuorumController {
     return enabled ? 'UNCLEAN' : 'ONLINE';
   }
 
+  /**
+   * What every partition change of `topic` needs for KIP-966: whether ELR is on (Kafka's
+   * isElrEnabled) and the topic's effective min ISR (getTopicEffectiveMinIsr: its
+   * min.insync.replicas, else the cluster's, capped by its replication factor).
+   */
+  private elrSettings(image: MetadataImage, topic: TopicImage): { eligibleLeaderReplicasEnabled: boolean; minIsr: number } {
+    const own = Number.parseInt(image.topicConfigs(topic.name).get('min.insync.replicas') ?? '', 10);
+    const configured = Number.isInteger(own) ? own : (this.config.minInsyncReplicas?.() ?? 1);
+    const replicationFactor = topic.partitions.get(0)?.replicas.length ?? configured;
+    return { eligibleLeaderReplicasEnabled: isElrEnabled(image), minIsr: Math.min(configured, replicationFactor) };
+  }
+
   private *partitionsWhere(image: MetadataImage, predicate: (p: PartitionImage) => boolean): Generator<[TopicImage, PartitionImage]> {
     for (const topic of image.topicsById.values()) {
       for (const p of topic.partitions.values()) if (predicate(p)) yield [topic, p];
@@ -858,14 +877,18 @@ export class QuorumController {
     brokerToRemove: number,
     brokerToAdd: number,
     partitions: Iterable<[TopicImage, PartitionImage]>,
+    brokerWithUncleanShutdown = NO_LEADER,
   ): MetadataRecord[] {
-    const isAcceptableLeader = (r: number) => r !== brokerToRemove && (r === brokerToAdd || this.isActiveBroker(image, r));
+    const isAcceptableLeader = (r: number) =>
+      r !== brokerToRemove && r !== brokerWithUncleanShutdown && (r === brokerToAdd || this.isActiveBroker(image, r));
     const records: MetadataRecord[] = [];
     for (const [topic, p] of partitions) {
       const change = buildPartitionChange(p, topic.id, {
         isAcceptableLeader,
         election: this.electionFor(image, topic.name),
-        isr: p.isr.filter((r) => r !== brokerToRemove),
+        isr: p.isr.filter((r) => r !== brokerToRemove && r !== brokerWithUncleanShutdown),
+        ...this.elrSettings(image, topic),
+        ...(brokerWithUncleanShutdown !== NO_LEADER ? { uncleanShutdownReplicas: [brokerWithUncleanShutdown] } : {}),
       });
       if (change !== null) records.push({ type: 'PartitionChangeRecord', data: change });
     }
@@ -915,6 +938,37 @@ export class QuorumController {
       ),
     );
     return records;
+  }
+
+  /**
+   * Kafka's handleBrokerShutdown for a new incarnation of a registered broker. One that did not
+   * stop cleanly (its PreviousBrokerEpoch is not the epoch of its last registration: it wrote
+   * no clean-shutdown file) may have lost what its page cache held, so with ELR it leaves every
+   * ISR and ELR (KIP-966). Otherwise, if the controller never saw the old one fenced, the old
+   * one leaves every ISR and its leadership moves, as at a fencing.
+   */
+  private newIncarnationRecords(
+    image: MetadataImage,
+    brokerId: number,
+    existing: BrokerRegistration,
+    previousBrokerEpoch: bigint,
+  ): MetadataRecord[] {
+    if (isElrEnabled(image) && previousBrokerEpoch !== existing.epoch) {
+      return this.leaderAndIsrUpdates(
+        image,
+        NO_LEADER,
+        NO_LEADER,
+        this.partitionsWhere(image, (p) => p.isr.includes(brokerId) || p.elr.includes(brokerId)),
+        brokerId,
+      );
+    }
+    if (existing.fenced) return [];
+    return this.leaderAndIsrUpdates(
+      image,
+      brokerId,
+      NO_LEADER,
+      this.partitionsWhere(image, (p) => p.isr.includes(brokerId)),
+    );
   }
 
   /** Kafka's checkBrokerEpoch: the error when `brokerEpoch` is not the broker's current registration. */
@@ -982,19 +1036,8 @@ export class QuorumController {
         inControlledShutdown: amend ? existing.inControlledShutdown : false,
         logDirs: [...request.logDirs],
       });
-      // A new incarnation replaces one that was never fenced (the controller restarted and has
-      // not heard from it since): the old one is gone, so it leaves every ISR and its
-      // leadership moves, as at a fencing. The new process may have lost what its page cache
-      // held (an OS crash): leading with its log, it would have followers truncate to it.
       const replaced =
-        existing !== undefined && !amend && !existing.fenced
-          ? this.leaderAndIsrUpdates(
-              image,
-              brokerId,
-              NO_LEADER,
-              this.partitionsWhere(image, (p) => p.isr.includes(brokerId)),
-            )
-          : [];
+        existing !== undefined && !amend ? this.newIncarnationRecords(image, brokerId, existing, request.previousBrokerEpoch) : [];
       try {
         await this.sink.write([...replaced, record]);
       } catch {
@@ -1108,7 +1151,7 @@ export class QuorumController {
 
   /** What an empty log starts with: the metadata.version feature, then the records `sluice storage format` left. */
   private bootstrapRecords(): MetadataRecord[] {
-    return [bootstrapRecord(), ...this.formatRecords];
+    return [...bootstrapFeatureRecords(), ...this.formatRecords];
   }
 
   /** The records `sluice storage format` left for a new cluster (bootstrap-records.ts), written with the first metadata.version. */
@@ -1155,6 +1198,7 @@ export class QuorumController {
           const change = buildPartitionChange(partition, topic.id, {
             isAcceptableLeader: (r) => this.isActiveBroker(image, r),
             election: this.electionFor(image, topic.name),
+            ...this.elrSettings(image, topic),
             isr: newIsr.map((b) => b.brokerId),
             leaderRecoveryState: pd.leaderRecoveryState,
           });
@@ -1287,6 +1331,7 @@ export class QuorumController {
     const change = buildPartitionChange(p, topic.id, {
       isAcceptableLeader: (r) => this.isActiveBroker(image, r),
       election: unclean ? 'UNCLEAN' : 'PREFERRED',
+      ...this.elrSettings(image, topic),
     });
     if (change === null) return withDefaultMessage(unclean ? Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE : Errors.PREFERRED_LEADER_NOT_AVAILABLE);
     records.push({ type: 'PartitionChangeRecord', data: change });
@@ -1312,7 +1357,11 @@ export class QuorumController {
     const records: MetadataRecord[] = [];
     for (const [topic, p] of this.partitionsWhere(image, (p) => p.leader !== (p.replicas[0] ?? NO_LEADER))) {
       if (records.length >= MAX_ELECTIONS_PER_IMBALANCE) break;
-      const change = buildPartitionChange(p, topic.id, { isAcceptableLeader: (r) => this.isActiveBroker(image, r), election: 'PREFERRED' });
+      const change = buildPartitionChange(p, topic.id, {
+        isAcceptableLeader: (r) => this.isActiveBroker(image, r),
+        election: 'PREFERRED',
+        ...this.elrSettings(image, topic),
+      });
       if (change !== null) records.push({ type: 'PartitionChangeRecord', data: change });
     }
     if (records.length > 0) {
@@ -1389,6 +1438,7 @@ export class QuorumController {
         isAcceptableLeader,
         election,
         isr,
+        ...this.elrSettings(image, topic),
         replicas,
         removingReplicas: [],
         addingReplicas: [],
@@ -1400,6 +1450,7 @@ export class QuorumController {
       const replicas = [...target.replicas, ...removing];
       change = buildPartitionChange(part, topic.id, {
         isAcceptableLeader,
+        ...this.elrSettings(image, topic),
         ...(sameReplicas(replicas, part.replicas) ? {} : { replicas }),
         ...(removing.length > 0 ? { removingReplicas: removing } : {}),
         ...(adding.length > 0 ? { addingReplicas: adding } : {}),
@@ -1496,8 +1547,20 @@ function unsupportedFeature(
   return null;
 }
 
-function bootstrapRecord(): MetadataRecord {
-  return { type: 'FeatureLevelRecord', data: { name: METADATA_VERSION_FEATURE, featureLevel: METADATA_VERSION_LEVEL } };
+/** A new cluster's finalized features: its metadata.version, and ELR on as Kafka 4.1 starts a cluster. */
+function bootstrapFeatureRecords(): MetadataRecord[] {
+  return [
+    { type: 'FeatureLevelRecord', data: { name: METADATA_VERSION_FEATURE, featureLevel: METADATA_VERSION_LEVEL } },
+    { type: 'FeatureLevelRecord', data: { name: ELIGIBLE_LEADER_REPLICAS_FEATURE, featureLevel: ELIGIBLE_LEADER_REPLICAS_LEVEL } },
+  ];
+}
+
+/** Kafka's isElrEnabled: the feature is finalized at level 1 or more on a metadata.version with ELR records. */
+export function isElrEnabled(image: MetadataImage): boolean {
+  return (
+    (image.features.get(ELIGIBLE_LEADER_REPLICAS_FEATURE) ?? 0) >= 1 &&
+    (image.features.get(METADATA_VERSION_FEATURE) ?? 0) >= ELR_METADATA_VERSION_LEVEL
+  );
 }
 
 function registerBrokerRecord(fields: Omit<RegisterBrokerRecord, 'isMigratingZkBroker'>): MetadataRecord {

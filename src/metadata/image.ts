@@ -31,6 +31,10 @@ export interface PartitionImage {
   readonly leaderEpoch: number;
   readonly partitionEpoch: number;
   readonly leaderRecoveryState: number;
+  /** Eligible leader replicas (KIP-966): former ISR members that hold every committed record. */
+  readonly elr: readonly number[];
+  /** The partition's last leader once its ISR and ELR emptied (KIP-966). */
+  readonly lastKnownElr: readonly number[];
 }
 
 export interface TopicImage {
@@ -368,6 +372,8 @@ class DeltaBuilder {
           leaderEpoch: leaderChanged ? current.leaderEpoch + 1 : current.leaderEpoch,
           partitionEpoch: current.partitionEpoch + 1,
           leaderRecoveryState: r.leaderRecoveryState === -1 ? current.leaderRecoveryState : r.leaderRecoveryState,
+          elr: r.eligibleLeaderReplicas ?? current.elr,
+          lastKnownElr: r.lastKnownElr ?? current.lastKnownElr,
         });
         break;
       }
@@ -508,6 +514,8 @@ function partitionFromRecord(r: PartitionRecord): PartitionImage {
     leaderEpoch: r.leaderEpoch,
     partitionEpoch: r.partitionEpoch,
     leaderRecoveryState: r.leaderRecoveryState,
+    elr: r.eligibleLeaderReplicas ?? [],
+    lastKnownElr: r.lastKnownElr ?? [],
   };
 }
 
@@ -549,8 +557,8 @@ export function imageToRecords(image: MetadataImage): MetadataRecord[] {
           leaderEpoch: p.leaderEpoch,
           partitionEpoch: p.partitionEpoch,
           directories: [],
-          eligibleLeaderReplicas: null,
-          lastKnownElr: null,
+          eligibleLeaderReplicas: p.elr.length > 0 ? [...p.elr] : null,
+          lastKnownElr: p.lastKnownElr.length > 0 ? [...p.lastKnownElr] : null,
         },
       });
     }

@@ -131,6 +131,7 @@ export class MetadataManager {
         defaultReplicationFactor: () => this.config.getInt('default.replication.factor'),
         brokerSessionTimeoutMs: () => this.config.getInt('broker.session.timeout.ms'),
         uncleanLeaderElectionEnable: () => this.config.getBoolean('unclean.leader.election.enable'),
+        minInsyncReplicas: () => this.config.getInt('min.insync.replicas'),
         clusterId: () => this.cluster,
         autoLeaderRebalanceEnable: () => this.config.getBoolean('auto.leader.rebalance.enable'),
         leaderImbalanceCheckIntervalMs: () => this.config.getLong('leader.imbalance.check.interval.seconds') * 1000,

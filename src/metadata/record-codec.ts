@@ -10,17 +10,18 @@ import { MetadataRecordType } from './records.ts';
 const FRAME_VERSION = 1;
 
 /**
- * The version written for each record type: what metadata.version 3.9 writes, except that
- * partitions carry no directory assignment (PartitionRecord.Directories) and broker
- * registration changes no log dirs.
+ * The version written for each record type: what metadata.version 4.0-IV1 writes (partition
+ * records in the version that carries eligible leader replicas, KIP-966), except that
+ * partitions carry no directory assignment (PartitionRecord.Directories is empty, which Kafka
+ * reads as unassigned) and broker registration changes no log dirs.
  */
 const WRITE_VERSION: Record<MetadataRecordName, number> = {
   RegisterBrokerRecord: 3,
   UnregisterBrokerRecord: 0,
   TopicRecord: 0,
-  PartitionRecord: 0,
+  PartitionRecord: 2,
   ConfigRecord: 0,
-  PartitionChangeRecord: 0,
+  PartitionChangeRecord: 2,
   FenceBrokerRecord: 0,
   UnfenceBrokerRecord: 0,
   RemoveTopicRecord: 0,

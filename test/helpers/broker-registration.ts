@@ -19,7 +19,14 @@ import { controllerSideHandlers } from '../../src/handlers/index.ts';
 import { BrokerLifecycleManager } from '../../src/metadata/broker-lifecycle.ts';
 import { HandlerRegistry } from '../../src/handlers/registry.ts';
 import { ControllerChannelManager } from '../../src/metadata/controller-channel.ts';
-import { METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, type QuorumController, randomUuid } from '../../src/metadata/controller.ts';
+import {
+  ELIGIBLE_LEADER_REPLICAS_FEATURE,
+  ELIGIBLE_LEADER_REPLICAS_LEVEL,
+  METADATA_VERSION_FEATURE,
+  METADATA_VERSION_LEVEL,
+  type QuorumController,
+  randomUuid,
+} from '../../src/metadata/controller.ts';
 import type { MetadataImage } from '../../src/metadata/image.ts';
 import type { MetadataManager } from '../../src/metadata/manager.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -29,6 +36,14 @@ export interface RegisteredBroker {
   readonly host?: string;
   readonly port?: number;
   readonly rack?: string | null;
+}
+
+/** The feature ranges a Sluice broker registers with (what BrokerLifecycleManager sends). */
+export function brokerFeatures(): { name: string; minSupportedVersion: number; maxSupportedVersion: number }[] {
+  return [
+    { name: METADATA_VERSION_FEATURE, minSupportedVersion: 1, maxSupportedVersion: METADATA_VERSION_LEVEL },
+    { name: ELIGIBLE_LEADER_REPLICAS_FEATURE, minSupportedVersion: 0, maxSupportedVersion: ELIGIBLE_LEADER_REPLICAS_LEVEL },
+  ];
 }
 
 /**
@@ -50,7 +65,7 @@ export async function registerBrokers(
         clusterId,
         incarnationId: randomUuid(),
         listeners: [{ name: 'PLAINTEXT', host: b.host ?? '127.0.0.1', port: b.port ?? 9000 + b.brokerId, securityProtocol: 0 }],
-        features: [{ name: METADATA_VERSION_FEATURE, minSupportedVersion: 1, maxSupportedVersion: METADATA_VERSION_LEVEL }],
+        features: brokerFeatures(),
         rack: b.rack ?? null,
       }),
     );

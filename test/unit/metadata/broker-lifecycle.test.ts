@@ -104,7 +104,10 @@ describe('BrokerLifecycleManager', () => {
     );
     assert.deepEqual(
       registration.features.map((f) => [f.name, f.minSupportedVersion, f.maxSupportedVersion]),
-      [[METADATA_VERSION_FEATURE, 1, METADATA_VERSION_LEVEL]],
+      [
+        [METADATA_VERSION_FEATURE, 1, METADATA_VERSION_LEVEL],
+        ['eligible.leader.replicas.version', 0, 1],
+      ],
     );
     const [first] = controller.heartbeats();
     assert.equal(first!.brokerEpoch, 42n);

@@ -14,6 +14,7 @@ import type { PartitionImage } from '../../../src/metadata/image.ts';
 import { ConfigResourceType } from '../../../src/metadata/records.ts';
 import { FakeClock } from './fake-cluster.ts';
 import { ImageSink } from './image-sink.ts';
+import { brokerFeatures } from '../../helpers/broker-registration.ts';
 
 const CLUSTER_ID = 'q7Jg3kPYQ1i2ZsQnMFvD2g';
 const SESSION_MS = 9000;
@@ -60,7 +61,7 @@ class Cluster {
           clusterId: CLUSTER_ID,
           incarnationId,
           listeners: [{ name: 'PLAINTEXT', host: '127.0.0.1', port: 9000 + brokerId, securityProtocol: 0 }],
-          features: [{ name: 'metadata.version', minSupportedVersion: 1, maxSupportedVersion: 21 }],
+          features: brokerFeatures(),
           rack: null,
           ...fields,
         }),
@@ -108,7 +109,7 @@ class Cluster {
     return this.sink.current.topic(name)!;
   }
 
-  async createManual(name: string, assignments: number[][]) {
+  async createManual(name: string, assignments: number[][], configs: Record<string, string> = {}) {
     const [r] = await this.controller.createTopics(
       [
         {
@@ -116,7 +117,7 @@ class Cluster {
           numPartitions: -1,
           replicationFactor: -1,
           assignments: assignments.map((brokerIds, partitionIndex) => ({ partitionIndex, brokerIds })),
-          configs: [],
+          configs: Object.entries(configs).map(([name, value]) => ({ name, value })),
         },
       ],
       false,
@@ -329,7 +330,7 @@ describe('cluster control: heartbeats and fencing', () => {
     assert.equal(fences.length, 2);
   });
 
-  it('keeps the last ISR member in the ISR with no leader when unclean election is off', async () => {
+  it('moves the last ISR member into the ELR with no leader when unclean election is off (KIP-966)', async () => {
     const c = new Cluster();
     await c.start([1, 2]);
     await c.createManual('t', [[1, 2]]);
@@ -338,8 +339,37 @@ describe('cluster control: heartbeats and fencing', () => {
     await c.run(SESSION_MS + 2000, [2]);
     const after = c.partition('t');
     assert.equal(after.leader, -1);
-    assert.deepEqual(after.isr, [1]);
+    assert.deepEqual(after.isr, []);
+    assert.deepEqual(after.elr, [1], 'it holds every committed record');
+    assert.deepEqual(after.lastKnownElr, [1], 'the last leader is remembered');
     assert.equal(after.leaderEpoch, before.leaderEpoch + 1);
+
+    // Back after a clean shutdown, the ELR member leads again: a clean election.
+    const epoch = c.epochs.get(1)!;
+    assert.equal((await c.register(1, { incarnationId: randomUuid(), previousBrokerEpoch: epoch })).errorCode, 0);
+    assert.equal((await c.heartbeat(1)).isFenced, false);
+    const back = c.partition('t');
+    assert.equal(back.leader, 1);
+    assert.deepEqual(back.isr, [1]);
+    assert.deepEqual(back.elr, []);
+    assert.deepEqual(back.lastKnownElr, []);
+    assert.equal(back.leaderRecoveryState, 0);
+  });
+
+  it('takes a broker back from an unclean shutdown out of every ELR (KIP-966)', async () => {
+    const c = new Cluster();
+    await c.start([1, 2, 3]);
+    await c.createManual('t', [[1, 2, 3]], { 'min.insync.replicas': '3' });
+    assert.equal((await c.alterIsr('t', [1, 2])).errorCode, 0);
+    assert.deepEqual(c.partition('t').elr, [3], 'below min ISR the replica the ISR lost stays eligible');
+    // Broker 3 dies (its session expires: fenced, still eligible) and restarts without a
+    // clean-shutdown file: PreviousBrokerEpoch -1.
+    await c.run(SESSION_MS + 2000, [1, 2]);
+    assert.equal(c.sink.current.brokers.get(3)!.fenced, true);
+    assert.deepEqual(c.partition('t').elr, [3]);
+    assert.equal((await c.register(3, { incarnationId: randomUuid(), previousBrokerEpoch: -1n })).errorCode, 0);
+    assert.deepEqual(c.partition('t').elr, []);
+    assert.deepEqual(c.partition('t').isr, [1, 2]);
   });
 
   it('elects an out-of-sync live replica when unclean.leader.election.enable is on for the topic', async () => {
@@ -492,7 +522,8 @@ describe('cluster control: controlled shutdown', () => {
     assert.deepEqual(c.partition('led').isr, [2, 3]);
     assert.deepEqual(c.partition('follows').isr, [2, 3]);
     assert.equal(c.partition('sole').leader, -1);
-    assert.deepEqual(c.partition('sole').isr, [1], 'the last ISR member stays');
+    assert.deepEqual(c.partition('sole').isr, [], 'with ELR the last ISR member leaves the ISR');
+    assert.deepEqual(c.partition('sole').elr, [1], 'and stays eligible to lead');
     // A broker in controlled shutdown gets no new replicas.
     const n = await c.createTopic('n', 3, 2);
     for (const p of n.partitions.values()) assert.ok(!p.replicas.includes(1));

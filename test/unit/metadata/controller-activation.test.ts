@@ -10,6 +10,8 @@ import { MetadataManager } from '../../../src/metadata/manager.ts';
 import type { RaftRequest, RaftResponseOf, RaftTransport } from '../../../src/metadata/raft/types.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { FakeClock } from './fake-cluster.ts';
+import { brokerFeatures } from '../../helpers/broker-registration.ts';
+import { METADATA_VERSION_LEVEL } from '../../../src/metadata/controller.ts';
 
 /** Three metadata managers whose Raft RPCs go straight to each other, on one fake clock. */
 class Quorum {
@@ -102,14 +104,14 @@ describe('controller activation on a Raft leader elected after start (three vote
     await quorum.until('an active controller', () => quorum.active().length === 1);
     const first = quorum.active()[0]!;
     await quorum.until('metadata.version everywhere', () =>
-      [...quorum.managers.values()].every((m) => m.image().features.get('metadata.version') === 21),
+      [...quorum.managers.values()].every((m) => m.image().features.get('metadata.version') === METADATA_VERSION_LEVEL),
     );
     const registered = await first.controller.brokerRegistration(
       makeBrokerRegistrationRequest({
         brokerId: 7,
         clusterId: first.clusterId,
         incarnationId: randomUuid(),
-        features: [{ name: 'metadata.version', minSupportedVersion: 1, maxSupportedVersion: 21 }],
+        features: brokerFeatures(),
       }),
     );
     assert.equal(registered.errorCode, 0, 'the cluster id of the controller that elected itself');
@@ -117,7 +119,7 @@ describe('controller activation on a Raft leader elected after start (three vote
     await quorum.until('a new active controller', () => quorum.active().length === 1);
     const second = quorum.active()[0]!;
     assert.notEqual(second.nodeId, first.nodeId);
-    assert.equal(second.image().features.get('metadata.version'), 21);
+    assert.equal(second.image().features.get('metadata.version'), METADATA_VERSION_LEVEL);
     assert.equal(second.image().brokers.get(7)?.epoch, registered.brokerEpoch);
     // Broker 7 never heartbeats: the new controller fences it a session after taking over.
     await quorum.until('broker 7 fenced', () => second.image().brokers.get(7)?.fenced === true && second.controller.isActive());

@@ -19,6 +19,7 @@ import {
 import { QuorumController, randomUuid } from '../../../src/metadata/controller.ts';
 import { FakeClock } from './fake-cluster.ts';
 import { ImageSink } from './image-sink.ts';
+import { brokerFeatures } from '../../helpers/broker-registration.ts';
 
 function services() {
   const sink = new ImageSink();
@@ -37,7 +38,7 @@ const registration = (brokerId: number) =>
     clusterId: 'c',
     incarnationId: randomUuid(),
     listeners: [{ name: 'PLAINTEXT', host: 'h', port: 9092, securityProtocol: 0 }],
-    features: [{ name: 'metadata.version', minSupportedVersion: 1, maxSupportedVersion: 21 }],
+    features: brokerFeatures(),
     rack: null,
   });
 

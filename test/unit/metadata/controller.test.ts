@@ -47,7 +47,8 @@ describe('metadata image and controller', () => {
         .map((r) => r.type),
       ['NoOpRecord', 'FeatureLevelRecord'],
     );
-    assert.equal(sink.current.features.get('metadata.version'), 21);
+    assert.equal(sink.current.features.get('metadata.version'), 23);
+    assert.equal(sink.current.features.get('eligible.leader.replicas.version'), 1, 'ELR on, as Kafka 4.1 starts a cluster');
     assert.deepEqual(
       sink.current.liveBrokers().map((b) => b.id),
       [1, 2],
