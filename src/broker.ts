@@ -578,7 +578,7 @@ export class Broker {
           // Markers for partitions this broker leads need no socket.
           send: (brokerId, request) =>
             brokerId === this.nodeId
-              ? handleWriteTxnMarkers(dataPath.services, groups.coordinator, request)
+              ? handleWriteTxnMarkers(dataPath.services, groups.coordinator, request, { client: 'local', logger: this.logger })
               : interBroker.send(brokerId, ApiKey.WriteTxnMarkers, request),
         },
         this.runtime.clock,
