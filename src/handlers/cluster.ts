@@ -154,8 +154,8 @@ export function handleDescribeTopicPartitions(
             leaderEpoch: p.leaderEpoch,
             replicaNodes: [...p.replicas],
             isrNodes: [...p.isr],
-            eligibleLeaderReplicas: [],
-            lastKnownElr: [],
+            eligibleLeaderReplicas: [...p.elr],
+            lastKnownElr: [...p.lastKnownElr],
             offlineReplicas: offlineReplicas(image, p),
           });
         }),
