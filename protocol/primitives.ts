@@ -23,7 +23,8 @@ export function toSafeNumber(value: bigint, what = 'int64'): number {
 }
 
 const UUID_BYTES = 16;
-const MAX_STRING_BYTES = 0x7fff;
+/** Kafka's bound on every string, compact ones included. */
+export const MAX_STRING_BYTES = 0x7fff;
 export const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA';
 
 // int64 values cross to and from bigint through one BigInt64Array element, read or written
@@ -213,7 +214,13 @@ export class Reader {
 
   private text(n: number): string {
     const at = this.need(n, 'string');
-    return this.buf.toString('utf8', at, at + n);
+    const text = this.buf.toString('utf8', at, at + n);
+    // Invalid UTF-8 decodes to U+FFFD, three bytes each: a string of such bytes can come out
+    // longer than a string may be, and no response could carry it back.
+    if (n > MAX_STRING_BYTES / 3 && Buffer.byteLength(text, 'utf8') > MAX_STRING_BYTES) {
+      throw new DecodeError(`string: ${n} bytes that are not UTF-8 decode to more than ${MAX_STRING_BYTES}`);
+    }
+    return text;
   }
 
   string(): string {

@@ -20,6 +20,7 @@ import { decodeRequestHeader, encodeResponseHeader, type RequestHeader } from '.
 import { makeEnvelopeResponse, type EnvelopeRequest, type EnvelopeResponse } from '../../protocol/messages/envelope.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { DecodeError, Reader, Writer } from '../../protocol/primitives.ts';
+import { encodeFitting } from '../../protocol/error-messages.ts';
 import { answersNotController, type ForwardedApiKey } from '../metadata/controller-channel.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PrincipalSerdeError, deserializePrincipal, principalString } from '../security/principal-serde.ts';
@@ -75,10 +76,14 @@ export async function handleEnvelope(services: EnvelopeServices, ctx: RequestCon
   if (answersNotController(context.apiKey as ForwardedApiKey, response as never)) {
     return makeEnvelopeResponse({ errorCode: Errors.NOT_CONTROLLER.code });
   }
-  const w = new Writer();
-  encodeResponseHeader(w, context.correlationId, context.apiKey, context.apiVersion);
-  apis.get(context.apiKey)!.encodeResponse(w, response, context.apiVersion);
-  return makeEnvelopeResponse({ responseData: w.toBuffer(), errorCode: Errors.NONE.code });
+  // An error message quoting a long request value (a 32 KiB topic name) is cut to fit.
+  const responseData = encodeFitting(response, () => {
+    const w = new Writer();
+    encodeResponseHeader(w, context.correlationId, context.apiKey, context.apiVersion);
+    apis.get(context.apiKey)!.encodeResponse(w, response, context.apiVersion);
+    return w.toBuffer();
+  });
+  return makeEnvelopeResponse({ responseData, errorCode: Errors.NONE.code });
 }
 
 /** The inner request and its context: the client's principal and address on the envelope's connection. */

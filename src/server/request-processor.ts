@@ -13,6 +13,7 @@
  * acks=0 Produce, which has no response to carry the error, closes the connection.
  */
 import { DecodeError, Reader, Writer, type ChunkMemory } from '../../protocol/primitives.ts';
+import { encodeFitting } from '../../protocol/error-messages.ts';
 import { ApiKey, apis } from '../../protocol/messages/index.ts';
 import { Errors, KafkaError } from '../../protocol/errors.ts';
 import { errorResponseFor } from '../../protocol/error-response.ts';
@@ -226,7 +227,8 @@ async function bareSaslToken(session: Session, frame: Buffer): Promise<ResponseF
 
 /**
  * Encodes `body` with its response header behind a 4-byte size, as chunks for writev, in
- * memory from `chunkMemory` when given (the response's lease, released once it is sent).
+ * memory from `chunkMemory` when given (the response's lease, released once it is sent). An
+ * error message quoting a request's value past what a string holds is cut to fit.
  */
 export function frameResponse(
   correlationId: number,
@@ -237,10 +239,12 @@ export function frameResponse(
 ): Buffer[] {
   const descriptor = apis.get(apiKey);
   if (descriptor === undefined) throw new Error(`api key ${apiKey} is not in the codec`);
-  const w = new Writer(undefined, chunkMemory);
-  const setSize = w.reserveInt32();
-  encodeResponseHeader(w, correlationId, apiKey, apiVersion);
-  descriptor.encodeResponse(w, body, apiVersion);
-  setSize(w.length - 4);
-  return w.toChunks();
+  return encodeFitting(body, () => {
+    const w = new Writer(undefined, chunkMemory);
+    const setSize = w.reserveInt32();
+    encodeResponseHeader(w, correlationId, apiKey, apiVersion);
+    descriptor.encodeResponse(w, body, apiVersion);
+    setSize(w.length - 4);
+    return w.toChunks();
+  });
 }

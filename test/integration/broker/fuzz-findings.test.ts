@@ -6,6 +6,12 @@ import assert from 'node:assert/strict';
 import { Errors } from '../../../protocol/errors.ts';
 import { ApiKey } from '../../../protocol/messages/index.ts';
 import { makeApiVersionsRequest, type ApiVersionsResponse } from '../../../protocol/messages/api-versions.ts';
+import { makeAlterClientQuotasRequest, type AlterClientQuotasResponse } from '../../../protocol/messages/alter-client-quotas.ts';
+import { makeCreatePartitionsRequest, type CreatePartitionsResponse } from '../../../protocol/messages/create-partitions.ts';
+import { makeCreateTopicsRequest, type CreateTopicsResponse } from '../../../protocol/messages/create-topics.ts';
+import { makeDescribeConfigsRequest, type DescribeConfigsResponse } from '../../../protocol/messages/describe-configs.ts';
+import { makeDescribeTransactionsRequest } from '../../../protocol/messages/describe-transactions.ts';
+import { MAX_STRING_BYTES } from '../../../protocol/primitives.ts';
 import {
   makeWriteTxnMarkersRequest,
   makeWriteTxnMarkersRequestWritableTxnMarker,
@@ -15,10 +21,12 @@ import {
 import { completeLines, errorLines } from '../../../scripts/fuzz/broker-log.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { autoCreateTopic, call } from '../../helpers/raw-requests.ts';
+import { autoCreateTopic, call, frame } from '../../helpers/raw-requests.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const TOPIC = 'fuzz-findings';
+/** A name as long as a string may be: an error message quoting it cannot be. */
+const LONGEST_NAME = 'x'.repeat(MAX_STRING_BYTES);
 
 describe('requests the fuzzer found failing inside the broker (real broker process)', function () {
   this.timeout(60_000);
@@ -84,4 +92,97 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
       );
     });
   }
+
+  /** The error messages of a response, each within what a string holds and cut where it quoted the long name. */
+  function assertCut(messages: (string | null)[]): void {
+    for (const message of messages) {
+      assert.ok(message !== null && Buffer.byteLength(message) <= MAX_STRING_BYTES, `message of ${message?.length} characters`);
+      assert.match(message, /x\.\.\.$/);
+    }
+  }
+
+  it('CreateTopics v6 with a topic name of 32767 bytes: INVALID_TOPIC_EXCEPTION, its message cut to fit', async () => {
+    const request = makeCreateTopicsRequest({
+      topics: [
+        {
+          name: LONGEST_NAME,
+          numPartitions: 1,
+          replicationFactor: -1,
+          assignments: [],
+          configs: [{ name: LONGEST_NAME, value: 'delete' }],
+        },
+      ],
+      timeoutMs: 339,
+    });
+    const response = await call<CreateTopicsResponse>(client, ApiKey.CreateTopics, 6, request);
+    assert.deepEqual(
+      response.topics.map((t) => [t.name.length, t.errorCode]),
+      [[MAX_STRING_BYTES, Errors.INVALID_TOPIC_EXCEPTION.code]],
+    );
+    assertCut(response.topics.map((t) => t.errorMessage));
+    await servesNext();
+  });
+
+  it('CreatePartitions v3 with a topic name of 32767 bytes: its code, its message cut to fit', async () => {
+    const request = makeCreatePartitionsRequest({ topics: [{ name: LONGEST_NAME, count: -1, assignments: [] }], timeoutMs: 156 });
+    const response = await call<CreatePartitionsResponse>(client, ApiKey.CreatePartitions, 3, request);
+    assert.deepEqual(
+      response.results.map((r) => [r.name.length, r.errorCode]),
+      [[MAX_STRING_BYTES, Errors.UNKNOWN_TOPIC_OR_PARTITION.code]],
+    );
+    assertCut(response.results.map((r) => r.errorMessage));
+    await servesNext();
+  });
+
+  it('DescribeConfigs v3 of a topic named with 32767 bytes: its code, its message cut to fit', async () => {
+    const request = makeDescribeConfigsRequest({
+      resources: [{ resourceType: 2, resourceName: LONGEST_NAME, configurationKeys: ['', 'fuzz'] }],
+      includeDocumentation: true,
+    });
+    const response = await call<DescribeConfigsResponse>(client, ApiKey.DescribeConfigs, 3, request);
+    assert.deepEqual(
+      response.results.map((r) => [r.resourceName.length, r.errorCode]),
+      [[MAX_STRING_BYTES, Errors.INVALID_TOPIC_EXCEPTION.code]],
+    );
+    assertCut(response.results.map((r) => r.errorMessage));
+    await servesNext();
+  });
+
+  it('AlterClientQuotas v0 with an entity type of 32767 bytes: its code, its message cut to fit', async () => {
+    const request = makeAlterClientQuotasRequest({
+      entries: [
+        { entity: [{ entityType: LONGEST_NAME, entityName: null }], ops: [{ key: 'producer_byte_rate', value: 1024, remove: false }] },
+      ],
+    });
+    const response = await call<AlterClientQuotasResponse>(client, ApiKey.AlterClientQuotas, 0, request);
+    assert.deepEqual(
+      response.entries.map((e) => e.errorCode),
+      [Errors.INVALID_REQUEST.code],
+    );
+    assertCut(response.entries.map((e) => e.errorMessage));
+    await servesNext();
+  });
+
+  it('DescribeTransactions v0 with a transactional id of 32767 bytes of invalid UTF-8: the connection is closed as for a malformed request, the broker serves the next', async () => {
+    const { bytes } = frame(ApiKey.DescribeTransactions, 0, makeDescribeTransactionsRequest({ transactionalIds: [LONGEST_NAME] }));
+    const at = bytes.indexOf(LONGEST_NAME);
+    bytes.fill(0xff, at, at + MAX_STRING_BYTES);
+    const own = await RawClient.connect(broker.port, broker.host);
+    try {
+      own.send(bytes);
+      await own.whenClosed();
+    } finally {
+      own.close();
+    }
+    await servesNext();
+    await logThrough(/"apiKey":65,"apiVersion":0,"reason":"malformed request: string: 32767 bytes that are not UTF-8/);
+  });
+
+  it('logged none of these requests at error level', () => {
+    // The DescribeTransactions refusal is the last line the requests above logged: the log is written in order.
+    assert.deepEqual(
+      errorLines(completeLines(broker.stderr(), 0).lines).map((l) => l.raw),
+      [],
+    );
+  });
 });

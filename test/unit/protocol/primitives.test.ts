@@ -117,6 +117,16 @@ describe('wire primitives', () => {
     assert.throws(() => new Reader(frame).compactString(), DecodeError);
   });
 
+  it('a string whose invalid UTF-8 decodes to more than 32767 bytes is refused; one that fits decodes', () => {
+    const invalid = (n: number) => Buffer.concat([written((w) => w.int16(n)), Buffer.alloc(n, 0xff)]);
+    assert.throws(() => new Reader(invalid(11_000)).string(), DecodeError);
+    assert.equal(new Reader(invalid(10_922)).string(), '\ufffd'.repeat(10_922));
+    const compact = Buffer.concat([written((w) => w.uvarint(20_001)), Buffer.alloc(20_000, 0x80)]);
+    assert.throws(() => new Reader(compact).compactString(), DecodeError);
+    const text = 'é'.repeat(16_000);
+    assert.equal(new Reader(written((w) => w.string(text))).string(), text);
+  });
+
   it('bytes are slices of the input, never copies', () => {
     const frame = hex('00000003 010203 04 aabbcc');
     const r = new Reader(frame);
