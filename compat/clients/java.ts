@@ -6,12 +6,15 @@ import { CODECS } from '../driver.ts';
 import { commandExists, runOk } from '../support/process.ts';
 import { ROOT, kafkaInstalled, kafkaLibs, kafkaVersion } from '../targets.ts';
 import { ProcessDriver } from './process-driver.ts';
+import { ResidentProcess } from './resident-process.ts';
 
 // Kafka's Java client (the kafka-clients jar cached by scripts/install-test-clients.sh) driven
-// by compat/java/CompatDriver.java; every class of compat/java is compiled on first use and
+// by compat/java/CompatDriver.java, one long-lived JVM per driver that creates and closes fresh
+// client objects for each operation; every class of compat/java is compiled on first use and
 // cached by source hash.
 
-// Small heap and the quick JIT tier: each operation is a short-lived JVM.
+// Small heap and the quick JIT tier: most JVMs of the tests run for seconds (Kafka's tools, one
+// client), where C2's compilations would only take CPU from the brokers.
 export const JVM_OPTIONS = [
   '-Xmx256m',
   '-XX:TieredStopAtLevel=1',
@@ -86,5 +89,11 @@ export const java: DriverFactory = {
   info: INFO,
   unavailable: javaUnavailable,
   create: (bootstrap) =>
-    new ProcessDriver(INFO, bootstrap, async () => ['java', [...JVM_OPTIONS, '-cp', await javaClasspath('CompatDriver'), 'CompatDriver']]),
+    new ProcessDriver(
+      INFO,
+      new ResidentProcess(INFO.client, async () => [
+        'java',
+        [...JVM_OPTIONS, '-cp', await javaClasspath('CompatDriver'), 'CompatDriver', bootstrap],
+      ]),
+    ),
 };

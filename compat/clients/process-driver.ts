@@ -16,29 +16,24 @@ import type {
 } from '../driver.ts';
 import { run, tail } from '../support/process.ts';
 
-// A driver whose client runs in another process (compat/python/*, compat/java): each
-// operation is `command ...args OPERATION` with {bootstrap, ...parameters} as JSON on stdin
-// and the result as JSON on stdout; exit status 3 carries the client's error on stderr.
-export class ProcessDriver implements Driver {
-  readonly client: string;
-  readonly features: DriverInfo['features'];
-  readonly producerRequires: DriverInfo['producerRequires'];
-  readonly consumerRequires: DriverInfo['consumerRequires'];
-  readonly errors: DriverInfo['errors'];
+// Runs one operation of a driver whose client lives in another process: the parameters go as
+// JSON, the result comes back as JSON; a client error rejects with the client's own message.
+export interface OperationRunner {
+  call(operation: string, parameters: object, timeoutMs: number): Promise<unknown>;
+  close(): Promise<void>;
+}
 
+// One process per operation (compat/python/*): `command ...args OPERATION` with
+// {bootstrap, ...parameters} as JSON on stdin and the result as JSON on stdout; exit status 3
+// carries the client's error on stderr.
+export class ProcessPerOperation implements OperationRunner {
   constructor(
-    info: DriverInfo,
+    private readonly client: string,
     private readonly bootstrap: string,
     private readonly command: () => Promise<[string, string[]]>,
-  ) {
-    this.client = info.client;
-    this.features = info.features;
-    this.producerRequires = info.producerRequires;
-    this.consumerRequires = info.consumerRequires;
-    this.errors = info.errors;
-  }
+  ) {}
 
-  private async call<T>(operation: string, parameters: object, timeoutMs = 90_000): Promise<T> {
+  async call(operation: string, parameters: object, timeoutMs: number): Promise<unknown> {
     const [command, args] = await this.command();
     const result = await run(command, [...args, operation], {
       input: JSON.stringify({ bootstrap: this.bootstrap, ...parameters }),
@@ -51,7 +46,33 @@ export class ProcessDriver implements Driver {
     if (result.code !== 0) {
       throw new Error(`${this.client} ${operation} exited with ${result.code ?? result.signal}: ${tail(result.stderr)}`);
     }
-    return JSON.parse(result.stdout) as T;
+    return JSON.parse(result.stdout);
+  }
+
+  async close(): Promise<void> {}
+}
+
+// A driver whose client runs in another process, through an OperationRunner.
+export class ProcessDriver implements Driver {
+  readonly client: string;
+  readonly features: DriverInfo['features'];
+  readonly producerRequires: DriverInfo['producerRequires'];
+  readonly consumerRequires: DriverInfo['consumerRequires'];
+  readonly errors: DriverInfo['errors'];
+
+  constructor(
+    info: DriverInfo,
+    private readonly runner: OperationRunner,
+  ) {
+    this.client = info.client;
+    this.features = info.features;
+    this.producerRequires = info.producerRequires;
+    this.consumerRequires = info.consumerRequires;
+    this.errors = info.errors;
+  }
+
+  private async call<T>(operation: string, parameters: object, timeoutMs = 90_000): Promise<T> {
+    return (await this.runner.call(operation, parameters, timeoutMs)) as T;
   }
 
   metadata(): Promise<ClusterInfo> {
@@ -115,5 +136,7 @@ export class ProcessDriver implements Driver {
     return this.call('committedOffsets', { group, topic, partitions });
   }
 
-  async close(): Promise<void> {}
+  close(): Promise<void> {
+    return this.runner.close();
+  }
 }

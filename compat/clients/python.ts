@@ -4,7 +4,7 @@ import type { DriverFactory, DriverInfo } from '../driver.ts';
 import { CODECS } from '../driver.ts';
 import { commandExists } from '../support/process.ts';
 import { ROOT } from '../targets.ts';
-import { ProcessDriver } from './process-driver.ts';
+import { ProcessDriver, ProcessPerOperation } from './process-driver.ts';
 
 // The Python clients come from Debian's packages, installed for Debian's interpreter: another
 // python3 first on PATH (pyenv) would not see them. -B: no __pycache__ in the source tree.
@@ -28,7 +28,11 @@ function pythonClient(info: DriverInfo, module: string, script: string, apt: str
       available ??= importable(module);
       return available ? null : `${PYTHON} cannot import ${module} (apt-get install ${apt}: scripts/install-test-clients.sh)`;
     },
-    create: (bootstrap) => new ProcessDriver(info, bootstrap, async () => [PYTHON, ['-B', join(ROOT, 'compat/python', script)]]),
+    create: (bootstrap) =>
+      new ProcessDriver(
+        info,
+        new ProcessPerOperation(info.client, bootstrap, async () => [PYTHON, ['-B', join(ROOT, 'compat/python', script)]]),
+      ),
   };
 }
 

@@ -1,8 +1,16 @@
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,6 +21,8 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
@@ -44,32 +54,75 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * compat driver for Kafka's Java client. Run as {@code java CompatDriver OPERATION} with the
- * operation's parameters as JSON on stdin; prints the result as JSON on stdout, or the client's
- * error on stderr with exit status 3 (the protocol of compat/clients/process-driver.ts).
+ * compat driver for Kafka's Java client, one long-lived JVM per driver (the protocol of
+ * compat/platformatic/rpc.ts, as compat/clients/resident-process.ts speaks it): run as
+ * {@code java CompatDriver BOOTSTRAP}, it reads one request a line on stdin,
+ * {@code {"id": 1, "method": "produce", "args": [{...parameters}]}}, runs each on its own thread
+ * with fresh client objects, and answers each on stdout as {@code {"id": 1, "result": ...}} or,
+ * for the client's error, {@code {"id": 1, "error": {"name", "message", "stack"}}}. It exits at
+ * the end of stdin. stdout carries only replies: anything else printed goes to stderr.
  * The producer keeps the client's defaults, idempotence included.
  */
 public final class CompatDriver {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static String bootstrap;
+  private static PrintStream replies;
 
   public static void main(String[] args) throws Exception {
-    JsonNode params = JSON.readTree(System.in);
-    bootstrap = params.get("bootstrap").asText();
-    Object result;
+    replies = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+    System.setOut(System.err);
+    bootstrap = args[0];
+    // Daemon threads: an operation still running when stdin ends must not hold the JVM.
+    ExecutorService operations = Executors.newCachedThreadPool(task -> {
+      Thread t = new Thread(task, "compat-operation");
+      t.setDaemon(true);
+      return t;
+    });
+    BufferedReader requests = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line = requests.readLine(); line != null; line = requests.readLine()) {
+      if (line.isBlank()) continue;
+      JsonNode request;
+      try {
+        request = JSON.readTree(line);
+      } catch (JsonProcessingException error) {
+        System.err.println("CompatDriver: not a request: " + line);
+        continue;
+      }
+      if (!request.path("id").isNumber() || !request.path("method").isTextual()) {
+        System.err.println("CompatDriver: not a request: " + line);
+        continue;
+      }
+      operations.execute(() -> answer(request));
+    }
+    System.exit(0);
+  }
+
+  private static void answer(JsonNode request) {
+    ObjectNode reply = JSON.createObjectNode().put("id", request.get("id").asLong());
     try {
-      result = run(args[0], params);
+      reply.set("result", JSON.valueToTree(run(request.get("method").asText(), request.path("args").path(0))));
     } catch (Throwable error) {
       Throwable cause = error instanceof ExecutionException && error.getCause() != null ? error.getCause() : error;
-      cause.printStackTrace();
-      System.err.println("CLIENT-ERROR: " + cause.getClass().getSimpleName() + ": " + cause.getMessage());
-      System.err.flush();
-      System.exit(3);
+      StringWriter stack = new StringWriter();
+      cause.printStackTrace(new PrintWriter(stack));
+      reply.putObject("error")
+          .put("name", cause.getClass().getSimpleName())
+          .put("message", String.valueOf(cause.getMessage()))
+          .put("stack", stack.toString());
+    }
+    String line;
+    try {
+      line = JSON.writeValueAsString(reply);
+    } catch (JsonProcessingException error) {
+      // A tree of strings and numbers always serializes: this is a bug, and the parent sees the
+      // exit with this trace.
+      error.printStackTrace();
+      System.exit(1);
       return;
     }
-    System.out.print(JSON.writeValueAsString(result));
-    System.out.flush();
-    System.exit(0);
+    synchronized (replies) {
+      replies.println(line);
+    }
   }
 
   private static Object run(String operation, JsonNode p) throws Exception {
