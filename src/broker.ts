@@ -396,6 +396,7 @@ export class Broker {
         sessionTimeoutMs: config.getInt('broker.session.timeout.ms'),
         logDirIds: idsOf(config.logDirs.filter((dir) => !logDirFailures.isOffline(dir))),
         offlineLogDirIds: () => idsOf(logDirFailures.offlineLogDirs()),
+        previousBrokerEpoch: this.logManager.previousBrokerEpoch,
         logger: this.logger.child({ component: 'broker-lifecycle' }),
         clock: this.runtime.clock,
         random: this.runtime.random,
@@ -794,10 +795,12 @@ export class Broker {
     await connectionsClosed;
     // The partition logs and the metadata log are separate files: they flush at once. Both
     // close even when the other fails; the first failure is thrown.
+    // The clean-shutdown marker carries the epoch of the registration that ends (KIP-966).
+    const brokerEpoch = this.lifecycle?.brokerEpoch ?? -1n;
     await this.lifecycle?.close();
     this.images?.close();
     await Promise.all(this.channels.map((c) => c.close()));
-    const closed = await Promise.allSettled([this.logManager?.shutdown(), this.metadata.close()]);
+    const closed = await Promise.allSettled([this.logManager?.shutdown(brokerEpoch), this.metadata.close()]);
     for (const c of closed) if (c.status === 'rejected') throw c.reason;
     this.state = 'closed';
     this.logger.info('shut down');

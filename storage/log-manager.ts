@@ -130,6 +130,13 @@ export class LogManager {
   /** Whether the last stop was clean, per log dir (for tests and metrics). */
   readonly hadCleanShutdown = new Map<string, boolean>();
   /**
+   * The broker epoch the clean-shutdown markers hold (Kafka's
+   * readBrokerEpochFromCleanShutdownFiles): the highest of them, -1n when no dir has a
+   * readable one. The broker sends it as BrokerRegistration's PreviousBrokerEpoch, by which the
+   * controller tells a clean restart from an unclean one (KIP-966).
+   */
+  previousBrokerEpoch = -1n;
+  /**
    * What each checkpoint file (by path) holds, as far as this manager knows: read at start-up
    * (a missing file holds no entries) or last written. Absent when unknown (unreadable, or a
    * write failed), which makes the next checkpoint write it.
@@ -197,6 +204,10 @@ export class LogManager {
       this.pool.fileSystem.readdir(logDir, { withFileTypes: true }),
     ]);
     this.hadCleanShutdown.set(logDir, clean);
+    if (clean) {
+      const epoch = await readCleanShutdownEpoch(this.pool.fileSystem, marker);
+      if (epoch > this.previousBrokerEpoch) this.previousBrokerEpoch = epoch;
+    }
     const loadClean = clean && !damaged;
     const toLoad: { name: string; topic: string; partition: number }[] = [];
     for (const entry of names) {
@@ -548,8 +559,12 @@ export class LogManager {
     if (tasks.cleanerEnable) this.cleaner.start(tasks.cleanerBackoffMs);
   }
 
-  /** Stops tasks, closes every log (flush + producer snapshot), checkpoints, marks a clean shutdown. */
-  async shutdown(): Promise<void> {
+  /**
+   * Stops tasks, closes every log (flush + producer snapshot), checkpoints, marks a clean
+   * shutdown with the broker epoch of the registration that ends (-1n: none), as Kafka's
+   * CleanShutdownFileHandler writes it.
+   */
+  async shutdown(brokerEpoch = -1n): Promise<void> {
     this.shuttingDown = true;
     for (const stop of this.timers) stop();
     await this.cleaner.stop();
@@ -560,13 +575,28 @@ export class LogManager {
       // An offline dir is recovered at the next start as after a crash: it gets no marker.
       if (this.logDirFailures.isOffline(dir)) continue;
       try {
-        await this.pool.fileSystem.writeFile(join(dir, CLEAN_SHUTDOWN_FILE), '');
+        await this.pool.fileSystem.writeFile(join(dir, CLEAN_SHUTDOWN_FILE), cleanShutdownContent(brokerEpoch));
         await this.pool.syncDir(dir);
       } catch (err) {
         throw toStorageIOError(err, `writing ${CLEAN_SHUTDOWN_FILE} in ${dir}`);
       }
     }
     await this.pool.closeAll();
+  }
+}
+
+/** Kafka's clean-shutdown file: JSON with its format version and the broker epoch. */
+function cleanShutdownContent(brokerEpoch: bigint): string {
+  return `{"version":0,"brokerEpoch":${brokerEpoch}}`;
+}
+
+/** The broker epoch of a clean-shutdown file; -1n for an empty, unreadable or unknown one, as Kafka reads it. */
+async function readCleanShutdownEpoch(fileSystem: FileSystem, path: string): Promise<bigint> {
+  try {
+    const match = /^\{"version":0,"brokerEpoch":(-?\d{1,19})\}$/.exec((await fileSystem.readFile(path, 'utf8')).trim());
+    return match === null ? -1n : BigInt(match[1]!);
+  } catch {
+    return -1n;
   }
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, readFile, readdir, stat } from 'node:fs/promises';
+import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CLEAN_SHUTDOWN_FILE, LogManager, nodeFileSystem, readOffsetCheckpoint, writeOffsetCheckpoint } from '../../../storage/index.ts';
 import type { LogConfig, LogManagerOptions } from '../../../storage/index.ts';
@@ -20,6 +20,27 @@ function start(dir: string, clock: ManualClock, extra: StartOptions = {}): Promi
 }
 
 describe('storage/log-manager', () => {
+  it("keeps the broker epoch in the clean-shutdown marker as Kafka's JSON and reads it back; none after a crash or from a bad marker", () =>
+    withTempDir(async (dir) => {
+      const clock = new ManualClock(NOW);
+      const m = await start(dir, clock);
+      assert.equal(m.previousBrokerEpoch, -1n, 'a new dir has no previous epoch');
+      await m.shutdown(4242n);
+      assert.equal(await readFile(join(dir, CLEAN_SHUTDOWN_FILE), 'utf8'), '{"version":0,"brokerEpoch":4242}');
+      const again = await start(dir, clock);
+      assert.equal(again.previousBrokerEpoch, 4242n);
+      // Not shut down: the next start finds no marker, as after a crash.
+      const crashed = await start(dir, clock);
+      assert.equal(crashed.previousBrokerEpoch, -1n);
+      await crashed.shutdown(7n);
+      await writeFile(join(dir, CLEAN_SHUTDOWN_FILE), 'not json');
+      const unreadable = await start(dir, clock);
+      assert.equal(unreadable.hadCleanShutdown.get(dir), true);
+      assert.equal(unreadable.previousBrokerEpoch, -1n, 'a marker it cannot read proves no epoch');
+      await unreadable.shutdown();
+      assert.equal(await readFile(join(dir, CLEAN_SHUTDOWN_FILE), 'utf8'), '{"version":0,"brokerEpoch":-1}');
+    }));
+
   it('creates logs as <topic>-<partition> and reloads them after a clean shutdown', () =>
     withTempDir(async (dir) => {
       const clock = new ManualClock(NOW);
