@@ -105,4 +105,68 @@ describe('cluster: eligible leader replicas (KIP-966)', function () {
       await admin.disconnect();
     }
   });
+  it('a leaderless partition elects the ELR member back from a clean restart; one back from an unclean shutdown is not eligible', async () => {
+    // Separate controllers keep the quorum while both brokers of the topic are down.
+    const roles = { 1: 'controller', 2: 'controller', 3: 'controller', 4: 'broker', 5: 'broker' } as const;
+    cluster = await startCluster({ nodes: 5, roles, overrides: FAST_FAILOVER });
+    const kafka = new Kafka({ clientId: 'elr-election', brokers: cluster.bootstrap.split(','), logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    const topic = 'elr-election';
+    const broker = (id: number) => cluster!.nodes.find((n) => n.nodeId === id)!;
+    const live = () =>
+      [4, 5]
+        .map(broker)
+        .filter((n) => n.running)
+        .map((n) => `${n.host}:${n.port}`);
+    const state = async (what: string, check: (p: DescribeTopicPartitionsResponsePartition) => boolean) => {
+      let seen: DescribeTopicPartitionsResponsePartition | undefined;
+      await eventually(
+        `${what} (last seen ${JSON.stringify(seen)})`,
+        async () => {
+          seen = await describePartition(live(), topic);
+          return seen !== undefined && check(seen);
+        },
+        60_000,
+      );
+      return seen!;
+    };
+    try {
+      await admin.createTopics({
+        topics: [
+          { topic, replicaAssignment: [{ partition: 0, replicas: [4, 5] }], configEntries: [{ name: 'min.insync.replicas', value: '2' }] },
+        ],
+      });
+      await admin.disconnect();
+      await state('both replicas in sync', (p) => p.leaderId === 4 && p.isrNodes.length === 2);
+
+      await broker(5).stop();
+      const one = await state('broker 5 in the ELR', (p) => p.eligibleLeaderReplicas.includes(5));
+      assert.deepEqual(one.isrNodes, [4]);
+
+      // The other replica stops too (cleanly, through the live broker's view until it goes).
+      await broker(4).stop();
+      await broker(5).start();
+      // Broker 5 stopped cleanly: its registration proves it, it stays eligible and, the ISR
+      // being empty, leads again without an unclean election.
+      const elected = await state('broker 5 elected from the ELR', (p) => p.leaderId === 5);
+      assert.deepEqual(elected.isrNodes, [5]);
+      assert.deepEqual(elected.eligibleLeaderReplicas, [4]);
+
+      // Now broker 5 dies (SIGKILL: no clean-shutdown file) while broker 4 is still down, and
+      // comes back alone: its registration says the shutdown was unclean, so it leaves the ELR
+      // and may not lead; the partition waits for broker 4.
+      await broker(5).kill('SIGKILL');
+      await broker(5).start();
+      const waiting = await state('broker 5 out of the ELR', (p) => !p.eligibleLeaderReplicas.includes(5) && !p.isrNodes.includes(5));
+      assert.equal(waiting.leaderId, -1, 'no eligible leader is up');
+      assert.deepEqual(waiting.eligibleLeaderReplicas, [4]);
+      assert.deepEqual(waiting.isrNodes, []);
+      await broker(4).start();
+      const recovered = await state('broker 4 elected from the ELR', (p) => p.leaderId === 4);
+      assert.ok(recovered.isrNodes.includes(4));
+    } finally {
+      await admin.disconnect();
+    }
+  });
 });
