@@ -1,6 +1,7 @@
 // The clients of a simulated cluster, built on our own client (src/client/) over the
-// simulated network: an idempotent acks=all producer, a consumer that fetches and commits
-// offsets, and the reader that takes each partition's final log at the end of a run.
+// simulated network: an idempotent acks=all producer, the Fetch the consumer group's members
+// read with (consumer.ts), and the reader that takes each partition's final log at the end
+// of a run.
 //
 // The producer keeps one batch in flight per partition and resends it, same producer id and
 // sequence, after any failure (a reset connection, a timeout, a leader change): a request
@@ -21,13 +22,6 @@ import {
   type FetchResponse,
 } from '../../protocol/messages/fetch.ts';
 import { makeInitProducerIdRequest, type InitProducerIdResponse } from '../../protocol/messages/init-producer-id.ts';
-import {
-  makeOffsetCommitRequest,
-  makeOffsetCommitRequestPartition,
-  makeOffsetCommitRequestTopic,
-  type OffsetCommitResponse,
-} from '../../protocol/messages/offset-commit.ts';
-import { makeOffsetFetchRequest, makeOffsetFetchRequestTopic, type OffsetFetchResponse } from '../../protocol/messages/offset-fetch.ts';
 import {
   makeProduceRequest,
   makeProduceRequestPartitionProduceData,
@@ -58,10 +52,8 @@ export interface ClientContext {
 
 const PRODUCE_MAX_VERSION = 11;
 const FETCH_MAX_VERSION = 12;
-const OFFSET_COMMIT_MAX_VERSION = 8;
-const OFFSET_FETCH_MAX_VERSION = 7;
 
-function clusterOf(ctx: ClientContext): KafkaCluster {
+export function clusterOf(ctx: ClientContext): KafkaCluster {
   return new KafkaCluster(ctx.bootstrap, {
     clientId: ctx.name,
     network: ctx.network,
@@ -71,15 +63,15 @@ function clusterOf(ctx: ClientContext): KafkaCluster {
   });
 }
 
-function sleep(clock: Clock, ms: number): Promise<void> {
+export function sleep(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));
 }
 
-function note(ctx: ClientContext, what: string): void {
+export function note(ctx: ClientContext, what: string): void {
   ctx.trace.add(ctx.clock.monotonicMs(), ctx.name, what);
 }
 
-function errorName(code: number): string {
+export function errorName(code: number): string {
   return Object.values(Errors).find((e) => e.code === code)?.name ?? `error ${code}`;
 }
 
@@ -226,153 +218,6 @@ export class SimProducer {
       this.busy.delete(p);
     }
   }
-}
-
-/** What a consumer saw: records by offset per partition, and its offset commits. */
-export interface ConsumedState {
-  records: Map<number, Map<number, string>>;
-  /** Per partition, the last commit the coordinator acknowledged. */
-  committed: Map<number, number>;
-  /** Per partition, the highest offset a commit was sent for (acknowledged or not). */
-  attempted: Map<number, number>;
-}
-
-/**
- * Reads every partition from the start, assigned by hand (no group membership), and commits
- * its positions to `group` now and then; reports committed offsets that go backwards.
- */
-export class SimConsumer {
-  readonly state: ConsumedState = { records: new Map(), committed: new Map(), attempted: new Map() };
-  readonly problems: string[] = [];
-  private readonly positions = new Map<number, number>();
-  private readonly cluster: KafkaCluster;
-
-  constructor(
-    private readonly ctx: ClientContext,
-    private readonly topic: string,
-    private readonly partitions: number,
-    private readonly group: string,
-  ) {
-    this.cluster = clusterOf(ctx);
-  }
-
-  async run(): Promise<void> {
-    const loops = Array.from({ length: this.partitions }, (_, p) => this.fetchLoop(p));
-    loops.push(this.commitLoop());
-    await Promise.all(loops);
-    await this.cluster.close();
-  }
-
-  private async fetchLoop(p: number): Promise<void> {
-    const { ctx } = this;
-    const seen = new Map<number, string>();
-    this.state.records.set(p, seen);
-    while (ctx.active()) {
-      const position = this.positions.get(p) ?? 0;
-      try {
-        const got = await fetchRecords(this.cluster, this.topic, p, position, 200);
-        for (const [offset, value] of got.records) {
-          if (offset < position) continue;
-          const prior = seen.get(offset);
-          if (prior !== undefined && prior !== value) this.problems.push(`p${p} offset ${offset} read as ${prior}, later as ${value}`);
-          seen.set(offset, value);
-          this.positions.set(p, offset + 1);
-        }
-      } catch (err) {
-        note(ctx, `fetch p${p} at ${position} failed: ${(err as Error).message}`);
-        await sleep(ctx.clock, ctx.prng.range(50, 300));
-      }
-    }
-  }
-
-  private async commitLoop(): Promise<void> {
-    const { ctx } = this;
-    while (ctx.active()) {
-      await sleep(ctx.clock, ctx.prng.range(200, 600));
-      const offsets = new Map(this.positions);
-      if (offsets.size === 0) continue;
-      try {
-        const conn = await this.cluster.coordinatorConnection(this.group);
-        for (const [p, o] of offsets) this.state.attempted.set(p, Math.max(o, this.state.attempted.get(p) ?? -1));
-        const res = await conn.send<OffsetCommitResponse>(
-          ApiKey.OffsetCommit,
-          makeOffsetCommitRequest({
-            groupId: this.group,
-            generationIdOrMemberEpoch: -1,
-            memberId: '',
-            topics: [
-              makeOffsetCommitRequestTopic({
-                name: this.topic,
-                partitions: [...offsets].map(([partitionIndex, o]) =>
-                  makeOffsetCommitRequestPartition({ partitionIndex, committedOffset: BigInt(o), committedLeaderEpoch: -1 }),
-                ),
-              }),
-            ],
-          }),
-          conn.version(ApiKey.OffsetCommit, OFFSET_COMMIT_MAX_VERSION),
-        );
-        for (const part of res.topics[0]?.partitions ?? []) {
-          if (part.errorCode === Errors.NONE.code) this.state.committed.set(part.partitionIndex, offsets.get(part.partitionIndex)!);
-          else note(ctx, `commit p${part.partitionIndex}: ${errorName(part.errorCode)}`);
-        }
-        await this.checkCommitted(conn);
-      } catch (err) {
-        note(ctx, `commit failed: ${(err as Error).message}`);
-      }
-    }
-  }
-
-  /** Committed offsets never go below what was acknowledged. */
-  private async checkCommitted(conn: Awaited<ReturnType<KafkaCluster['coordinatorConnection']>>): Promise<void> {
-    const committed = await fetchCommitted(conn, this.group, this.topic, this.partitions);
-    for (const [p, o] of committed) {
-      const acked = this.state.committed.get(p);
-      if (acked !== undefined && o < acked) this.problems.push(`p${p}: committed offset ${o} below the acknowledged commit ${acked}`);
-    }
-  }
-
-  /**
-   * The group's committed offsets as its coordinator has them (after run(), on connections of
-   * its own), asking again while the coordinator moves or loads, as a client would.
-   */
-  async committedNow(): Promise<Map<number, number>> {
-    const cluster = clusterOf(this.ctx);
-    try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await fetchCommitted(await cluster.coordinatorConnection(this.group), this.group, this.topic, this.partitions);
-        } catch (err) {
-          if (attempt >= 20 || !this.ctx.running()) throw err;
-          note(this.ctx, `OffsetFetch (attempt ${attempt}) failed: ${(err as Error).message}`);
-          await sleep(this.ctx.clock, 500);
-        }
-      }
-    } finally {
-      await cluster.close();
-    }
-  }
-}
-
-async function fetchCommitted(
-  conn: Awaited<ReturnType<KafkaCluster['coordinatorConnection']>>,
-  group: string,
-  topic: string,
-  partitions: number,
-): Promise<Map<number, number>> {
-  const res = await conn.send<OffsetFetchResponse>(
-    ApiKey.OffsetFetch,
-    makeOffsetFetchRequest({
-      groupId: group,
-      topics: [makeOffsetFetchRequestTopic({ name: topic, partitionIndexes: Array.from({ length: partitions }, (_, i) => i) })],
-    }),
-    conn.version(ApiKey.OffsetFetch, OFFSET_FETCH_MAX_VERSION),
-  );
-  if (res.errorCode !== Errors.NONE.code) throw new Error(`OffsetFetch: ${errorName(res.errorCode)}`);
-  const out = new Map<number, number>();
-  for (const part of res.topics[0]?.partitions ?? []) {
-    if (part.errorCode === Errors.NONE.code && part.committedOffset >= 0n) out.set(part.partitionIndex, toSafeNumber(part.committedOffset));
-  }
-  return out;
 }
 
 /** One Fetch from the partition's leader: the data records at or after `offset`, and the high watermark. */

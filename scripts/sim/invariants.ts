@@ -52,6 +52,27 @@ export interface AckedRecord {
   value: string;
 }
 
+/**
+ * One OffsetCommit of one partition, as the member that sent it saw it. The checker orders
+ * events by when the client code recorded them (JavaScript runs one thing at a time): a send
+ * is recorded before its bytes leave and an answer after it arrives, so the order assumed is
+ * never tighter than the real one.
+ */
+export interface OffsetCommitAttempt {
+  readonly offset: number;
+  readonly sentAt: number;
+  readonly sentMs: number;
+  /** Set when the coordinator answered NONE: the commit is applied. */
+  ackedAt?: number;
+  ackedMs?: number;
+  /**
+   * The coordinator refused it before writing anything (a stale generation, an unknown
+   * member, a rebalance under way): it never takes effect. Any other failure (a lost answer,
+   * a coordinator error after its append) may still take effect, at any later time.
+   */
+  rejected?: boolean;
+}
+
 export class InvariantChecker {
   readonly violations: Violation[] = [];
   /** Raft epoch -> the node that led it. */
@@ -72,6 +93,13 @@ export class InvariantChecker {
   /** Per partition: brokers that restarted while in its ISR and were not yet out of it. */
   private readonly tainted = new Map<string, Set<number>>();
   private readonly seen = new Set<string>();
+  /** "group@generation" -> partition -> the member its SyncGroup gave it to. */
+  private readonly owners = new Map<string, Map<string, string>>();
+  /** "group partition" -> every OffsetCommit sent for it. */
+  private readonly commits = new Map<string, OffsetCommitAttempt[]>();
+  /** Orders commits and OffsetFetches as the clients saw them. */
+  private order = 0;
+  private offsetFetches = 0;
 
   constructor(private readonly now: () => number = () => 0) {}
 
@@ -247,6 +275,93 @@ export class InvariantChecker {
         if (first !== undefined) this.fail('no duplicates under idempotence', `${tp}: ${value} at offsets ${first} and ${offset}`);
         else at.set(value, offset);
       }
+    }
+  }
+
+  /** A member's SyncGroup answered: its partitions in `generationId`, which no other member of that generation may hold. */
+  observeAssignment(group: string, generationId: number, memberId: string, partitions: readonly string[]): void {
+    const key = `${group}@${generationId}`;
+    let owners = this.owners.get(key);
+    if (owners === undefined) {
+      owners = new Map();
+      this.owners.set(key, owners);
+    }
+    for (const tp of partitions) {
+      const prior = owners.get(tp);
+      if (prior !== undefined && prior !== memberId) {
+        this.fail(
+          'one owner per partition in a generation',
+          `${group} generation ${generationId}: ${tp} assigned to ${prior} and ${memberId}`,
+        );
+      } else {
+        owners.set(tp, memberId);
+      }
+    }
+  }
+
+  /** An OffsetCommit of `offset` for `tp` is about to be sent; its answer is reported through the attempt. */
+  commitSent(group: string, tp: string, offset: number): OffsetCommitAttempt {
+    const attempt: OffsetCommitAttempt = { offset, sentAt: ++this.order, sentMs: this.now() };
+    const key = `${group} ${tp}`;
+    const list = this.commits.get(key) ?? [];
+    list.push(attempt);
+    this.commits.set(key, list);
+    return attempt;
+  }
+
+  commitAcknowledged(attempt: OffsetCommitAttempt): void {
+    attempt.ackedAt = ++this.order;
+    attempt.ackedMs = this.now();
+  }
+
+  commitRejected(attempt: OffsetCommitAttempt): void {
+    attempt.rejected = true;
+  }
+
+  /** An OffsetFetch is about to be sent: the mark to hand to observeCommittedOffsets with its answer. */
+  offsetFetchSent(): number {
+    return ++this.order;
+  }
+
+  /** What the group invariants were checked on: generations handed out, commits acknowledged, OffsetFetches answered. */
+  get groupActivity(): { generations: number; commitsAcked: number; offsetFetches: number } {
+    let commitsAcked = 0;
+    for (const list of this.commits.values()) commitsAcked += list.filter((a) => a.ackedAt !== undefined).length;
+    return { generations: this.owners.size, commitsAcked, offsetFetches: this.offsetFetches };
+  }
+
+  /**
+   * An OffsetFetch sent at `sentAt` answered `committed` (a partition absent: nothing
+   * committed). The group's offsets are a register written by OffsetCommit: each answer must
+   * be the offset of a commit that was sent before the answer came and that no acknowledged
+   * commit sent after its own acknowledgement had replaced by the time the fetch was sent.
+   * In particular it is never below an acknowledged commit that no later commit replaced,
+   * and never an offset nobody committed. The workload never deletes the group, and its
+   * offsets never expire within a run (offsets.retention.minutes), so every answer counts.
+   */
+  observeCommittedOffsets(group: string, sentAt: number, partitions: readonly string[], committed: ReadonlyMap<string, number>): void {
+    const answeredAt = ++this.order;
+    this.offsetFetches++;
+    for (const tp of partitions) {
+      const offset = committed.get(tp) ?? -1;
+      const attempts = this.commits.get(`${group} ${tp}`) ?? [];
+      const acked = attempts.filter((a) => a.ackedAt !== undefined && a.ackedAt < sentAt);
+      const replaced = (a: OffsetCommitAttempt) => a.ackedAt !== undefined && acked.some((b) => b.sentAt > a.ackedAt!);
+      const candidates = attempts.filter((a) => a.offset === offset && a.rejected !== true && a.sentAt < answeredAt);
+      if (offset >= 0 && candidates.length === 0) {
+        this.fail('committed offsets are ones committed', `${group} ${tp}: OffsetFetch answered ${offset}, which no member committed`);
+        continue;
+      }
+      const explained = offset < 0 ? acked.length === 0 : candidates.some((a) => !replaced(a));
+      if (explained) continue;
+      const latest = acked.reduce((x, y) => (y.sentAt > x.sentAt ? y : x));
+      this.fail(
+        offset < latest.offset
+          ? 'committed offsets never below an acknowledged commit'
+          : 'committed offsets never replaced by an older commit',
+        `${group} ${tp}: OffsetFetch answered ${offset < 0 ? 'no offset' : offset}, after the commit of ${latest.offset} ` +
+          `(sent at ${latest.sentMs.toFixed(1)} ms) was acknowledged at ${latest.ackedMs!.toFixed(1)} ms`,
+      );
     }
   }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { describe, it } from 'mocha';
 import { SimClock } from '../../../scripts/sim/clock.ts';
 import { runClusterSim } from '../../../scripts/sim/cluster-sim.ts';
@@ -210,6 +211,80 @@ describe('simulation', () => {
       assert.deepEqual(
         c.violations.map((v) => v.invariant),
         ['one partition leader per leader epoch', 'HW <= LEO', 'leader HW never backwards', 'ISR holds every record below HW'],
+      );
+    });
+
+    it('reports two members of one generation given the same partition, not a partition that moves between generations', () => {
+      const c = new InvariantChecker();
+      c.observeAssignment('g', 1, 'm1', ['t-0', 't-1']);
+      c.observeAssignment('g', 2, 'm2', ['t-0']);
+      c.observeAssignment('g', 2, 'm1', ['t-1']);
+      assert.ok(c.ok);
+      c.observeAssignment('g', 2, 'm3', ['t-1']);
+      assert.deepEqual(
+        c.violations.map((v) => v.detail),
+        ['g generation 2: t-1 assigned to m1 and m3'],
+      );
+    });
+
+    it('takes an OffsetFetch answer from the last acknowledged commit, a later one by another member, or one still in flight', () => {
+      const c = new InvariantChecker();
+      const fetch = (answer: number | undefined) => {
+        const sentAt = c.offsetFetchSent();
+        c.observeCommittedOffsets('g', sentAt, ['t-0'], new Map(answer === undefined ? [] : [['t-0', answer]]));
+      };
+      fetch(undefined);
+      const first = c.commitSent('g', 't-0', 10);
+      const racing = c.offsetFetchSent();
+      c.commitAcknowledged(first);
+      c.observeCommittedOffsets('g', racing, ['t-0'], new Map());
+      fetch(10);
+      const lower = c.commitSent('g', 't-0', 5);
+      c.commitAcknowledged(lower);
+      fetch(5);
+      c.commitSent('g', 't-0', 20);
+      fetch(20);
+      fetch(5);
+      assert.deepEqual(c.violations, []);
+    });
+
+    it('reports an OffsetFetch below or older than an acknowledged commit, an offset nobody committed, and a refused commit', () => {
+      const c = new InvariantChecker();
+      const fetch = (tp: string, answer: number | undefined) => {
+        const sentAt = c.offsetFetchSent();
+        c.observeCommittedOffsets('g', sentAt, [tp], new Map(answer === undefined ? [] : [[tp, answer]]));
+      };
+      c.commitAcknowledged(c.commitSent('g', 't-0', 10));
+      fetch('t-0', undefined);
+      c.commitAcknowledged(c.commitSent('g', 't-1', 10));
+      c.commitAcknowledged(c.commitSent('g', 't-1', 4));
+      fetch('t-1', 10);
+      fetch('t-1', 7);
+      c.commitRejected(c.commitSent('g', 't-2', 3));
+      fetch('t-2', 3);
+      assert.deepEqual(
+        c.violations.map((v) => v.invariant),
+        [
+          'committed offsets never below an acknowledged commit',
+          'committed offsets never replaced by an older commit',
+          'committed offsets are ones committed',
+          'committed offsets are ones committed',
+        ],
+      );
+    });
+
+    it('accepts the latest of acknowledged commits made one after another, and no earlier one that differs from it', () => {
+      fc.assert(
+        fc.property(fc.array(fc.nat(1000), { minLength: 1, maxLength: 20 }), fc.nat(), (offsets, pick) => {
+          const c = new InvariantChecker();
+          for (const o of offsets) c.commitAcknowledged(c.commitSent('g', 't-0', o));
+          const latest = offsets.at(-1)!;
+          c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', latest]]));
+          assert.ok(c.ok);
+          const older = offsets[pick % offsets.length]!;
+          c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', older]]));
+          assert.equal(c.ok, older === latest);
+        }),
       );
     });
 
