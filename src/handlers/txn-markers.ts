@@ -68,9 +68,15 @@ export async function handleWriteTxnMarkers(
   const refusals = new Map<TxnMarkerEntry, string>();
   for (const marker of request.markers) {
     const reason = invalidTxnMarkerReason(marker);
-    if (reason === null) continue;
-    refusals.set(marker, reason);
-    log.logger.info({ client: log.client, error: Errors.INVALID_REQUEST.name, reason }, 'transaction marker refused');
+    if (reason !== null) refusals.set(marker, reason);
+  }
+  // One line per request: a request may carry any number of markers.
+  const [firstReason] = refusals.values();
+  if (firstReason !== undefined) {
+    log.logger.info(
+      { client: log.client, error: Errors.INVALID_REQUEST.name, refusedMarkers: refusals.size, reason: firstReason },
+      'transaction markers refused',
+    );
   }
   const write = async (topic: string, partition: number, marker: TxnMarkerEntry): Promise<number> => {
     if (refusals.has(marker)) return Errors.INVALID_REQUEST.code;
