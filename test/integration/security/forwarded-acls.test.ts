@@ -10,8 +10,17 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { Kafka, logLevel } from 'kafkajs';
 import { Errors } from '../../../protocol/errors.ts';
-import { ApiKey } from '../../../protocol/messages/index.ts';
-import type { CreateTopicsResponse } from '../../../protocol/messages/create-topics.ts';
+import { ApiKey, apis } from '../../../protocol/messages/index.ts';
+import {
+  decodeCreateTopicsResponse,
+  makeCreateTopicsRequest,
+  makeCreateTopicsRequestCreatableTopic,
+  type CreateTopicsResponse,
+} from '../../../protocol/messages/create-topics.ts';
+import { makeEnvelopeRequest, type EnvelopeRequest, type EnvelopeResponse } from '../../../protocol/messages/envelope.ts';
+import { decodeResponseHeader, encodeRequestHeader } from '../../../protocol/headers.ts';
+import { Reader, Writer } from '../../../protocol/primitives.ts';
+import { serializePrincipal } from '../../../src/security/principal-serde.ts';
 import type { DeleteAclsResponse } from '../../../protocol/messages/delete-acls.ts';
 import type { DescribeAclsResponse } from '../../../protocol/messages/describe-acls.ts';
 import { makeMetadataRequest, makeMetadataRequestTopic, type MetadataResponse } from '../../../protocol/messages/metadata.ts';
@@ -221,6 +230,53 @@ describe('ACLs of forwarded admin requests are the controller’s, however far b
       'broker 3 catches up once its fetch gets through',
       async () => !(await bindingsAt(adminAtLagging)).includes(binding),
       60_000,
+    );
+  });
+
+  it("answers a malformed Envelope on the controller listener with Kafka's envelope errors, and serves on", async () => {
+    const c = await KafkaConnection.connect(controller.host, controller.controllerPort);
+    connections.push(c);
+    const createOrders = (name: string) => {
+      const w = new Writer();
+      encodeRequestHeader(w, { requestApiKey: ApiKey.CreateTopics, requestApiVersion: 7, correlationId: 9, clientId: 'forged' });
+      apis
+        .get(ApiKey.CreateTopics)!
+        .encodeRequest(
+          w,
+          makeCreateTopicsRequest({ topics: [makeCreateTopicsRequestCreatableTopic({ name, numPartitions: 1, replicationFactor: 1 })] }),
+          7,
+        );
+      return w.toBuffer();
+    };
+    const alice = serializePrincipal({ principalType: 'User', name: 'alice', tokenAuthenticated: false });
+    const envelope = (fields: Partial<EnvelopeRequest>) =>
+      c.send<EnvelopeResponse>(
+        ApiKey.Envelope,
+        makeEnvelopeRequest({
+          requestData: createOrders('orders-forged'),
+          requestPrincipal: alice,
+          clientHostAddress: Buffer.from([127, 0, 0, 1]),
+          ...fields,
+        }),
+        0,
+      );
+    assert.equal((await envelope({ requestPrincipal: Buffer.from([0, 7, 0]) })).errorCode, Errors.PRINCIPAL_DESERIALIZATION_FAILURE.code);
+    assert.equal((await envelope({ clientHostAddress: Buffer.from([1, 2, 3]) })).errorCode, Errors.INVALID_REQUEST.code);
+    assert.equal((await envelope({ requestData: Buffer.from([0, 3, 0, 12, 0]) })).errorCode, Errors.INVALID_REQUEST.code);
+    // alice's principal, as a broker would carry it: her binding is gone, so the controller refuses her.
+    const served = await envelope({});
+    assert.equal(served.errorCode, Errors.NONE.code);
+    const r = new Reader(served.responseData!);
+    assert.equal(decodeResponseHeader(r, ApiKey.CreateTopics, 7), 9);
+    assert.deepEqual(
+      decodeCreateTopicsResponse(r, 7).topics.map((t) => [t.name, t.errorCode]),
+      [['orders-forged', Errors.TOPIC_AUTHORIZATION_FAILED.code]],
+    );
+    const admin = await connect(current, 'admin');
+    const created = await createTopic(admin, 'after-malformed-envelopes');
+    assert.deepEqual(
+      created.topics.map((t) => t.errorCode),
+      [0],
     );
   });
 });
