@@ -65,6 +65,7 @@ export function formatTopicDescriptions(
   policies: ReadonlyMap<string, TopicPolicy> = new Map(),
 ): string {
   const ids = (nodes: readonly number[]): string => nodes.join(',');
+  const elr = (nodes: readonly number[] | null): string => (nodes === null ? 'N/A' : ids(nodes));
   const offset = (n: number | null): string => (n === null ? '-' : String(n));
   let text = '';
   for (const t of topics) {
@@ -79,6 +80,7 @@ export function formatTopicDescriptions(
     for (const p of t.partitions) {
       text +=
         `\tTopic: ${t.name}\tPartition: ${p.partition}\tLeader: ${p.leader ?? 'none'}\tReplicas: ${ids(p.replicas)}\tIsr: ${ids(p.isr)}` +
+        `\tElr: ${elr(p.elr)}\tLastKnownElr: ${elr(p.lastKnownElr)}` +
         `\tOffline: ${ids(p.offline)}\tLogStartOffset: ${offset(p.logStartOffset)}\tLogEndOffset: ${offset(p.logEndOffset)}\n`;
     }
   }

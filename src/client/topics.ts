@@ -35,6 +35,13 @@ import {
   type CreatePartitionsResponse,
 } from '../../protocol/messages/create-partitions.ts';
 import type { MetadataResponseTopic } from '../../protocol/messages/metadata.ts';
+import {
+  type DescribeTopicPartitionsResponse,
+  makeDescribeTopicPartitionsRequest,
+  makeDescribeTopicPartitionsRequestCursor,
+  makeDescribeTopicPartitionsRequestTopicRequest,
+} from '../../protocol/messages/describe-topic-partitions.ts';
+import { KafkaError } from '../../protocol/errors.ts';
 import type { KafkaCluster } from './cluster.ts';
 import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, listOffsets, tpKey, type TopicPartition } from './offsets.ts';
 import { UnknownTopicError, brokerError, sleep } from './errors.ts';
@@ -66,6 +73,9 @@ export interface PartitionDescription {
   replicas: number[];
   isr: number[];
   offline: number[];
+  /** Eligible leader replicas (KIP-966); null when the cluster does not answer DescribeTopicPartitions. */
+  elr: number[] | null;
+  lastKnownElr: number[] | null;
   /** null when the partition has no leader to ask. */
   logStartOffset: number | null;
   logEndOffset: number | null;
@@ -115,6 +125,45 @@ async function topicMetadata(cluster: KafkaCluster, names: readonly string[]): P
   });
 }
 
+/**
+ * Each partition's ELR and LastKnownElr by DescribeTopicPartitions, following its cursor, as
+ * Kafka's admin client describes topics; null from a cluster without that API.
+ */
+async function eligibleLeaderReplicas(
+  cluster: KafkaCluster,
+  names: readonly string[],
+): Promise<Map<string, { elr: number[]; lastKnownElr: number[] }> | null> {
+  const conn = await cluster.anyConnection();
+  let version: number;
+  try {
+    version = conn.version(ApiKey.DescribeTopicPartitions);
+  } catch (err) {
+    if (err instanceof KafkaError && err.code === Errors.UNSUPPORTED_VERSION.code) return null;
+    throw err;
+  }
+  const out = new Map<string, { elr: number[]; lastKnownElr: number[] }>();
+  let cursor: { topicName: string; partitionIndex: number } | null = null;
+  do {
+    const res: DescribeTopicPartitionsResponse = await conn.send<DescribeTopicPartitionsResponse>(
+      ApiKey.DescribeTopicPartitions,
+      makeDescribeTopicPartitionsRequest({
+        topics: names.map((name) => makeDescribeTopicPartitionsRequestTopicRequest({ name })),
+        responsePartitionLimit: 2000,
+        cursor: cursor === null ? null : makeDescribeTopicPartitionsRequestCursor(cursor),
+      }),
+      version,
+    );
+    for (const t of res.topics) {
+      if (t.name === null) continue;
+      for (const p of t.partitions) {
+        out.set(tpKey(t.name, p.partitionIndex), { elr: p.eligibleLeaderReplicas ?? [], lastKnownElr: p.lastKnownElr ?? [] });
+      }
+    }
+    cursor = res.nextCursor;
+  } while (cursor !== null);
+  return out;
+}
+
 /** The configs set on each topic (DescribeConfigs), keyed by topic. */
 async function topicConfigs(cluster: KafkaCluster, names: readonly string[]): Promise<Map<string, Record<string, string | null>>> {
   const conn = await cluster.anyConnection();
@@ -154,10 +203,11 @@ export async function describeTopics(cluster: KafkaCluster, names: readonly stri
   const led: TopicPartition[] = topics.flatMap((t) =>
     t.partitions.filter((p) => p.leaderId >= 0).map((p) => ({ topic: t.name!, partition: p.partitionIndex })),
   );
-  const [starts, ends, configs] = await Promise.all([
+  const [starts, ends, configs, elrs] = await Promise.all([
     led.length > 0 ? listOffsets(cluster, led, EARLIEST_TIMESTAMP) : new Map<string, number>(),
     led.length > 0 ? listOffsets(cluster, led, LATEST_TIMESTAMP) : new Map<string, number>(),
     topicConfigs(cluster, names),
+    eligibleLeaderReplicas(cluster, names),
   ]);
   return topics.map((t) => {
     const name = t.name!;
@@ -170,6 +220,8 @@ export async function describeTopics(cluster: KafkaCluster, names: readonly stri
           replicas: p.replicaNodes,
           isr: p.isrNodes,
           offline: p.offlineReplicas,
+          elr: elrs?.get(tpKey(name, p.partitionIndex))?.elr ?? null,
+          lastKnownElr: elrs?.get(tpKey(name, p.partitionIndex))?.lastKnownElr ?? null,
           logStartOffset: starts.get(tpKey(name, p.partitionIndex)) ?? null,
           logEndOffset: ends.get(tpKey(name, p.partitionIndex)) ?? null,
         }),

@@ -94,7 +94,7 @@ againstEachBroker('sluice topics', (bootstrap) => {
     assert.deepEqual({ ...listed, topicId: undefined }, { name: topic, topicId: undefined, partitionCount: 3, internal: false });
   });
 
-  it('describe shows partitions, leader, replicas, ISR, log offsets and the configs set on the topic', async () => {
+  it('describe shows partitions, leader, replicas, ISR, ELR, log offsets and the configs set on the topic', async () => {
     const r = await run('describe', topic);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
@@ -104,7 +104,7 @@ againstEachBroker('sluice topics', (bootstrap) => {
       assert.match(
         line,
         new RegExp(
-          `^\\tTopic: cli-topics\\tPartition: ${i}\\tLeader: (\\d+)\\tReplicas: \\1\\tIsr: \\1\\tOffline: \\tLogStartOffset: 0\\tLogEndOffset: 0$`,
+          `^\\tTopic: cli-topics\\tPartition: ${i}\\tLeader: (\\d+)\\tReplicas: \\1\\tIsr: \\1\\tElr: \\tLastKnownElr: \\tOffline: \\tLogStartOffset: 0\\tLogEndOffset: 0$`,
         ),
       );
     }
@@ -114,11 +114,11 @@ againstEachBroker('sluice topics', (bootstrap) => {
     // No `sluice apply` policy is stored for it (test/integration/tools/apply.test.ts covers one that is).
     assert.equal((d as TopicDescription & { policy: unknown }).policy, null);
     assert.deepEqual(
-      d.partitions.map((p) => [p.partition, p.replicas.length, p.isr.length, p.logStartOffset, p.logEndOffset]),
+      d.partitions.map((p) => [p.partition, p.replicas.length, p.isr.length, p.elr, p.lastKnownElr, p.logStartOffset, p.logEndOffset]),
       [
-        [0, 1, 1, 0, 0],
-        [1, 1, 1, 0, 0],
-        [2, 1, 1, 0, 0],
+        [0, 1, 1, [], [], 0, 0],
+        [1, 1, 1, [], [], 0, 0],
+        [2, 1, 1, [], [], 0, 0],
       ],
     );
   });

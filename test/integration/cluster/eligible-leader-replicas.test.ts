@@ -13,7 +13,9 @@ import {
   makeDescribeTopicPartitionsRequest,
   makeDescribeTopicPartitionsRequestTopicRequest,
 } from '../../../protocol/messages/describe-topic-partitions.ts';
+import { runTopicsCommand } from '../../../src/cli/topics.ts';
 import { KafkaCluster } from '../../../src/client/cluster.ts';
+import { runCaptured } from '../../helpers/cli-targets.ts';
 import { type ClusterProcesses, startCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/wait.ts';
 
@@ -89,6 +91,12 @@ describe('cluster: eligible leader replicas (KIP-966)', function () {
       assert.deepEqual(fenced!.eligibleLeaderReplicas, [3], 'below min ISR the replica the ISR lost stays eligible to lead');
       assert.deepEqual(fenced!.lastKnownElr, []);
       assert.equal(fenced!.leaderId, 1);
+      // As kafka-topics --describe prints it.
+      const described = await runCaptured((io) =>
+        runTopicsCommand(['topics', 'describe', topic, '--bootstrap-server', live().join(',')], io),
+      );
+      assert.equal(described.code, 0, described.stderr);
+      assert.match(described.stdout, /\tIsr: (1,2|2,1)\tElr: 3\tLastKnownElr: \t/);
 
       await victim.start();
       let back: DescribeTopicPartitionsResponsePartition | undefined;
@@ -141,7 +149,7 @@ describe('cluster: eligible leader replicas (KIP-966)', function () {
       await state('both replicas in sync', (p) => p.leaderId === 4 && p.isrNodes.length === 2);
 
       await broker(5).stop();
-      const one = await state('broker 5 in the ELR', (p) => p.eligibleLeaderReplicas.includes(5));
+      const one = await state('broker 5 in the ELR', (p) => (p.eligibleLeaderReplicas ?? []).includes(5));
       assert.deepEqual(one.isrNodes, [4]);
 
       // The other replica stops too (cleanly, through the live broker's view until it goes).
@@ -158,7 +166,10 @@ describe('cluster: eligible leader replicas (KIP-966)', function () {
       // and may not lead; the partition waits for broker 4.
       await broker(5).kill('SIGKILL');
       await broker(5).start();
-      const waiting = await state('broker 5 out of the ELR', (p) => !p.eligibleLeaderReplicas.includes(5) && !p.isrNodes.includes(5));
+      const waiting = await state(
+        'broker 5 out of the ELR',
+        (p) => !(p.eligibleLeaderReplicas ?? []).includes(5) && !p.isrNodes.includes(5),
+      );
       assert.equal(waiting.leaderId, -1, 'no eligible leader is up');
       assert.deepEqual(waiting.eligibleLeaderReplicas, [4]);
       assert.deepEqual(waiting.isrNodes, []);
