@@ -8,6 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { Errors } from '../../../protocol/errors.ts';
 import { ApiKey, apis } from '../../../protocol/messages/index.ts';
@@ -28,6 +31,7 @@ import { KafkaConnection } from '../../../src/client/connection.ts';
 import { AclOperation, AclPermissionType, PatternType, ResourceType } from '../../../src/security/acl-types.ts';
 import { startCluster, type ClusterNode, type ClusterProcesses } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/wait.ts';
+import { javaClientProperties, javaPlain, kafkaTool } from './clients.ts';
 
 const PLAIN = 'org.apache.kafka.common.security.plain.PlainLoginModule';
 const JAAS = `${PLAIN} required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`;
@@ -278,5 +282,103 @@ describe('ACLs of forwarded admin requests are the controller’s, however far b
       created.topics.map((t) => t.errorCode),
       [0],
     );
+  });
+
+  it("Kafka's kafka-acls, kafka-topics and kafka-configs work through a broker-only node, and the controller holds alice to her ACLs", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-forwarded-tools-'));
+    try {
+      const properties = (user: string) =>
+        javaClientProperties(dir, user, {
+          'security.protocol': 'SASL_PLAINTEXT',
+          ...javaPlain({ username: user, password: `${user}-secret` }),
+        });
+      const [admin, alice] = [await properties('admin'), await properties('alice')];
+      const bootstrap = `${lagging.host}:${lagging.port}`;
+      const tool = async (className: string, config: string, ...args: string[]) => {
+        const result = await kafkaTool(className, ['--bootstrap-server', bootstrap, '--command-config', config, ...args]);
+        return { ...result, output: `${result.stdout}${result.stderr}` };
+      };
+      const acl = await tool(
+        'org.apache.kafka.tools.AclCommand',
+        admin,
+        '--add',
+        '--allow-principal',
+        'User:alice',
+        '--operation',
+        'Create',
+        '--operation',
+        'Describe',
+        '--topic',
+        'tools-',
+        '--resource-pattern-type',
+        'prefixed',
+      );
+      assert.equal(acl.code, 0, acl.output);
+      const topic = await tool(
+        'org.apache.kafka.tools.TopicCommand',
+        admin,
+        '--create',
+        '--topic',
+        'tools-topic',
+        '--partitions',
+        '2',
+        '--replication-factor',
+        '2',
+      );
+      assert.equal(topic.code, 0, topic.output);
+      const altered = await tool(
+        'kafka.admin.ConfigCommand',
+        admin,
+        '--alter',
+        '--entity-type',
+        'topics',
+        '--entity-name',
+        'tools-topic',
+        '--add-config',
+        'retention.ms=1234',
+      );
+      assert.equal(altered.code, 0, altered.output);
+      const described = await tool(
+        'kafka.admin.ConfigCommand',
+        admin,
+        '--describe',
+        '--entity-type',
+        'topics',
+        '--entity-name',
+        'tools-topic',
+      );
+      assert.match(described.output, /retention\.ms=1234/);
+
+      await eventually('the binding reaches broker 3', async () =>
+        (await bindingsAt(await connect(lagging, 'admin'))).includes(`tools-:User:alice:${AclOperation.CREATE}`),
+      );
+      const byAlice = await tool(
+        'org.apache.kafka.tools.TopicCommand',
+        alice,
+        '--create',
+        '--topic',
+        'tools-by-alice',
+        '--partitions',
+        '1',
+        '--replication-factor',
+        '2',
+      );
+      assert.equal(byAlice.code, 0, byAlice.output);
+      const aliceAlters = await tool(
+        'kafka.admin.ConfigCommand',
+        alice,
+        '--alter',
+        '--entity-type',
+        'topics',
+        '--entity-name',
+        'tools-topic',
+        '--add-config',
+        'retention.ms=99',
+      );
+      assert.notEqual(aliceAlters.code, 0, aliceAlters.output);
+      assert.match(aliceAlters.output, /TopicAuthorizationException|not authorized/i);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
