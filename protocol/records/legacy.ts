@@ -362,11 +362,22 @@ export async function v2ToLegacy(batches: Buffer, magic: LegacyMagic, options: D
           logAppendTimeMs: batch.timestampType === TimestampType.LogAppendTime ? batch.maxTimestamp : undefined,
           baseOffset: first.offset,
         },
-        records.map((r) => ({ offset: r.offset, timestamp: r.timestamp, key: r.key, value: r.value })),
+        records.map((r) => ({ offset: r.offset, timestamp: legacyTimestamp(r.timestamp), key: r.key, value: r.value })),
       ),
     );
   }
   return concatOrOnly(parts);
+}
+
+/**
+ * A v2 record's timestamp as a magic 1 message carries it. A producer may set any timestamp
+ * (Kafka's LogValidator bounds only its distance from now, by default not at all), but
+ * magic 1 holds none below 0 but -1: such a record goes down as having no timestamp, as magic
+ * 0 carries none at all, and the old consumer still gets its key and value. Kafka's own
+ * down-conversion throws there and fails the fetch at every retry.
+ */
+function legacyTimestamp(timestampMs: number): number {
+  return timestampMs < 0 ? NO_TIMESTAMP : timestampMs;
 }
 
 /** The one buffer as it is (no copy), or several joined. */

@@ -1,13 +1,16 @@
 // Hand-made record batches for validation tests: a batch whose bytes a test changed, sealed
 // again so that only the change (not the CRC) is what the broker sees wrong.
 import { crc32c } from '../../protocol/crc.ts';
+import { buildRecordBatch } from '../../protocol/records/builder.ts';
 import {
   ATTRIBUTES,
+  BASE_TIMESTAMP,
   BATCH_LENGTH,
   COMPRESSION_MASK,
   CRC,
   LAST_OFFSET_DELTA,
   LOG_OVERHEAD,
+  MAX_TIMESTAMP,
   RECORD_BATCH_OVERHEAD,
   RECORDS_COUNT,
   type CompressionType,
@@ -29,4 +32,18 @@ export function sealBatch(template: Buffer, payload: Buffer, compression: Compre
     out.writeInt32BE(recordCount - 1, LAST_OFFSET_DELTA);
   }
   return resealCrc(out);
+}
+
+/**
+ * A batch whose records carry timestamps -5 and 0, as a client may produce them (the batch's
+ * base timestamp is -5): Kafka accepts them, though magic 1 cannot carry -5.
+ */
+export async function negativeTimestampBatch(): Promise<Buffer> {
+  const batch = await buildRecordBatch({}, [
+    { key: Buffer.from('k0'), value: Buffer.from('before the epoch'), timestamp: 100 },
+    { key: Buffer.from('k1'), value: Buffer.from('at the epoch'), timestamp: 105 },
+  ]);
+  batch.writeBigInt64BE(-5n, BASE_TIMESTAMP);
+  batch.writeBigInt64BE(0n, MAX_TIMESTAMP);
+  return resealCrc(batch);
 }

@@ -11,7 +11,14 @@ import { makeCreatePartitionsRequest, type CreatePartitionsResponse } from '../.
 import { makeCreateTopicsRequest, type CreateTopicsResponse } from '../../../protocol/messages/create-topics.ts';
 import { makeDescribeConfigsRequest, type DescribeConfigsResponse } from '../../../protocol/messages/describe-configs.ts';
 import { makeDescribeTransactionsRequest } from '../../../protocol/messages/describe-transactions.ts';
+import {
+  makeFetchRequest,
+  makeFetchRequestFetchPartition,
+  makeFetchRequestFetchTopic,
+  type FetchResponse,
+} from '../../../protocol/messages/fetch.ts';
 import { MAX_STRING_BYTES } from '../../../protocol/primitives.ts';
+import { legacyRecords, NO_TIMESTAMP } from '../../../protocol/records/index.ts';
 import {
   makeWriteTxnMarkersRequest,
   makeWriteTxnMarkersRequestWritableTxnMarker,
@@ -21,7 +28,8 @@ import {
 import { completeLines, errorLines } from '../../../scripts/fuzz/broker-log.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
-import { autoCreateTopic, call, frame } from '../../helpers/raw-requests.ts';
+import { autoCreateTopic, call, frame, produceToPartition0 } from '../../helpers/raw-requests.ts';
+import { negativeTimestampBatch } from '../../helpers/record-batches.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const TOPIC = 'fuzz-findings';
@@ -180,8 +188,37 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
     await logThrough(/"apiKey":65,"apiVersion":0,"reason":"malformed request: string: 32767 bytes that are not UTF-8/);
   });
 
+  it('Fetch v2 of records with a timestamp below 0 (accepted from a producer, as Kafka does): down-converted with no timestamp, nothing lost', async () => {
+    const topic = `${TOPIC}-timestamps`;
+    await autoCreateTopic(client, topic, Buffer.from('first'));
+    assert.equal(await produceToPartition0(client, topic, await negativeTimestampBatch()), Errors.NONE.code);
+    const request = makeFetchRequest({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      topics: [
+        makeFetchRequestFetchTopic({
+          topic,
+          partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: 1n, partitionMaxBytes: 1 << 20 })],
+        }),
+      ],
+    });
+    const response = await call<FetchResponse>(client, ApiKey.Fetch, 2, request);
+    const partition = response.responses[0]!.partitions[0]!;
+    assert.equal(partition.errorCode, Errors.NONE.code);
+    const messages = await legacyRecords(partition.records ?? Buffer.alloc(0));
+    assert.deepEqual(
+      messages.map((m) => [m.offset, m.timestamp, m.value?.toString()]),
+      [
+        [1, NO_TIMESTAMP, 'before the epoch'],
+        [2, 0, 'at the epoch'],
+      ],
+    );
+    await servesNext();
+  });
+
   it('logged none of these requests at error level', () => {
-    // The DescribeTransactions refusal is the last line the requests above logged: the log is written in order.
+    // The log is written in order, and the lines of the requests above were waited for.
     assert.deepEqual(
       errorLines(completeLines(broker.stderr(), 0).lines).map((l) => l.raw),
       [],

@@ -17,6 +17,7 @@ import {
   magicAt,
   NO_TIMESTAMP,
   readRecords,
+  RecordBatch,
   batchesIn,
   TimestampType,
   v2ToLegacy,
@@ -24,6 +25,7 @@ import {
   type LegacyRecordInput,
 } from '../../../protocol/records/index.ts';
 import { FIXTURES, messagesOf } from '../../fixtures/records/fixtures.ts';
+import { negativeTimestampBatch } from '../../helpers/record-batches.ts';
 import { kafkajsDecodeMessageSet, KafkajsCompression, withKafkajsCodec } from '../../fixtures/records/kafkajs.ts';
 
 const fixture = (file: string): Buffer => readFileSync(new URL(`../../fixtures/records/${file}`, import.meta.url));
@@ -454,6 +456,24 @@ describe('legacy message sets (magic 0 and 1)', () => {
       assert.deepEqual(await values(3), ['2:2', '3:3', '6:6']);
       // A batch cut short by the fetch size limit is left out.
       assert.deepEqual((await legacyRecords(await v2ToLegacy(all.subarray(0, all.length - 3), 1))).length, 4);
+    });
+
+    it('gives a record whose timestamp magic 1 cannot carry (below 0, not -1) no timestamp, and keeps its key and value', async () => {
+      const batch = await negativeTimestampBatch();
+      assert.deepEqual(
+        (await readRecords(new RecordBatch(batch, 0))).map((r) => r.timestamp),
+        [-5, 0],
+      );
+      for (const magic of [0, 1] as const) {
+        const messages = await legacyRecords(await v2ToLegacy(batch, magic));
+        assert.deepEqual(
+          messages.map((m) => [m.offset, m.timestamp, m.key?.toString(), m.value?.toString()]),
+          [
+            [0, NO_TIMESTAMP, 'k0', 'before the epoch'],
+            [1, magic === 1 ? 0 : NO_TIMESTAMP, 'k1', 'at the epoch'],
+          ],
+        );
+      }
     });
 
     it('carries the log append time, and refuses zstd batches (UNSUPPORTED_COMPRESSION_TYPE)', async () => {
