@@ -17,14 +17,19 @@ import type {
   TopicDescription,
 } from '../driver.ts';
 import { CODECS } from '../driver.ts';
-import { commandExists, run, runOk, sleep, stopProcess, tail } from '../support/process.ts';
-import { kafkaInstalled, kafkaLibs, kafkaVersion } from '../targets.ts';
-import { JVM_OPTIONS } from './java.ts';
+import { run, runOk, sleep, stopProcess, tail } from '../support/process.ts';
+import type { RunResult } from '../support/process.ts';
+import { kafkaLibs } from '../targets.ts';
+import { JVM_OPTIONS, javaClasspath, javaUnavailable } from './java.ts';
+import { ResidentProcess } from './resident-process.ts';
 
 // Kafka's own command-line tools (kafka-topics, kafka-configs, kafka-console-producer and
 // -consumer, kafka-consumer-groups, kafka-get-offsets, kafka-broker-api-versions), run by
 // their main classes from the jars scripts/install-test-clients.sh cached, as the bin/
-// scripts of a Kafka distribution do.
+// scripts of a Kafka distribution do. The tools that read no stdin and end by themselves run
+// one after another in one long-lived JVM per driver (compat/java/ToolHost.java, each command
+// with its own stdout, stderr and exit status); the console producer and consumers read stdin
+// or are stopped by a signal, so each of them keeps a JVM of its own.
 
 const TOOLS = {
   topics: 'org.apache.kafka.tools.TopicCommand',
@@ -35,6 +40,9 @@ const TOOLS = {
   offsets: 'org.apache.kafka.tools.GetOffsetShell',
   apiVersions: 'org.apache.kafka.tools.BrokerApiVersionsCommand',
 } as const;
+
+type Tool = keyof typeof TOOLS;
+type HostedTool = Exclude<Tool, 'producer' | 'consumer'>;
 
 const KEY_SEPARATOR = '|';
 const PRINT = ['print.timestamp', 'print.partition', 'print.offset', 'print.headers', 'print.key'].flatMap((p) => [
@@ -106,14 +114,35 @@ class KafkaCliDriver implements Driver {
   readonly consumerRequires = INFO.consumerRequires;
   readonly errors = INFO.errors;
 
-  constructor(private readonly bootstrap: string) {}
+  private readonly toolHost: ResidentProcess;
 
-  private args(tool: keyof typeof TOOLS, args: string[]): string[] {
+  constructor(private readonly bootstrap: string) {
+    this.toolHost = new ResidentProcess(INFO.client, async () => [
+      'java',
+      [...JVM_OPTIONS, '-cp', await javaClasspath('ToolHost'), 'ToolHost'],
+    ]);
+  }
+
+  private args(tool: Tool, args: string[]): string[] {
     return [...JVM_OPTIONS, '-cp', `${kafkaLibs()}/*`, TOOLS[tool], '--bootstrap-server', this.bootstrap, ...args];
   }
 
-  private async tool(tool: keyof typeof TOOLS, args: string[], input = '', timeoutMs = 60_000): Promise<string> {
-    const result = await runOk('java', this.args(tool, args), { input, timeoutMs });
+  private async hosted(tool: HostedTool, args: string[], timeoutMs = 60_000): Promise<RunResult> {
+    const result = (await this.toolHost.call(TOOLS[tool], { args: ['--bootstrap-server', this.bootstrap, ...args] }, timeoutMs)) as {
+      code: number;
+      stdout: string;
+      stderr: string;
+    };
+    return { ...result, signal: null };
+  }
+
+  private async tool(tool: HostedTool, args: string[]): Promise<string> {
+    const result = await this.hosted(tool, args);
+    if (result.code !== 0) {
+      throw new Error(
+        `${TOOLS[tool]} ${args.join(' ')} exited with ${result.code}\nstdout: ${tail(result.stdout)}\nstderr: ${tail(result.stderr)}`,
+      );
+    }
     return result.stdout;
   }
 
@@ -129,7 +158,7 @@ class KafkaCliDriver implements Driver {
   }
 
   async describeTopic(topic: string): Promise<TopicDescription> {
-    const result = await run('java', this.args('topics', ['--describe', '--topic', topic]), { timeoutMs: 60_000 });
+    const result = await this.hosted('topics', ['--describe', '--topic', topic]);
     if (result.code !== 0) throw new Error(`kafka-topics --describe: ${result.stdout}${tail(result.stderr)}`);
     const match = /PartitionCount: (\d+)/.exec(result.stdout);
     if (!match) throw new Error(`unexpected kafka-topics output: ${result.stdout}`);
@@ -212,7 +241,7 @@ class KafkaCliDriver implements Driver {
 
   private async groupRows(group: string, what: '--offsets' | '--members'): Promise<string[][]> {
     const args = ['--describe', '--group', group, what, ...(what === '--members' ? ['--verbose'] : [])];
-    const result = await run('java', this.args('groups', args), { timeoutMs: 60_000 });
+    const result = await this.hosted('groups', args);
     if (/GroupIdNotFoundException|does not exist/.test(result.stdout + result.stderr)) return [];
     if (result.code !== 0) throw new Error(`kafka-consumer-groups failed: ${tail(result.stderr)}`);
     return result.stdout
@@ -294,15 +323,14 @@ class KafkaCliDriver implements Driver {
     }
   }
 
-  async close(): Promise<void> {}
+  close(): Promise<void> {
+    return this.toolHost.close();
+  }
 }
 
 export const kafkaCli: DriverFactory = {
   info: INFO,
-  unavailable() {
-    if (!commandExists('java')) return 'no Java runtime on PATH';
-    if (!kafkaInstalled()) return `Kafka ${kafkaVersion()} tools are not cached (scripts/install-test-clients.sh)`;
-    return null;
-  },
+  // ToolHost is compiled with javac.
+  unavailable: javaUnavailable,
   create: (bootstrap) => new KafkaCliDriver(bootstrap),
 };
