@@ -357,6 +357,22 @@ describe('forwarded admin APIs', () => {
     );
   });
 
+  it('IncrementalAlterConfigs answers a BROKER_LOGGER resource CLUSTER_AUTHORIZATION_FAILED for a principal without ALTER_CONFIGS on the cluster', async () => {
+    const logger = (name: string) =>
+      makeIncrementalAlterConfigsRequestAlterConfigsResource({
+        resourceType: ConfigResourceType.BROKER_LOGGER,
+        resourceName: '1',
+        configs: [makeIncrementalAlterConfigsRequestAlterableConfig({ name, configOperation: AlterConfigOp.SET, value: 'DEBUG' })],
+      });
+    const request = makeIncrementalAlterConfigsRequest({ resources: [logger('kafka.server')] });
+    const res = await forwardIncrementalAlterConfigs(services, request, 1, () => false);
+    assert.equal(channel.sent.length, 0, 'nothing goes to the controller');
+    assert.deepEqual(
+      res.responses.map((r) => [r.resourceName, r.errorCode, r.errorMessage]),
+      [['1', Errors.CLUSTER_AUTHORIZATION_FAILED.code, Errors.CLUSTER_AUTHORIZATION_FAILED.message]],
+    );
+  });
+
   it('createTopicsThroughController sends the topics as one CreateTopics and returns its results', async () => {
     channel.answer = (_k, r) =>
       makeCreateTopicsResponse({
