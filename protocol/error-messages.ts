@@ -3,7 +3,7 @@
 // name near the 32767 bytes a string holds makes such a message longer than any string may
 // be, and the response could not be encoded. The error code is the answer: the message is cut
 // to fit.
-import { EncodeError, MAX_STRING_BYTES } from './primitives.ts';
+import { EncodeError, MAX_STRING_BYTES, utf8Length, utf8Prefix } from './primitives.ts';
 
 /** errorMessage, and the ShareAcknowledge / Produce variants (acknowledgeErrorMessage, batchIndexErrorMessage). */
 const ERROR_MESSAGE_FIELD = /^(errorMessage|[a-z][A-Za-z]*ErrorMessage)$/;
@@ -30,7 +30,7 @@ export function fitErrorMessages(body: unknown): boolean {
   const fields = body as Record<string, unknown>;
   for (const [key, value] of Object.entries(fields)) {
     if (typeof value === 'string') {
-      if (ERROR_MESSAGE_FIELD.test(key) && Buffer.byteLength(value, 'utf8') > MAX_STRING_BYTES) {
+      if (ERROR_MESSAGE_FIELD.test(key) && utf8Length(value) > MAX_STRING_BYTES) {
         fields[key] = fittedMessage(value);
         cut = true;
       }
@@ -43,10 +43,6 @@ export function fitErrorMessages(body: unknown): boolean {
 
 /** The longest prefix of `message` that fits a string with the cut mark, cut between characters. */
 export function fittedMessage(message: string): string {
-  const bytes = Buffer.from(message, 'utf8');
-  if (bytes.length <= MAX_STRING_BYTES) return message;
-  let end = MAX_STRING_BYTES - CUT_MARK.length;
-  // A continuation byte (10xxxxxx) is inside a character: back up to the character's start.
-  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
-  return `${bytes.toString('utf8', 0, end)}${CUT_MARK}`;
+  if (utf8Length(message) <= MAX_STRING_BYTES) return message;
+  return `${utf8Prefix(message, MAX_STRING_BYTES - CUT_MARK.length)}${CUT_MARK}`;
 }

@@ -366,6 +366,16 @@ export function utf8Length(v: string): number {
   return n;
 }
 
+/** The longest prefix of `v` that takes at most `maxBytes` in UTF-8, cut between characters. */
+export function utf8Prefix(v: string, maxBytes: number): string {
+  if (utf8Length(v) <= maxBytes) return v;
+  const bytes = Buffer.from(v, 'utf8');
+  let end = maxBytes;
+  // A continuation byte (10xxxxxx) is inside a character: back up to the character's start.
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.toString('utf8', 0, end);
+}
+
 /** Bytes of a compact (flexible) string: an unsigned varint length+1, then UTF-8. */
 export function sizeOfCompactString(v: string): number {
   const n = utf8Length(v);

@@ -4,6 +4,7 @@
 // (core/src/main/scala/kafka/coordinator/group) rule for rule; error codes are Kafka's.
 
 import { Errors, KafkaError } from '../../protocol/errors.ts';
+import { classicMemberId } from './member-id.ts';
 import { Group, GroupState, Member, uniqueProtocols } from './group.ts';
 import type { JoinResult, Protocol, SyncResult } from './group.ts';
 import type { Clock, TimerHandle } from '../runtime/clock.ts';
@@ -445,7 +446,7 @@ export class GroupCoordinator {
       respond(this.joinError(p.memberId, Errors.INCONSISTENT_GROUP_PROTOCOL.code));
       return;
     }
-    const newMemberId = `${p.groupInstanceId ?? p.clientId}-${this.random.uuid()}`;
+    const newMemberId = classicMemberId(p.groupInstanceId ?? p.clientId, this.random.uuid());
     if (p.groupInstanceId !== null) {
       const existing = group.staticMemberId(p.groupInstanceId);
       if (existing !== undefined) {

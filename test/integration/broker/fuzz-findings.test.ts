@@ -11,13 +11,15 @@ import { makeCreatePartitionsRequest, type CreatePartitionsResponse } from '../.
 import { makeCreateTopicsRequest, type CreateTopicsResponse } from '../../../protocol/messages/create-topics.ts';
 import { makeDescribeConfigsRequest, type DescribeConfigsResponse } from '../../../protocol/messages/describe-configs.ts';
 import { makeDescribeTransactionsRequest } from '../../../protocol/messages/describe-transactions.ts';
+import { makeFindCoordinatorRequest, type FindCoordinatorResponse } from '../../../protocol/messages/find-coordinator.ts';
+import { makeJoinGroupRequest, type JoinGroupResponse } from '../../../protocol/messages/join-group.ts';
 import {
   makeFetchRequest,
   makeFetchRequestFetchPartition,
   makeFetchRequestFetchTopic,
   type FetchResponse,
 } from '../../../protocol/messages/fetch.ts';
-import { MAX_STRING_BYTES } from '../../../protocol/primitives.ts';
+import { MAX_STRING_BYTES, utf8Length } from '../../../protocol/primitives.ts';
 import { legacyRecords, NO_TIMESTAMP } from '../../../protocol/records/index.ts';
 import {
   makeWriteTxnMarkersRequest,
@@ -214,6 +216,43 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
         [2, 0, 'at the epoch'],
       ],
     );
+    await servesNext();
+  });
+
+  it('JoinGroup v5 from a client id of 32767 bytes: its member id fits a string, and the member joins with it', async () => {
+    const longClientId = 'c'.repeat(MAX_STRING_BYTES);
+    const join = (memberId: string) =>
+      call<JoinGroupResponse>(
+        client,
+        ApiKey.JoinGroup,
+        5,
+        makeJoinGroupRequest({
+          groupId: `${TOPIC}-group`,
+          sessionTimeoutMs: 10_000,
+          rebalanceTimeoutMs: 1000,
+          memberId,
+          protocolType: 'consumer',
+          protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+        }),
+        longClientId,
+      );
+    // FindCoordinator creates __consumer_offsets; the coordinator answers once it leads the group's partition.
+    await eventually('a group coordinator', async () => {
+      const found = await call<FindCoordinatorResponse>(
+        client,
+        ApiKey.FindCoordinator,
+        3,
+        makeFindCoordinatorRequest({ key: `${TOPIC}-group`, keyType: 0 }),
+      );
+      return found.errorCode === Errors.NONE.code;
+    });
+    const first = await join('');
+    assert.equal(first.errorCode, Errors.MEMBER_ID_REQUIRED.code);
+    assert.ok(utf8Length(first.memberId) <= MAX_STRING_BYTES);
+    assert.match(first.memberId, /^c+-[0-9a-f-]{36}$/);
+    const joined = await join(first.memberId);
+    assert.equal(joined.errorCode, Errors.NONE.code);
+    assert.equal(joined.leader, first.memberId);
     await servesNext();
   });
 
