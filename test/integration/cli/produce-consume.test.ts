@@ -3,8 +3,11 @@ import { Readable } from 'node:stream';
 import { runConsumeCommand } from '../../../src/cli/consume.ts';
 import { runProduceCommand } from '../../../src/cli/produce.ts';
 import { runTopicsCommand } from '../../../src/cli/topics.ts';
+import { KafkaCluster } from '../../../src/client/cluster.ts';
+import { describeGroup } from '../../../src/client/groups.ts';
 import { partitionForKey } from '../../../src/client/partitioner.ts';
 import { againstEachBroker, runCaptured, type CommandResult } from '../../helpers/cli-targets.ts';
+import { eventually } from '../../helpers/wait.ts';
 
 interface JsonRecord {
   topic: string;
@@ -33,6 +36,20 @@ function records(r: CommandResult): JsonRecord[] {
 }
 
 const byPosition = (a: JsonRecord, b: JsonRecord): number => a.partition - b.partition || a.offset - b.offset;
+
+/** Waits until `group` is Stable with `members` members, each of them assigned partitions. */
+async function untilStable(bootstrap: string, group: string, members: number): Promise<void> {
+  const cluster = new KafkaCluster([bootstrap]);
+  try {
+    await eventually(`group ${group} Stable with ${members} assigned members`, async () => {
+      // Not found until the first member's JoinGroup reaches the coordinator.
+      const d = await describeGroup(cluster, group).catch(() => null);
+      return d?.state === 'Stable' && d.members.length === members && d.members.every((m) => m.assignment.length > 0);
+    });
+  } finally {
+    await cluster.close();
+  }
+}
 
 describe('sluice produce and consume: usage and connection errors', () => {
   it('answers usage errors with exit code 2', async () => {
@@ -209,9 +226,9 @@ againstEachBroker('sluice produce and consume', (bootstrap) => {
     const first = member();
     // The second joins while the first reads: the group rebalances and splits the partitions,
     // and the records produced then go to both.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await untilStable(bootstrap(), 'cli-sharing', 1);
     const second = member();
-    await new Promise((resolve) => setTimeout(resolve, 5000));
+    await untilStable(bootstrap(), 'cli-sharing', 2);
     assert.equal((await produce(batch(20), shared, '--key-separator', ':', ...b())).code, 0);
     const [a, c] = [records(await first), records(await second)];
     assert.deepEqual(
