@@ -121,13 +121,14 @@ export class SimGroupMember {
     // Kafka's consumer fails the commit of a member that lost its membership (CommitFailedException).
     if (offsets.size === 0 || this.generationId < 0) return;
     const conn = await this.coordinator();
+    const generationId = this.generationId;
     const attempts = new Map<number, OffsetCommitAttempt>();
     for (const [p, o] of offsets) attempts.set(p, this.checker.commitSent(this.group, `${this.topic}-${p}`, o));
     const res = await conn.send<OffsetCommitResponse>(
       ApiKey.OffsetCommit,
       makeOffsetCommitRequest({
         groupId: this.group,
-        generationIdOrMemberEpoch: this.generationId,
+        generationIdOrMemberEpoch: generationId,
         memberId: this.memberId,
         topics: [
           makeOffsetCommitRequestTopic({
@@ -149,7 +150,7 @@ export class SimGroupMember {
         done.push(`p${part.partitionIndex}@${attempt.offset}`);
         continue;
       }
-      this.note(`commit p${part.partitionIndex}@${attempt.offset} in generation ${this.generationId}: ${errorName(part.errorCode)}`);
+      this.note(`commit p${part.partitionIndex}@${attempt.offset} in generation ${generationId}: ${errorName(part.errorCode)}`);
       if (FENCED_COMMIT_ERRORS.has(part.errorCode)) {
         this.checker.commitRejected(attempt);
         this.fenced(part.errorCode);
@@ -157,7 +158,7 @@ export class SimGroupMember {
         this.dropCoordinator();
       }
     }
-    if (done.length > 0) this.note(`committed ${done.join(' ')} in generation ${this.generationId}`);
+    if (done.length > 0) this.note(`committed ${done.join(' ')} in generation ${generationId}`);
   }
 
   /** The group's committed offsets of `partitions` (absent: none), as the coordinator answers them. */
