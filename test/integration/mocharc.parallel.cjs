@@ -8,5 +8,5 @@ module.exports = {
   spec: ['test/integration/**/*.test.ts'],
   ignore: serial.spec,
   parallel: true,
-  jobs: 3,
+  jobs: 2,
 };
