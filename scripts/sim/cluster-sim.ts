@@ -3,6 +3,8 @@
 // MemoryFileSystem as its disk — with idempotent producers and a consumer group whose members
 // come and go, built on src/client/, and a nemesis that kills processes, crashes machines
 // (losing what was not fsynced), partitions the network, resets connections and jumps clocks.
+// The brokers keep Kafka's default flush settings: power failures are held to KIP-966's
+// bound (power-bound.ts), within which no acknowledged record may be lost.
 // Every event is followed by the invariant checks; the run ends by healing everything and
 // checking that every acknowledged and every consumed record is in the final logs.
 //
@@ -20,6 +22,7 @@ import { SimConsumerGroup } from './consumer.ts';
 import { SIM_EPOCH_MS, SimClock } from './clock.ts';
 import { brokerRaftView, brokerReplicaViews } from './inspect.ts';
 import { InvariantChecker } from './invariants.ts';
+import { PowerLossBound } from './power-bound.ts';
 import { SimNetwork } from './network.ts';
 import { Prng, seededRandom } from './random.ts';
 import type { SimResult } from './result.ts';
@@ -34,11 +37,11 @@ export interface ClusterSimOptions {
   /** Most events to run; default 2 000 000. */
   maxSteps?: number;
   /**
-   * Machine crashes that lose what was not fsynced, besides process kills; default true. A
-   * seed that has them runs its brokers with log.flush.interval.messages=1: as in Kafka, an
-   * acknowledgement means written to every in-sync replica's page cache, which survives a
-   * process kill but not a power failure, unless every append is fsynced. The other seeds
-   * keep the default flush settings and only kill processes.
+   * Machine crashes that lose what was not fsynced, besides process kills; default true.
+   * Partition logs keep Kafka's default flush settings, so an acknowledgement means written to
+   * every in-sync replica's page cache. Broker crashes are held to KIP-966's bound on
+   * unclean shutdowns (power-bound.ts). The metadata log fsyncs before it counts a record, as
+   * Kafka's KafkaRaftClient does.
    */
   powerFailures?: boolean;
   /** Run on after a violation (to see where it leads) instead of stopping at the first. */
@@ -70,7 +73,7 @@ const BROKER_PORT = 9092;
 const CONTROLLER_PORT = 9093;
 
 /** Fast timeouts, as the cluster tests use, so that failovers happen within seconds. */
-function nodeProperties(node: SimNode, nodes: readonly SimNode[], fsyncEveryAppend: boolean): Map<string, string> {
+function nodeProperties(node: SimNode, nodes: readonly SimNode[]): Map<string, string> {
   const voters = nodes.filter((n) => n.roles.includes('controller'));
   const brokers = nodes.filter((n) => n.roles.includes('broker')).length;
   const listeners: string[] = [];
@@ -103,7 +106,6 @@ function nodeProperties(node: SimNode, nodes: readonly SimNode[], fsyncEveryAppe
     ['replica.fetch.backoff.ms', '100'],
     ['request.timeout.ms', '5000'],
   ]);
-  if (fsyncEveryAppend) props.set('log.flush.interval.messages', '1');
   if (node.roles.includes('broker')) {
     props.set('advertised.listeners', `PLAINTEXT://${node.host}:${BROKER_PORT}`);
     props.set('inter.broker.listener.name', 'PLAINTEXT');
@@ -143,10 +145,10 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
   const maxSteps = options.maxSteps ?? 2_000_000;
   const unhandled = captureUnhandledRejections();
   const realBaseline = realResources();
-  const counts = { kills: 0, powerFailures: 0, partitions: 0, resets: 0, jumps: 0, coordinatorFaults: 0 };
+  const counts = { kills: 0, powerFailures: 0, heldBack: 0, partitions: 0, resets: 0, jumps: 0, coordinatorFaults: 0 };
 
   const separateRoles = faults.chance(0.3);
-  const powerFailures = options.powerFailures !== false && faults.chance(0.5);
+  const powerFailures = options.powerFailures !== false;
   const roles: Roles[] = separateRoles
     ? ['controller', 'controller', 'controller', 'broker', 'broker']
     : ['broker,controller', 'broker,controller', 'broker,controller'];
@@ -180,6 +182,7 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
   });
   const brokerNodes = nodes.filter((n) => n.roles.includes('broker'));
   const replicationFactor = Math.min(3, brokerNodes.length);
+  const powerBound = new PowerLossBound();
 
   const start = (node: SimNode) => {
     node.incarnation++;
@@ -193,7 +196,7 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
       network: net.endpoint(owner, node.host),
       fileSystem: node.disk,
     };
-    const config = new BrokerConfig({ file: nodeProperties(node, nodes, powerFailures) });
+    const config = new BrokerConfig({ file: nodeProperties(node, nodes) });
     const broker = new Broker({ config, logger: traceLogger(scheduler, `n${node.id}`), runtime });
     node.broker = broker;
     scheduler.trace.add(scheduler.nowMs, 'nemesis', `start n${node.id} (incarnation ${node.incarnation})`);
@@ -214,6 +217,7 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
     node.started = false;
     net.crashed(node.owner);
     if (power) node.disk.crash(() => diskRandom.float());
+    if (node.roles.includes('broker')) powerBound.shutDownUncleanly(node.id, power);
     checker.brokerRestarted(node.id);
     scheduler.trace.add(scheduler.nowMs, 'nemesis', `${power ? 'power failure of' : 'kill'} n${node.id}`);
   };
@@ -222,7 +226,9 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
   const check = () => {
     const live = nodes.filter((n) => n.owner.alive && n.broker !== null);
     checker.observeRaft(live.flatMap((n) => brokerRaftView(n.broker!, n.incarnation) ?? []));
-    checker.observeReplicas(live.flatMap((n) => brokerReplicaViews(n.broker!, n.incarnation)));
+    const replicas = live.flatMap((n) => brokerReplicaViews(n.broker!, n.incarnation));
+    checker.observeReplicas(replicas);
+    powerBound.observe(replicas);
   };
   const run = async (untilMs: number, stop: () => boolean = () => false): Promise<void> => {
     while ((checker.ok || options.keepGoing === true) && !stop() && scheduler.steps < maxSteps) {
@@ -346,7 +352,12 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
       const node = (faults.chance(0.4) ? coordinator : undefined) ?? faults.pick(nodes);
       const down = nodes.filter((n) => !n.owner.alive).length;
       const picked = faults.pick(['kill', 'power', 'isolate', 'cut-link', 'reset', 'jump', 'none'] as const);
-      const kind = picked === 'power' && !powerFailures ? 'kill' : picked;
+      const wanted = picked === 'power' && !powerFailures ? 'kill' : picked;
+      const crashing = wanted === 'kill' || wanted === 'power';
+      const heldBack = crashing && down === 0 && node.roles.includes('broker') && !powerBound.allows(node.id, wanted === 'power');
+      if (heldBack) counts.heldBack++;
+      // Within KIP-966's bound a power failure becomes a kill where a kill fits, else nothing.
+      const kind = !heldBack ? wanted : wanted === 'power' && powerBound.allows(node.id, false) ? 'kill' : 'none';
       if (node === coordinator && (kind === 'isolate' || kind === 'cut-link' || ((kind === 'kill' || kind === 'power') && down === 0)))
         counts.coordinatorFaults++;
       if ((kind === 'kill' || kind === 'power') && down === 0) {
@@ -450,7 +461,7 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
       const inDoubt = producers.reduce((a, p) => a + p.inDoubt, 0);
       const group = checker.groupActivity;
       const summary =
-        `${separateRoles ? '3 controllers + 2 brokers' : '3 combined nodes'}, ${powerFailures ? 'fsync per append' : 'page cache'}; kills ${counts.kills}, power failures ${counts.powerFailures}, ` +
+        `${separateRoles ? '3 controllers + 2 brokers' : '3 combined nodes'}, ${powerFailures ? 'power failures' : 'kills only'}; kills ${counts.kills}, power failures ${counts.powerFailures} (${counts.heldBack} crashes held back to KIP-966's bound), ` +
         `partitions ${counts.partitions}, resets ${counts.resets} (connections reset in all ${net.stats.resets} of ${net.stats.connects}), ` +
         `clock jumps ${counts.jumps}; acked ${acked.length}, in doubt ${inDoubt}, consumed ${consumed}; ` +
         `group generations ${group.generations}, coordinator faults ${counts.coordinatorFaults}, commits acked ${group.commitsAcked}, offset fetches ${group.offsetFetches}`;
