@@ -73,6 +73,13 @@ const BROKER_PORT = 9092;
 const CONTROLLER_PORT = 9093;
 
 /** Fast timeouts, as the cluster tests use, so that failovers happen within seconds. */
+/**
+ * How long after its links heal a node may still answer as a deposed coordinator: its metadata
+ * catches up within a broker session (broker.session.timeout.ms below), as the fault suite's
+ * checker allows for a node that was cut off.
+ */
+const STALE_ANSWER_GRACE_MS = 3000;
+
 function nodeProperties(node: SimNode, nodes: readonly SimNode[]): Map<string, string> {
   const voters = nodes.filter((n) => n.roles.includes('controller'));
   const brokers = nodes.filter((n) => n.roles.includes('broker')).length;
@@ -342,6 +349,13 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
       return leader?.node;
     };
 
+    // A node cut off from any peer may miss the metadata that moved its offsets partitions
+    // away, and so answer as a deposed coordinator, until a session after it is healed.
+    const cutLinks = new Map<string, number>();
+    const healedAtMs = new Map<string, number>();
+    checker.mayAnswerStale = (host) =>
+      (cutLinks.get(host) ?? 0) > 0 || scheduler.nowMs <= (healedAtMs.get(host) ?? Number.NEGATIVE_INFINITY) + STALE_ANSWER_GRACE_MS;
+
     // The nemesis: a fault every 0.3-2 s; at most one node down at a time.
     const nemesis = new Owner('nemesis');
     const endMs = scheduler.nowMs + durationMs;
@@ -373,9 +387,12 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
         const others = [...nodes.filter((n) => n !== node).map((n) => n.host), ...(kind === 'isolate' ? clientHosts(clientIds) : [])];
         const cut = kind === 'isolate' ? others : [faults.pick(others)];
         for (const h of cut) net.cut(node.host, h);
+        cutLinks.set(node.host, (cutLinks.get(node.host) ?? 0) + 1);
         scheduler.trace.add(scheduler.nowMs, 'nemesis', `cut ${node.host} from ${cut.join(' ')}`);
         scheduler.schedule(nemesis, 'fault', faults.range(500, 6000), 'heal', () => {
           for (const h of cut) net.heal(node.host, h);
+          cutLinks.set(node.host, (cutLinks.get(node.host) ?? 1) - 1);
+          healedAtMs.set(node.host, scheduler.nowMs);
           scheduler.trace.add(scheduler.nowMs, 'nemesis', `heal ${node.host}`);
         });
       } else if (kind === 'reset') {
@@ -464,7 +481,8 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
         `${separateRoles ? '3 controllers + 2 brokers' : '3 combined nodes'}, ${powerFailures ? 'power failures' : 'kills only'}; kills ${counts.kills}, power failures ${counts.powerFailures} (${counts.heldBack} crashes held back to KIP-966's bound), ` +
         `partitions ${counts.partitions}, resets ${counts.resets} (connections reset in all ${net.stats.resets} of ${net.stats.connects}), ` +
         `clock jumps ${counts.jumps}; acked ${acked.length}, in doubt ${inDoubt}, consumed ${consumed}; ` +
-        `group generations ${group.generations}, coordinator faults ${counts.coordinatorFaults}, commits acked ${group.commitsAcked}, offset fetches ${group.offsetFetches}`;
+        `group generations ${group.generations}, coordinator faults ${counts.coordinatorFaults}, commits acked ${group.commitsAcked}, offset fetches ${group.offsetFetches} ` +
+        `(${checker.staleOffsetFetches} read an older commit from a node cut off lately)`;
       return resultOf(options.seed, scheduler, checker, summary);
     }
     return stopped();

@@ -357,6 +357,7 @@ export async function committedOffsets(
     sentAt,
     answered.map((p) => `${topic}-${p}`),
     new Map([...out].map(([p, o]) => [`${topic}-${p}`, o])),
+    conn.host,
   );
   return out;
 }

@@ -231,13 +231,13 @@ describe('simulation', () => {
       const c = new InvariantChecker();
       const fetch = (answer: number | undefined) => {
         const sentAt = c.offsetFetchSent();
-        c.observeCommittedOffsets('g', sentAt, ['t-0'], new Map(answer === undefined ? [] : [['t-0', answer]]));
+        c.observeCommittedOffsets('g', sentAt, ['t-0'], new Map(answer === undefined ? [] : [['t-0', answer]]), 'n1');
       };
       fetch(undefined);
       const first = c.commitSent('g', 't-0', 10);
       const racing = c.offsetFetchSent();
       c.commitAcknowledged(first);
-      c.observeCommittedOffsets('g', racing, ['t-0'], new Map());
+      c.observeCommittedOffsets('g', racing, ['t-0'], new Map(), 'n1');
       fetch(10);
       const lower = c.commitSent('g', 't-0', 5);
       c.commitAcknowledged(lower);
@@ -252,7 +252,7 @@ describe('simulation', () => {
       const c = new InvariantChecker();
       const fetch = (tp: string, answer: number | undefined) => {
         const sentAt = c.offsetFetchSent();
-        c.observeCommittedOffsets('g', sentAt, [tp], new Map(answer === undefined ? [] : [[tp, answer]]));
+        c.observeCommittedOffsets('g', sentAt, [tp], new Map(answer === undefined ? [] : [[tp, answer]]), 'n1');
       };
       c.commitAcknowledged(c.commitSent('g', 't-0', 10));
       fetch('t-0', undefined);
@@ -273,16 +273,32 @@ describe('simulation', () => {
       );
     });
 
+    it('counts an older commit read from a node that may be a deposed coordinator, never an offset nobody committed', () => {
+      const c = new InvariantChecker();
+      c.mayAnswerStale = (host) => host === 'n2';
+      c.commitAcknowledged(c.commitSent('g', 't-0', 4));
+      c.commitAcknowledged(c.commitSent('g', 't-0', 10));
+      c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', 4]]), 'n2');
+      assert.equal(c.ok, true);
+      assert.equal(c.staleOffsetFetches, 1);
+      c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', 7]]), 'n2');
+      c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', 4]]), 'n1');
+      assert.deepEqual(
+        c.violations.map((v) => v.invariant),
+        ['committed offsets are ones committed', 'committed offsets never below an acknowledged commit'],
+      );
+    });
+
     it('accepts the latest of acknowledged commits made one after another, and no earlier one that differs from it', () => {
       fc.assert(
         fc.property(fc.array(fc.nat(1000), { minLength: 1, maxLength: 20 }), fc.nat(), (offsets, pick) => {
           const c = new InvariantChecker();
           for (const o of offsets) c.commitAcknowledged(c.commitSent('g', 't-0', o));
           const latest = offsets.at(-1)!;
-          c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', latest]]));
+          c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', latest]]), 'n1');
           assert.ok(c.ok);
           const older = offsets[pick % offsets.length]!;
-          c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', older]]));
+          c.observeCommittedOffsets('g', c.offsetFetchSent(), ['t-0'], new Map([['t-0', older]]), 'n1');
           assert.equal(c.ok, older === latest);
         }),
       );
