@@ -128,6 +128,10 @@ export class RecordBatch {
   get baseTimestamp(): number {
     return readInt64AsNumber(this.buf, this.offset + BASE_TIMESTAMP);
   }
+  /** Exact where baseTimestamp rounds (beyond 2^53, which a producer may set). */
+  get baseTimestampBig(): bigint {
+    return this.buf.readBigInt64BE(this.offset + BASE_TIMESTAMP);
+  }
   get maxTimestamp(): number {
     return readInt64AsNumber(this.buf, this.offset + MAX_TIMESTAMP);
   }

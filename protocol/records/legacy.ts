@@ -25,7 +25,7 @@ import {
   validateBatchAt,
 } from './batch.ts';
 import { buildRecordBatch } from './builder.ts';
-import { readRecords } from './record.ts';
+import { readRecords, type Record } from './record.ts';
 
 export type LegacyMagic = 0 | 1;
 
@@ -238,8 +238,8 @@ export interface LegacyMessageSetOptions {
 export interface LegacyRecordInput {
   /** Defaults to one past the previous message (baseOffset for the first). */
   offset?: number;
-  /** Ignored by v0; NO_TIMESTAMP when absent. */
-  timestamp?: number;
+  /** Ignored by v0; NO_TIMESTAMP when absent. A bigint carries one beyond 2^53 exactly. */
+  timestamp?: number | bigint;
   key?: Buffer | null;
   value?: Buffer | null;
 }
@@ -249,7 +249,7 @@ function writeLegacyMessage(
   offset: number,
   magic: LegacyMagic,
   attributes: number,
-  timestamp: number,
+  timestamp: number | bigint,
   key: Buffer | null | undefined,
   value: Buffer | null | undefined,
 ): void {
@@ -292,15 +292,13 @@ export async function buildLegacyMessageSet(options: LegacyMessageSetOptions, re
   const relative = magic === 1 && compression !== CompressionType.None;
   const inner = new Writer();
   let lastOffset: number | null = null;
-  let maxTimestampMs = NO_TIMESTAMP;
+  let maxTimestampMs: number | bigint = NO_TIMESTAMP;
   for (const record of records) {
     const offset: number = record.offset ?? (lastOffset === null ? baseOffset : lastOffset + 1);
     if (lastOffset !== null && offset <= lastOffset) throw new EncodeError(`offset ${offset} does not follow ${lastOffset}`);
     let timestamp = magic === 0 ? NO_TIMESTAMP : (record.timestamp ?? NO_TIMESTAMP);
     if (timestampType === TimestampType.LogAppendTime) timestamp = logAppendTimeMs;
-    if (!Number.isSafeInteger(timestamp) || (timestamp < 0 && timestamp !== NO_TIMESTAMP)) {
-      throw new EncodeError(`invalid timestamp ${timestamp}`);
-    }
+    if (!isLegacyTimestamp(timestamp)) throw new EncodeError(`invalid timestamp ${timestamp}`);
     writeLegacyMessage(inner, relative ? offset - baseOffset : offset, magic, typeBit, timestamp, record.key, record.value);
     lastOffset = offset;
     if (timestamp > maxTimestampMs) maxTimestampMs = timestamp;
@@ -362,7 +360,7 @@ export async function v2ToLegacy(batches: Buffer, magic: LegacyMagic, options: D
           logAppendTimeMs: batch.timestampType === TimestampType.LogAppendTime ? batch.maxTimestamp : undefined,
           baseOffset: first.offset,
         },
-        records.map((r) => ({ offset: r.offset, timestamp: legacyTimestamp(r.timestamp), key: r.key, value: r.value })),
+        records.map((r) => ({ offset: r.offset, timestamp: legacyTimestamp(exactTimestamp(batch, r)), key: r.key, value: r.value })),
       ),
     );
   }
@@ -376,8 +374,22 @@ export async function v2ToLegacy(batches: Buffer, magic: LegacyMagic, options: D
  * 0 carries none at all, and the old consumer still gets its key and value. Kafka's own
  * down-conversion throws there and fails the fetch at every retry.
  */
-function legacyTimestamp(timestampMs: number): number {
-  return timestampMs < 0 ? NO_TIMESTAMP : timestampMs;
+function legacyTimestamp(timestampMs: bigint): number | bigint {
+  if (timestampMs < 0n) return NO_TIMESTAMP;
+  return timestampMs <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(timestampMs) : timestampMs;
+}
+
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** A record's CreateTime from its batch's base timestamp, exact where Record.timestamp rounds. */
+function exactTimestamp(batch: RecordBatch, record: Record): bigint {
+  return batch.baseTimestampBig + BigInt(record.timestampDelta);
+}
+
+/** NO_TIMESTAMP, or an int64 at or above 0 (a number only while exact). */
+function isLegacyTimestamp(timestamp: number | bigint): boolean {
+  if (typeof timestamp === 'bigint') return timestamp >= 0n && timestamp <= INT64_MAX;
+  return Number.isSafeInteger(timestamp) && (timestamp >= 0 || timestamp === NO_TIMESTAMP);
 }
 
 /** The one buffer as it is (no copy), or several joined. */

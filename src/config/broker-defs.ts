@@ -591,7 +591,9 @@ export const BROKER_CONFIG_DEFS: readonly ConfigDef[] = [
   def(
     'log.message.timestamp.after.max.ms',
     'long',
-    LONG_MAX,
+    // Kafka 4.0 (KIP-1030) bounds future timestamps by an hour: a record stamped far ahead
+    // would otherwise hold its segment back from time-based retention.
+    '3600000',
     "This configuration sets the allowable timestamp difference between the message timestamp and the broker's timestamp. The message timestamp can be later than or equal to the broker's timestamp, with the maximum allowable difference determined by the value set in this configuration.",
     { ...CLUSTER, validate: atLeast(0) },
   ),

@@ -141,7 +141,7 @@ export const TOPIC_CONFIG_DEFS: readonly TopicConfigDef[] = [
   topic(
     'message.timestamp.after.max.ms',
     'long',
-    LONG_MAX,
+    '3600000',
     same('log.message.timestamp.after.max.ms'),
     "This configuration sets the allowable timestamp difference between the message timestamp and the broker's timestamp. If message.timestamp.type=CreateTime, the message will be rejected if the difference in timestamps exceeds this specified threshold.",
     atLeast(0),

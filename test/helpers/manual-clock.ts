@@ -6,6 +6,9 @@ interface Timer {
   fn: () => void;
 }
 
+/** Where a ManualClock starts unless told: records a test stamps at it are not from the future. */
+export const MANUAL_CLOCK_START_MS = 1_700_000_000_000;
+
 /**
  * A clock whose time moves only when the test calls `advance`: due timers run synchronously
  * in time order (ties in the order they were set), each seeing the time it was due at.
@@ -15,7 +18,7 @@ export class ManualClock implements Clock {
   private seq = 0;
   private readonly timers = new Set<Timer>();
 
-  constructor(startMs = 1_700_000_000_000) {
+  constructor(startMs = MANUAL_CLOCK_START_MS) {
     this.nowMs = startMs;
   }
 

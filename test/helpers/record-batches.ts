@@ -47,3 +47,17 @@ export async function negativeTimestampBatch(): Promise<Buffer> {
   batch.writeBigInt64BE(0n, MAX_TIMESTAMP);
   return resealCrc(batch);
 }
+
+/**
+ * A batch of two records stamped `baseTimestamp` and one more: beyond 2^53 a number cannot
+ * carry them exactly, as an int64 on the wire does.
+ */
+export async function timestampedBatch(baseTimestamp: bigint): Promise<Buffer> {
+  const batch = await buildRecordBatch({}, [
+    { key: Buffer.from('k0'), value: Buffer.from('far ahead'), timestamp: 0 },
+    { key: Buffer.from('k1'), value: Buffer.from('one later'), timestamp: 1 },
+  ]);
+  batch.writeBigInt64BE(baseTimestamp, BASE_TIMESTAMP);
+  batch.writeBigInt64BE(baseTimestamp + 1n, MAX_TIMESTAMP);
+  return resealCrc(batch);
+}

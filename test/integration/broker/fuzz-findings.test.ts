@@ -31,7 +31,7 @@ import { completeLines, errorLines } from '../../../scripts/fuzz/broker-log.ts';
 import { spawnBroker, type BrokerProcess } from '../../helpers/broker-process.ts';
 import { RawClient } from '../../helpers/raw-client.ts';
 import { autoCreateTopic, call, frame, produceToPartition0 } from '../../helpers/raw-requests.ts';
-import { negativeTimestampBatch } from '../../helpers/record-batches.ts';
+import { negativeTimestampBatch, timestampedBatch } from '../../helpers/record-batches.ts';
 import { eventually } from '../../helpers/wait.ts';
 
 const TOPIC = 'fuzz-findings';
@@ -216,6 +216,62 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
         [2, 0, 'at the epoch'],
       ],
     );
+    await servesNext();
+  });
+
+  it('Produce of a timestamp an hour or more ahead: INVALID_TIMESTAMP by default (Kafka 4), and where a topic allows it, Fetch v2 carries it exactly', async () => {
+    const farAhead = 4611686018427387904n + 1n;
+    const bounded = `${TOPIC}-future-bounded`;
+    await autoCreateTopic(client, bounded, Buffer.from('first'));
+    assert.equal(
+      await produceToPartition0(client, bounded, await timestampedBatch(BigInt(Date.now() + 2 * 3_600_000))),
+      Errors.INVALID_TIMESTAMP.code,
+    );
+    assert.equal(await produceToPartition0(client, bounded, await timestampedBatch(BigInt(Date.now() + 60_000))), Errors.NONE.code);
+
+    const unbounded = `${TOPIC}-future-unbounded`;
+    const created = await call<CreateTopicsResponse>(
+      client,
+      ApiKey.CreateTopics,
+      6,
+      makeCreateTopicsRequest({
+        topics: [
+          {
+            name: unbounded,
+            numPartitions: 1,
+            replicationFactor: -1,
+            assignments: [],
+            configs: [{ name: 'message.timestamp.after.max.ms', value: '9223372036854775807' }],
+          },
+        ],
+        timeoutMs: 5000,
+      }),
+    );
+    assert.equal(created.topics[0]!.errorCode, Errors.NONE.code);
+    await eventually(
+      'the topic takes a record',
+      async () => (await produceToPartition0(client, unbounded, await timestampedBatch(farAhead))) === Errors.NONE.code,
+      10_000,
+    );
+    const request = makeFetchRequest({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      topics: [
+        makeFetchRequestFetchTopic({
+          topic: unbounded,
+          partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 })],
+        }),
+      ],
+    });
+    const response = await call<FetchResponse>(client, ApiKey.Fetch, 2, request);
+    const partition = response.responses[0]!.partitions[0]!;
+    assert.equal(partition.errorCode, Errors.NONE.code);
+    const set = partition.records ?? Buffer.alloc(0);
+    // A magic 1 message: offset int64, size int32, crc int32, magic int8, attributes int8, then its timestamp.
+    const timestamps: bigint[] = [];
+    for (let at = 0; at + 12 <= set.length; at += 12 + set.readInt32BE(at + 8)) timestamps.push(set.readBigInt64BE(at + 18));
+    assert.deepEqual(timestamps.slice(0, 2), [farAhead, farAhead + 1n]);
     await servesNext();
   });
 

@@ -25,7 +25,7 @@ import {
   type LegacyRecordInput,
 } from '../../../protocol/records/index.ts';
 import { FIXTURES, messagesOf } from '../../fixtures/records/fixtures.ts';
-import { negativeTimestampBatch } from '../../helpers/record-batches.ts';
+import { negativeTimestampBatch, timestampedBatch } from '../../helpers/record-batches.ts';
 import { kafkajsDecodeMessageSet, KafkajsCompression, withKafkajsCodec } from '../../fixtures/records/kafkajs.ts';
 
 const fixture = (file: string): Buffer => readFileSync(new URL(`../../fixtures/records/${file}`, import.meta.url));
@@ -144,7 +144,7 @@ describe('legacy message sets (magic 0 and 1)', () => {
               assert.equal(wrapper.compression, compression);
               assert.equal(wrapper.key, null);
               assert.equal(wrapper.offset, last.offset);
-              assert.equal(wrapper.timestamp, magic === 0 ? NO_TIMESTAMP : Math.max(...inputs.map((r) => r.timestamp!)));
+              assert.equal(wrapper.timestamp, magic === 0 ? NO_TIMESTAMP : Math.max(...inputs.map((r) => Number(r.timestamp))));
             }
             const deep = await legacyRecords(set);
             assert.deepEqual(
@@ -474,6 +474,16 @@ describe('legacy message sets (magic 0 and 1)', () => {
           ],
         );
       }
+    });
+
+    it('carries a timestamp beyond 2^53 exactly, as the int64 it was produced as', async () => {
+      const farAhead = 2n ** 62n + 1n;
+      const set = await v2ToLegacy(await timestampedBatch(farAhead), 1);
+      // A magic 1 message: offset int64, size int32, crc, magic and attributes, then its timestamp.
+      const secondAt = 12 + set.readInt32BE(8);
+      assert.deepEqual([set.readBigInt64BE(0), set.readBigInt64BE(secondAt)], [0n, 1n]);
+      assert.deepEqual([set.readBigInt64BE(18), set.readBigInt64BE(secondAt + 18)], [farAhead, farAhead + 1n]);
+      assert.equal(secondAt + 12 + set.readInt32BE(secondAt + 8), set.length);
     });
 
     it('carries the log append time, and refuses zstd batches (UNSUPPORTED_COMPRESSION_TYPE)', async () => {

@@ -9,7 +9,7 @@ import { ReplicaManager } from '../../../src/replication/replica-manager.ts';
 import { LogManagerProvider } from '../../../src/replication/storage-adapter.ts';
 import { LogDirFailureChannel } from '../../../storage/log-dir-failure.ts';
 import { CLEAN_SHUTDOWN_FILE, LogManager } from '../../../storage/log-manager.ts';
-import { ManualClock } from '../../helpers/manual-clock.ts';
+import { MANUAL_CLOCK_START_MS, ManualClock } from '../../helpers/manual-clock.ts';
 import { BackgroundErrors, logConfig } from '../../helpers/storage.ts';
 
 // A log dir whose writes start failing (ENOSPC, EIO) goes offline on this broker: its
@@ -70,7 +70,7 @@ function failWrites(logs: LogManager, code: 'ENOSPC' | 'EIO'): () => void {
 function records(n: number): Promise<Buffer> {
   return buildRecordBatch(
     {},
-    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`v${i}`), timestamp: Date.now() })),
+    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`v${i}`), timestamp: MANUAL_CLOCK_START_MS })),
   );
 }
 

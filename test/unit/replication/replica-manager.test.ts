@@ -33,7 +33,9 @@ async function setup(
 ): Promise<Env> {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-rm-'));
   const logs = await LogManager.startup({ logDirs: [dir], defaultConfig: logConfig(), onBackgroundError: new BackgroundErrors().sink });
-  const clock = new ManualClock();
+  // The log rolls segments by the wall clock and the records are stamped by it: the replica
+  // manager's clock starts there too, or the records would be from its future.
+  const clock = new ManualClock(Date.now());
   const rm = new ReplicaManager({
     brokerId: BROKER,
     logs: new LogManagerProvider(logs),
@@ -156,7 +158,7 @@ describe('ReplicaManager', function () {
       logDirOf: (topic, partition) => provider.logDirOf(topic, partition),
       logDirs: () => provider.logDirs(),
     };
-    const clock = new ManualClock();
+    const clock = new ManualClock(Date.now());
     const manager = new ReplicaManager({
       brokerId: BROKER,
       logs: misreportingProvider,
@@ -217,7 +219,7 @@ describe('ReplicaManager', function () {
         logDirOf: (topic, partition) => provider.logDirOf(topic, partition),
         logDirs: () => provider.logDirs(),
       };
-      const clock = new ManualClock();
+      const clock = new ManualClock(Date.now());
       const manager = new ReplicaManager({ brokerId: BROKER, logs: gatedProvider, clock, appendQueueLimits: limits });
       await manager.applyPartitionState(
         {
