@@ -4,7 +4,9 @@
  *   text  the value as UTF-8; with a key separator, `key<SEP>value`
  *   hex   the same with key and value bytes in hex (for binary data)
  *   json  one object a line: {"key":..,"value":..,"headers":{..},"partition":..,"timestamp":..}
- *         keys, values and header values as UTF-8 strings or null; consume adds topic and offset
+ *         keys, values and header values as UTF-8 strings or null; consume adds topic and offset.
+ *         Headers are a list in Kafka: where an object cannot keep them (a key twice, or keys
+ *         like "0" that a JSON object orders first) they are [[key, value], ..] pairs instead
  *
  * Pure functions: no I/O, so the parsers can be tested over arbitrary input.
  */
@@ -73,8 +75,7 @@ function parseJsonRecord(line: string, options: LineOptions): ProducerRecord {
   const value = nullableString(o.value, 'value');
   const headers = [...options.headers];
   if (o.headers !== undefined && o.headers !== null) {
-    if (typeof o.headers !== 'object' || Array.isArray(o.headers)) throw new RecordLineError('"headers" must be an object');
-    for (const [k, v] of Object.entries(o.headers)) {
+    for (const [k, v] of headerEntries(o.headers)) {
       const hv = nullableString(v, `headers.${k}`);
       headers.push({ key: k, value: hv == null ? null : Buffer.from(hv, 'utf8') });
     }
@@ -94,6 +95,17 @@ function parseJsonRecord(line: string, options: LineOptions): ProducerRecord {
     partition: partition as number | null,
     timestamp: timestamp as number | null,
   };
+}
+
+/** A line's headers, an object or [key, value] pairs, as the pairs they name. */
+function headerEntries(headers: unknown): Array<[string, unknown]> {
+  const refused = '"headers" must be an object or a list of [key, value] pairs';
+  if (typeof headers !== 'object' || headers === null) throw new RecordLineError(refused);
+  if (!Array.isArray(headers)) return Object.entries(headers);
+  return headers.map((pair: unknown) => {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') throw new RecordLineError(refused);
+    return [pair[0], pair[1]];
+  });
 }
 
 /**
@@ -143,9 +155,17 @@ export function formatRecord(r: ConsumerRecord, options: PrintOptions): string {
       timestamp: r.timestamp,
       key: utf8(r.key),
       value: utf8(r.value),
-      headers: Object.fromEntries(r.headers.map((h) => [h.key, utf8(h.value)])),
+      headers: headersJson(r.headers.map((h) => [h.key, utf8(h.value)])),
     });
   }
   const value = textOf(r.value, options.format);
   return options.keySeparator === null ? value : `${textOf(r.key, options.format)}${options.keySeparator}${value}`;
+}
+
+/** Headers as an object where it keeps every pair in order, else as the pairs. */
+function headersJson(pairs: Array<[string, string | null]>): Record<string, string | null> | Array<[string, string | null]> {
+  const object = Object.fromEntries(pairs);
+  const keys = Object.keys(object);
+  const keepsOrder = keys.length === pairs.length && keys.every((k, i) => k === pairs[i]?.[0]);
+  return keepsOrder ? object : pairs;
 }

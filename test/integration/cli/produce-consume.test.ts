@@ -152,11 +152,11 @@ againstEachBroker('sluice produce and consume', (bootstrap) => {
     );
   });
 
-  it('json lines carry keys, values, null values, headers, a partition and a timestamp; hex lines carry bytes', async () => {
+  it('json lines carry keys, values, null values, headers (an object, or pairs where a key repeats), a partition and a timestamp; hex lines carry bytes', async () => {
     const stdin = [
       JSON.stringify({ key: 'k1', value: 'v1', headers: { trace: 'abc', empty: null }, partition: 2, timestamp: 1_700_000_000_000 }),
       '',
-      JSON.stringify({ key: 'k2', value: null, partition: 2 }),
+      JSON.stringify({ key: 'k2', value: null, headers: [['h', '1'], ['h', '2']], partition: 2 }),
       JSON.stringify({ value: 'no key', partition: 2 }),
     ].join('\n');
     const r = await produce(stdin, topic, '--format', 'json', ...b());
@@ -171,7 +171,16 @@ againstEachBroker('sluice produce and consume', (bootstrap) => {
       got.map(({ offset, key, value, headers }) => ({ offset, key, value, headers })),
       [
         { offset: before, key: 'k1', value: 'v1', headers: { trace: 'abc', empty: null } },
-        { offset: before + 1, key: 'k2', value: null, headers: {} },
+        // A key twice: an object would keep one, the pairs keep both in order.
+        {
+          offset: before + 1,
+          key: 'k2',
+          value: null,
+          headers: [
+            ['h', '1'],
+            ['h', '2'],
+          ],
+        },
         { offset: before + 2, key: null, value: 'no key', headers: {} },
         { offset: before + 3, key: null, value: '\u0000\ufffd\u0010', headers: {} },
         { offset: before + 4, key: null, value: '', headers: {} },
