@@ -156,7 +156,15 @@ againstEachBroker('sluice produce and consume', (bootstrap) => {
     const stdin = [
       JSON.stringify({ key: 'k1', value: 'v1', headers: { trace: 'abc', empty: null }, partition: 2, timestamp: 1_700_000_000_000 }),
       '',
-      JSON.stringify({ key: 'k2', value: null, headers: [['h', '1'], ['h', '2']], partition: 2 }),
+      JSON.stringify({
+        key: 'k2',
+        value: null,
+        headers: [
+          ['h', '1'],
+          ['h', '2'],
+        ],
+        partition: 2,
+      }),
       JSON.stringify({ value: 'no key', partition: 2 }),
     ].join('\n');
     const r = await produce(stdin, topic, '--format', 'json', ...b());
