@@ -935,7 +935,13 @@ export class PartitionLog {
   truncateTo(offset: number): Promise<void> {
     return this.lock.run(async () => {
       if (offset < 0) throw new RangeError(`cannot truncate to negative offset ${offset}`);
-      if (offset >= this.nextOffsetMetadata) return;
+      if (offset >= this.nextOffsetMetadata) {
+        // As Kafka's UnifiedLog.truncateTo: the epoch cache may still end with an epoch this
+        // replica began as leader and wrote nothing in. Kept, it is the last fetched epoch of
+        // every fetch, and the new leader answers each with the same divergence, for ever.
+        if (this.epochCache.truncateFromEnd(this.nextOffsetMetadata)) await this.epochCache.persist();
+        return;
+      }
       if (offset < firstOf(this.segments, this.dir).baseOffset) {
         await this.truncateFullyLocked(offset);
         return;

@@ -1,7 +1,8 @@
-// npm run sim -- --seeds N [--seed S] [--level raft|cluster] [--steps K] [--duration MS] [--no-power] [--keep-going] [--verbose]
+// npm run sim -- --seeds N [--seed S] [--also S1,S2] [--level raft|cluster] [--steps K] [--duration MS] [--no-power] [--keep-going] [--verbose]
 // Runs N seeds (S, S+1, ...; or the one seed S when --seeds is absent) of the deterministic
 // simulation and prints one line per seed, a violation's seed and trace, and at the end
-// `N seeds, V violations`. Exits 1 when any seed found a violation.
+// `N seeds, V violations`. Exits 1 when any seed found a violation. --also adds seeds outside
+// the range, run after it: those a longer run once found failing, kept as regressions.
 //
 // --level raft runs the metadata quorum alone (three RaftClients); cluster (the default)
 // runs whole Brokers with producers and consumers. The same seed replays the same run.
@@ -45,7 +46,16 @@ async function main(): Promise<void> {
   const verbose = args.has('verbose');
   let violations = 0;
   const startedMs = Date.now();
-  for (let seed = first; seed < first + count; seed++) {
+  const also = (args.get('also') ?? '')
+    .split(',')
+    .filter((s) => s !== '')
+    .map((s) => {
+      const n = Number(s);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`--also takes seeds (non-negative integers), got ${s}`);
+      return n;
+    });
+  const seeds = [...Array.from({ length: count }, (_, i) => first + i), ...also.filter((s) => s < first || s >= first + count)];
+  for (const seed of seeds) {
     const seedStartMs = Date.now();
     const r = await runSeed(level, {
       seed,
@@ -68,8 +78,8 @@ async function main(): Promise<void> {
     }
   }
   const minutes = (Date.now() - startedMs) / 60_000;
-  console.log(`(${(count / minutes).toFixed(1)} seeds per minute)`);
-  console.log(`${count} seeds, ${violations} violations`);
+  console.log(`(${(seeds.length / minutes).toFixed(1)} seeds per minute)`);
+  console.log(`${seeds.length} seeds, ${violations} violations`);
   process.exitCode = violations === 0 ? 0 : 1;
 }
 

@@ -329,6 +329,25 @@ describe('storage/log: truncation and log start', () => {
       await reopened.close();
     }));
 
+  it('truncateTo at the log end drops an epoch this replica began as leader and wrote nothing in, on disk too', () =>
+    withTempDir(async (dir) => {
+      // A leader deposed before its first append: the new leader's epoch cache never saw
+      // epoch 2, and a follower still naming it as its last fetched epoch diverges at every fetch.
+      const log = await openLog(dir);
+      for (let i = 0; i < 3; i++) await log.append(await simpleBatch(1, NOW), { leaderEpoch: 1 });
+      await log.assignEpochStartOffset(2, 3);
+      assert.equal(log.latestEpoch, 2);
+      await log.truncateTo(3);
+      assert.equal(log.logEndOffset, 3);
+      assert.equal(log.latestEpoch, 1);
+      // An epoch above the latest is unknown, as Kafka's LeaderEpochFileCache.endOffsetFor answers.
+      assert.deepEqual(log.endOffsetForEpoch(2), { epoch: -1, endOffset: -1 });
+      await log.close();
+      const reopened = await openLog(dir);
+      assert.equal(reopened.latestEpoch, 1);
+      await reopened.close();
+    }));
+
   it('a flush that read the log end before a truncation leaves the recovery point at or below the new end', () =>
     withTempDir(async (dir) => {
       // The flush's run starts while the truncation awaits its files: it must not then move
