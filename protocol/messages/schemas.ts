@@ -2278,12 +2278,16 @@ export const schemas: readonly MessageSchema[] = [
   { name: 'BeginTransactionRecord', group: 'metadata', module: './metadata/begin-transaction-record.ts', type: 'metadata', apiKey: 23, validVersions: [0, 0], flexibleVersions: [0, MAX], fields: [
     { name: 'name', type: 'string', versions: [0, MAX], nullableVersions: [0, MAX], taggedVersions: [0, MAX], tag: 0, default: null },
   ] },
-  { name: 'BrokerRegistrationChangeRecord', group: 'metadata', module: './metadata/broker-registration-change-record.ts', type: 'metadata', apiKey: 17, validVersions: [0, 2], flexibleVersions: [0, MAX], fields: [
+  { name: 'BrokerRegistrationChangeRecord', group: 'metadata', module: './metadata/broker-registration-change-record.ts', type: 'metadata', apiKey: 17, validVersions: [0, 3], flexibleVersions: [0, MAX], fields: [
     { name: 'brokerId', type: 'int32', versions: [0, MAX], default: 0 },
     { name: 'brokerEpoch', type: 'int64', versions: [0, MAX], default: 0n },
     { name: 'fenced', type: 'int8', versions: [0, MAX], taggedVersions: [0, MAX], tag: 0, default: 0 },
     { name: 'inControlledShutdown', type: 'int8', versions: [1, MAX], taggedVersions: [1, MAX], tag: 1, default: 0 },
     { name: 'logDirs', type: '[]uuid', versions: [2, MAX], taggedVersions: [2, MAX], tag: 2 },
+    { name: 'cordonedLogDirs', type: '[]uuid', versions: [3, MAX], nullableVersions: [3, MAX], taggedVersions: [3, MAX], tag: 3, default: null },
+  ] },
+  { name: 'ClearElrRecord', group: 'metadata', module: './metadata/clear-elr-record.ts', type: 'metadata', apiKey: 28, validVersions: [0, 0], flexibleVersions: [0, MAX], fields: [
+    { name: 'topicName', type: 'string', versions: [0, MAX], default: "" },
   ] },
   { name: 'ClientQuotaRecord', group: 'metadata', module: './metadata/client-quota-record.ts', type: 'metadata', apiKey: 14, validVersions: [0, 0], flexibleVersions: [0, MAX], fields: [
     { name: 'entity', type: '[]struct', versions: [0, MAX], struct: 'ClientQuotaRecordEntityData', fields: [
@@ -2354,7 +2358,7 @@ export const schemas: readonly MessageSchema[] = [
     { name: 'brokerEpoch', type: 'int64', versions: [0, MAX], default: -1n },
     { name: 'nextProducerId', type: 'int64', versions: [0, MAX], default: 0n },
   ] },
-  { name: 'RegisterBrokerRecord', group: 'metadata', module: './metadata/register-broker-record.ts', type: 'metadata', apiKey: 0, validVersions: [0, 3], flexibleVersions: [0, MAX], fields: [
+  { name: 'RegisterBrokerRecord', group: 'metadata', module: './metadata/register-broker-record.ts', type: 'metadata', apiKey: 0, validVersions: [0, 4], flexibleVersions: [0, MAX], fields: [
     { name: 'brokerId', type: 'int32', versions: [0, MAX], default: 0 },
     { name: 'isMigratingZkBroker', type: 'bool', versions: [2, MAX], default: false },
     { name: 'incarnationId', type: 'uuid', versions: [0, MAX], default: "AAAAAAAAAAAAAAAAAAAAAA" },
@@ -2374,6 +2378,7 @@ export const schemas: readonly MessageSchema[] = [
     { name: 'fenced', type: 'bool', versions: [0, MAX], default: true },
     { name: 'inControlledShutdown', type: 'bool', versions: [1, MAX], default: false },
     { name: 'logDirs', type: '[]uuid', versions: [3, MAX], taggedVersions: [3, MAX], tag: 0 },
+    { name: 'cordonedLogDirs', type: '[]uuid', versions: [4, MAX], nullableVersions: [4, MAX], taggedVersions: [4, MAX], tag: 1, default: null },
   ] },
   { name: 'RegisterControllerRecord', group: 'metadata', module: './metadata/register-controller-record.ts', type: 'metadata', apiKey: 27, validVersions: [0, 0], flexibleVersions: [0, MAX], fields: [
     { name: 'controllerId', type: 'int32', versions: [0, MAX], default: 0 },
@@ -2415,6 +2420,9 @@ export const schemas: readonly MessageSchema[] = [
   { name: 'UnregisterBrokerRecord', group: 'metadata', module: './metadata/unregister-broker-record.ts', type: 'metadata', apiKey: 1, validVersions: [0, 0], flexibleVersions: [0, MAX], fields: [
     { name: 'brokerId', type: 'int32', versions: [0, MAX], default: 0 },
     { name: 'brokerEpoch', type: 'int64', versions: [0, MAX], default: 0n },
+  ] },
+  { name: 'UnregisterControllerRecord', group: 'metadata', module: './metadata/unregister-controller-record.ts', type: 'metadata', apiKey: 29, validVersions: [0, 0], flexibleVersions: [0, MAX], fields: [
+    { name: 'controllerId', type: 'int32', versions: [0, MAX], default: 0 },
   ] },
   { name: 'UserScramCredentialRecord', group: 'metadata', module: './metadata/user-scram-credential-record.ts', type: 'metadata', apiKey: 11, validVersions: [0, 0], flexibleVersions: [0, MAX], fields: [
     { name: 'name', type: 'string', versions: [0, MAX], default: "" },

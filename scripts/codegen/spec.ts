@@ -52,9 +52,14 @@ export interface Message {
   source: string;
 }
 
+/**
+ * `release` names a group read from the Kafka 4.4.0 definitions beside the older snapshot
+ * (`<spec>-4.4.0`): the metadata log's records only gain versions and types (ClearElrRecord of
+ * KIP-966), while the older snapshot keeps the request versions Kafka 4.0 removed.
+ */
 export const SPEC_GROUPS = [
   { dir: 'messages', out: '' },
-  { dir: 'metadata-records', out: 'metadata' },
+  { dir: 'metadata-records', out: 'metadata', release: '4.4.0' },
   { dir: 'group-coordinator-records', out: 'group-coordinator' },
   { dir: 'transaction-coordinator-records', out: 'transaction-coordinator' },
   { dir: 'raft-records', out: 'raft' },
@@ -90,7 +95,7 @@ function originPath(repo: string): string | null {
 }
 
 export function specAvailable(dir = specDir()): boolean {
-  return existsSync(join(dir, 'messages'));
+  return existsSync(join(dir, 'messages')) && SPEC_GROUPS.every((g) => !('release' in g) || existsSync(join(`${dir}-${g.release}`, g.dir)));
 }
 
 export function parseVersions(text: string | undefined): Range | null {
@@ -238,13 +243,14 @@ export interface SpecGroup {
 
 export function readSpec(dir = specDir()): SpecGroup[] {
   return SPEC_GROUPS.map((g) => {
-    const files = readdirSync(join(dir, g.dir))
+    const from = 'release' in g ? `${dir}-${g.release}` : dir;
+    const files = readdirSync(join(from, g.dir))
       .filter((f) => f.endsWith('.json'))
       .sort();
     return {
       dir: g.dir,
       out: g.out,
-      messages: files.map((f) => parseMessage(readJson(join(dir, g.dir, f)), `${g.dir}/${f}`)),
+      messages: files.map((f) => parseMessage(readJson(join(from, g.dir, f)), `${g.dir}/${f}`)),
     };
   });
 }

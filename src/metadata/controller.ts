@@ -779,7 +779,7 @@ export class QuorumController {
         try {
           this.checkResource(image, resource);
           const planned = plan(image, resource);
-          if (!validateOnly) records.push(...planned);
+          if (!validateOnly) records.push(...planned, ...clearElrRecordsAsNeeded(image, planned));
         } catch (err) {
           if (!(err instanceof KafkaError)) throw err;
           Object.assign(result, refusedWith(err));
@@ -851,7 +851,8 @@ export class QuorumController {
    */
   private elrSettings(image: MetadataImage, topic: TopicImage): { eligibleLeaderReplicasEnabled: boolean; minIsr: number } {
     const own = Number.parseInt(image.topicConfigs(topic.name).get('min.insync.replicas') ?? '', 10);
-    const configured = Number.isInteger(own) ? own : (this.config.minInsyncReplicas?.() ?? 1);
+    const cluster = Number.parseInt(image.resourceConfigs(ConfigResourceType.BROKER, '').get('min.insync.replicas') ?? '', 10);
+    const configured = Number.isInteger(own) ? own : Number.isInteger(cluster) ? cluster : (this.config.minInsyncReplicas?.() ?? 1);
     const replicationFactor = topic.partitions.get(0)?.replicas.length ?? configured;
     return { eligibleLeaderReplicasEnabled: isElrEnabled(image), minIsr: Math.min(configured, replicationFactor) };
   }
@@ -1563,8 +1564,23 @@ export function isElrEnabled(image: MetadataImage): boolean {
   );
 }
 
-function registerBrokerRecord(fields: Omit<RegisterBrokerRecord, 'isMigratingZkBroker'>): MetadataRecord {
-  return { type: 'RegisterBrokerRecord', data: { ...fields, isMigratingZkBroker: false } };
+/**
+ * Kafka's createClearElrRecordsAsNeeded: the ELR of a partition is safe only for the min ISR
+ * it was kept under, so a change of min.insync.replicas (set or deleted) clears it, for the
+ * topic or, at a broker or the cluster, for every topic.
+ */
+function clearElrRecordsAsNeeded(image: MetadataImage, planned: readonly MetadataRecord[]): MetadataRecord[] {
+  if (!isElrEnabled(image)) return [];
+  return planned.flatMap((record): MetadataRecord[] => {
+    if (record.type !== 'ConfigRecord' || record.data.name !== 'min.insync.replicas') return [];
+    const topicName = record.data.resourceType === ConfigResourceType.TOPIC ? record.data.resourceName : '';
+    return [{ type: 'ClearElrRecord', data: { topicName } }];
+  });
+}
+
+/** Written at a version without cordoned log dirs (KIP-1066), which Sluice does not have. */
+function registerBrokerRecord(fields: Omit<RegisterBrokerRecord, 'isMigratingZkBroker' | 'cordonedLogDirs'>): MetadataRecord {
+  return { type: 'RegisterBrokerRecord', data: { ...fields, isMigratingZkBroker: false, cordonedLogDirs: null } };
 }
 
 /**
@@ -1589,7 +1605,14 @@ function brokerRegistrationChange(
 ): MetadataRecord {
   return {
     type: 'BrokerRegistrationChangeRecord',
-    data: { brokerId, brokerEpoch, fenced: change.fenced ?? 0, inControlledShutdown: change.inControlledShutdown ?? 0, logDirs: [] },
+    data: {
+      brokerId,
+      brokerEpoch,
+      fenced: change.fenced ?? 0,
+      inControlledShutdown: change.inControlledShutdown ?? 0,
+      logDirs: [],
+      cordonedLogDirs: null,
+    },
   };
 }
 

@@ -377,6 +377,22 @@ class DeltaBuilder {
         });
         break;
       }
+      case 'ClearElrRecord': {
+        // Kafka's removeTopicElrs: an empty name clears every topic's. Only partitions that
+        // had an ELR change, each as a PartitionChangeRecord would (a new partition epoch).
+        const name = record.data.topicName;
+        const topics =
+          name === '' ? [...(this.topicsById ?? this.base.topicsById).values()] : [(this.topicsByName ?? this.base.topicsByName).get(name)];
+        for (const listed of topics) {
+          if (listed === undefined) throw new Error(`ClearElrRecord for unknown topic ${name}`);
+          for (const current of [...listed.partitions.values()]) {
+            if (current.elr.length === 0 && current.lastKnownElr.length === 0) continue;
+            const topic = this.currentTopicById(listed.id) ?? listed;
+            this.setPartition(topic, { ...current, elr: [], lastKnownElr: [], partitionEpoch: current.partitionEpoch + 1 });
+          }
+        }
+        break;
+      }
       case 'RemoveTopicRecord': {
         const topic = this.currentTopicById(record.data.topicId);
         if (topic === undefined) throw new Error(`RemoveTopicRecord for unknown topic id ${record.data.topicId}`);
@@ -537,6 +553,7 @@ export function imageToRecords(image: MetadataImage): MetadataRecord[] {
         fenced: b.fenced,
         inControlledShutdown: b.inControlledShutdown,
         logDirs: [...b.logDirs],
+        cordonedLogDirs: null,
       },
     });
   }

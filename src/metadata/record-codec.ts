@@ -34,6 +34,7 @@ const WRITE_VERSION: Record<MetadataRecordName, number> = {
   AccessControlEntryRecord: 0,
   RemoveAccessControlEntryRecord: 0,
   ClientQuotaRecord: 0,
+  ClearElrRecord: 0,
 };
 
 const NAME_BY_TYPE = new Map<number, MetadataRecordName>(

@@ -19,6 +19,7 @@ import type { RemoveUserScramCredentialRecord } from '../../protocol/messages/me
 import type { AccessControlEntryRecord } from '../../protocol/messages/metadata/access-control-entry-record.ts';
 import type { RemoveAccessControlEntryRecord } from '../../protocol/messages/metadata/remove-access-control-entry-record.ts';
 import type { ClientQuotaRecord } from '../../protocol/messages/metadata/client-quota-record.ts';
+import type { ClearElrRecord } from '../../protocol/messages/metadata/clear-elr-record.ts';
 
 export const MetadataRecordType = {
   RegisterBrokerRecord: 0,
@@ -39,6 +40,7 @@ export const MetadataRecordType = {
   RemoveAccessControlEntryRecord: 19,
   NoOpRecord: 20,
   RemoveUserScramCredentialRecord: 22,
+  ClearElrRecord: 28,
 } as const;
 
 /** ConfigResource.Type codes, as ConfigRecord.resourceType and DescribeConfigs use them. */
@@ -65,6 +67,7 @@ export type {
   AccessControlEntryRecord,
   RemoveAccessControlEntryRecord,
   ClientQuotaRecord,
+  ClearElrRecord,
 };
 export type BrokerEndpoint = RegisterBrokerRecordBrokerEndpoint;
 /** Null / -2 fields mean "unchanged" (Kafka's PartitionChangeRecord defaults). */
@@ -92,7 +95,8 @@ export type MetadataRecord =
   | { type: 'RemoveUserScramCredentialRecord'; data: RemoveUserScramCredentialRecord }
   | { type: 'AccessControlEntryRecord'; data: AccessControlEntryRecord }
   | { type: 'RemoveAccessControlEntryRecord'; data: RemoveAccessControlEntryRecord }
-  | { type: 'ClientQuotaRecord'; data: ClientQuotaRecord };
+  | { type: 'ClientQuotaRecord'; data: ClientQuotaRecord }
+  | { type: 'ClearElrRecord'; data: ClearElrRecord };
 
 export type MetadataRecordName = MetadataRecord['type'];
 

@@ -9,6 +9,7 @@ export interface BrokerRegistrationChangeRecord {
   fenced: number;
   inControlledShutdown: number;
   logDirs: string[];
+  cordonedLogDirs: string[] | null;
 }
 
 export function makeBrokerRegistrationChangeRecord(fields?: Partial<BrokerRegistrationChangeRecord>): BrokerRegistrationChangeRecord {
@@ -18,6 +19,7 @@ export function makeBrokerRegistrationChangeRecord(fields?: Partial<BrokerRegist
     fenced: 0,
     inControlledShutdown: 0,
     logDirs: [],
+    cordonedLogDirs: null,
   };
   return fields === undefined ? m : Object.assign(m, fields);
 }
@@ -36,11 +38,15 @@ function footprintOfBrokerRegistrationChangeRecord(m: BrokerRegistrationChangeRe
     const size = (sizeOfUvarint(m.logDirs.length + 1)) + m.logDirs.length * 16;
     n += 1 + sizeOfUvarint(size) + size;
   }
+  if (version >= 3 && m.cordonedLogDirs !== null) {
+    const size = m.cordonedLogDirs === null ? 1 : ((sizeOfUvarint(m.cordonedLogDirs.length + 1)) + m.cordonedLogDirs.length * 16);
+    n += 1 + sizeOfUvarint(size) + size;
+  }
   return n;
 }
 
 export function encodeBrokerRegistrationChangeRecord(w: Writer, m: BrokerRegistrationChangeRecord, version: number): void {
-  if (!(version >= 0 && version <= 2)) {
+  if (!(version >= 0 && version <= 3)) {
     throw new EncodeError(`BrokerRegistrationChangeRecord: unsupported version ${version}`);
   }
   w.reserve(footprintOfBrokerRegistrationChangeRecord(m, version));
@@ -57,6 +63,11 @@ export function encodeBrokerRegistrationChangeRecord(w: Writer, m: BrokerRegistr
       throw new EncodeError(`BrokerRegistrationChangeRecord: attempted to write a non-default logDirs at version ${version}`);
     }
   }
+  if (!(version >= 3)) {
+    if (m.cordonedLogDirs !== null) {
+      throw new EncodeError(`BrokerRegistrationChangeRecord: attempted to write a non-default cordonedLogDirs at version ${version}`);
+    }
+  }
   let tagged = 0;
   const tagged0 = m.fenced !== 0;
   if (tagged0) tagged++;
@@ -64,6 +75,8 @@ export function encodeBrokerRegistrationChangeRecord(w: Writer, m: BrokerRegistr
   if (tagged1) tagged++;
   const tagged2 = version >= 2 && m.logDirs.length !== 0;
   if (tagged2) tagged++;
+  const tagged3 = version >= 3 && m.cordonedLogDirs !== null;
+  if (tagged3) tagged++;
   w.uvarint(tagged);
   if (tagged0) {
     const size = 1;
@@ -83,19 +96,32 @@ export function encodeBrokerRegistrationChangeRecord(w: Writer, m: BrokerRegistr
       w.uuid(e1);
     }
   }
+  if (tagged3) {
+    const size = m.cordonedLogDirs === null ? 1 : ((sizeOfUvarint(m.cordonedLogDirs.length + 1)) + m.cordonedLogDirs.length * 16);
+    w.uvarint(3).uvarint(size);
+    if (m.cordonedLogDirs === null) {
+      w.uvarint(0);
+    } else {
+      w.compactArrayLength(m.cordonedLogDirs.length);
+      for (const e2 of m.cordonedLogDirs) {
+        w.uuid(e2);
+      }
+    }
+  }
 }
 
 export function decodeBrokerRegistrationChangeRecord(r: Reader, version: number): BrokerRegistrationChangeRecord {
-  if (!(version >= 0 && version <= 2)) {
+  if (!(version >= 0 && version <= 3)) {
     throw new DecodeError(`BrokerRegistrationChangeRecord: unsupported version ${version}`);
   }
   let $fenced: number = 0;
   let $inControlledShutdown: number = 0;
   let $logDirs: string[] = [];
-  const at2 = r.take(12);
-  const $brokerId: number = r.getInt32(at2);
-  const $brokerEpoch: bigint = r.getInt64(at2 + 4);
-  const m: BrokerRegistrationChangeRecord = { brokerId: $brokerId, brokerEpoch: $brokerEpoch, fenced: $fenced, inControlledShutdown: $inControlledShutdown, logDirs: $logDirs };
+  let $cordonedLogDirs: string[] | null = null;
+  const at3 = r.take(12);
+  const $brokerId: number = r.getInt32(at3);
+  const $brokerEpoch: bigint = r.getInt64(at3 + 4);
+  const m: BrokerRegistrationChangeRecord = { brokerId: $brokerId, brokerEpoch: $brokerEpoch, fenced: $fenced, inControlledShutdown: $inControlledShutdown, logDirs: $logDirs, cordonedLogDirs: $cordonedLogDirs };
   r.taggedFields(readBrokerRegistrationChangeRecordTagged, m, version);
   return m;
 }
@@ -115,19 +141,35 @@ function readBrokerRegistrationChangeRecordTagged(tag: number, r: Reader, m: Bro
     }
     case 2: {
       if (version >= 2) {
-        const n3 = r.compactArrayLength(16);
-        if (n3 < 0) {
+        const n4 = r.compactArrayLength(16);
+        if (n4 < 0) {
           throw new DecodeError('non-nullable field logDirs was serialized as null');
         } else {
-          const a3: string[] = [];
-          for (let i3 = 0; i3 < n3; i3++) {
-            a3.push(r.uuid());
+          const a4: string[] = [];
+          for (let i4 = 0; i4 < n4; i4++) {
+            a4.push(r.uuid());
           }
-          m.logDirs = a3;
+          m.logDirs = a4;
         }
         return true;
       }
       throw new DecodeError(`BrokerRegistrationChangeRecord: tag 2 is not valid for version ${version}`);
+    }
+    case 3: {
+      if (version >= 3) {
+        const n5 = r.compactArrayLength(16);
+        if (n5 < 0) {
+          m.cordonedLogDirs = null;
+        } else {
+          const a5: string[] = [];
+          for (let i5 = 0; i5 < n5; i5++) {
+            a5.push(r.uuid());
+          }
+          m.cordonedLogDirs = a5;
+        }
+        return true;
+      }
+      throw new DecodeError(`BrokerRegistrationChangeRecord: tag 3 is not valid for version ${version}`);
     }
     default:
       return false;

@@ -4,6 +4,7 @@ import { decodeAbortTransactionRecord, encodeAbortTransactionRecord } from './ab
 import { decodeAccessControlEntryRecord, encodeAccessControlEntryRecord } from './access-control-entry-record.ts';
 import { decodeBeginTransactionRecord, encodeBeginTransactionRecord } from './begin-transaction-record.ts';
 import { decodeBrokerRegistrationChangeRecord, encodeBrokerRegistrationChangeRecord } from './broker-registration-change-record.ts';
+import { decodeClearElrRecord, encodeClearElrRecord } from './clear-elr-record.ts';
 import { decodeClientQuotaRecord, encodeClientQuotaRecord } from './client-quota-record.ts';
 import { decodeConfigRecord, encodeConfigRecord } from './config-record.ts';
 import { decodeDelegationTokenRecord, encodeDelegationTokenRecord } from './delegation-token-record.ts';
@@ -23,6 +24,7 @@ import { decodeRemoveUserScramCredentialRecord, encodeRemoveUserScramCredentialR
 import { decodeTopicRecord, encodeTopicRecord } from './topic-record.ts';
 import { decodeUnfenceBrokerRecord, encodeUnfenceBrokerRecord } from './unfence-broker-record.ts';
 import { decodeUnregisterBrokerRecord, encodeUnregisterBrokerRecord } from './unregister-broker-record.ts';
+import { decodeUnregisterControllerRecord, encodeUnregisterControllerRecord } from './unregister-controller-record.ts';
 import { decodeUserScramCredentialRecord, encodeUserScramCredentialRecord } from './user-scram-credential-record.ts';
 import { decodeZkMigrationStateRecord, encodeZkMigrationStateRecord } from './zk-migration-state-record.ts';
 
@@ -42,7 +44,8 @@ export const records: ReadonlyMap<string, RecordDescriptor> = new Map<string, Re
   ['AbortTransactionRecord', { name: 'AbortTransactionRecord', apiKey: 25, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeAbortTransactionRecord, encode: encodeAbortTransactionRecord }],
   ['AccessControlEntryRecord', { name: 'AccessControlEntryRecord', apiKey: 18, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeAccessControlEntryRecord, encode: encodeAccessControlEntryRecord }],
   ['BeginTransactionRecord', { name: 'BeginTransactionRecord', apiKey: 23, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeBeginTransactionRecord, encode: encodeBeginTransactionRecord }],
-  ['BrokerRegistrationChangeRecord', { name: 'BrokerRegistrationChangeRecord', apiKey: 17, minVersion: 0, maxVersion: 2, flexibleMinVersion: 0, decode: decodeBrokerRegistrationChangeRecord, encode: encodeBrokerRegistrationChangeRecord }],
+  ['BrokerRegistrationChangeRecord', { name: 'BrokerRegistrationChangeRecord', apiKey: 17, minVersion: 0, maxVersion: 3, flexibleMinVersion: 0, decode: decodeBrokerRegistrationChangeRecord, encode: encodeBrokerRegistrationChangeRecord }],
+  ['ClearElrRecord', { name: 'ClearElrRecord', apiKey: 28, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeClearElrRecord, encode: encodeClearElrRecord }],
   ['ClientQuotaRecord', { name: 'ClientQuotaRecord', apiKey: 14, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeClientQuotaRecord, encode: encodeClientQuotaRecord }],
   ['ConfigRecord', { name: 'ConfigRecord', apiKey: 4, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeConfigRecord, encode: encodeConfigRecord }],
   ['DelegationTokenRecord', { name: 'DelegationTokenRecord', apiKey: 10, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeDelegationTokenRecord, encode: encodeDelegationTokenRecord }],
@@ -53,7 +56,7 @@ export const records: ReadonlyMap<string, RecordDescriptor> = new Map<string, Re
   ['PartitionChangeRecord', { name: 'PartitionChangeRecord', apiKey: 5, minVersion: 0, maxVersion: 2, flexibleMinVersion: 0, decode: decodePartitionChangeRecord, encode: encodePartitionChangeRecord }],
   ['PartitionRecord', { name: 'PartitionRecord', apiKey: 3, minVersion: 0, maxVersion: 2, flexibleMinVersion: 0, decode: decodePartitionRecord, encode: encodePartitionRecord }],
   ['ProducerIdsRecord', { name: 'ProducerIdsRecord', apiKey: 15, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeProducerIdsRecord, encode: encodeProducerIdsRecord }],
-  ['RegisterBrokerRecord', { name: 'RegisterBrokerRecord', apiKey: 0, minVersion: 0, maxVersion: 3, flexibleMinVersion: 0, decode: decodeRegisterBrokerRecord, encode: encodeRegisterBrokerRecord }],
+  ['RegisterBrokerRecord', { name: 'RegisterBrokerRecord', apiKey: 0, minVersion: 0, maxVersion: 4, flexibleMinVersion: 0, decode: decodeRegisterBrokerRecord, encode: encodeRegisterBrokerRecord }],
   ['RegisterControllerRecord', { name: 'RegisterControllerRecord', apiKey: 27, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeRegisterControllerRecord, encode: encodeRegisterControllerRecord }],
   ['RemoveAccessControlEntryRecord', { name: 'RemoveAccessControlEntryRecord', apiKey: 19, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeRemoveAccessControlEntryRecord, encode: encodeRemoveAccessControlEntryRecord }],
   ['RemoveDelegationTokenRecord', { name: 'RemoveDelegationTokenRecord', apiKey: 26, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeRemoveDelegationTokenRecord, encode: encodeRemoveDelegationTokenRecord }],
@@ -62,6 +65,7 @@ export const records: ReadonlyMap<string, RecordDescriptor> = new Map<string, Re
   ['TopicRecord', { name: 'TopicRecord', apiKey: 2, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeTopicRecord, encode: encodeTopicRecord }],
   ['UnfenceBrokerRecord', { name: 'UnfenceBrokerRecord', apiKey: 8, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeUnfenceBrokerRecord, encode: encodeUnfenceBrokerRecord }],
   ['UnregisterBrokerRecord', { name: 'UnregisterBrokerRecord', apiKey: 1, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeUnregisterBrokerRecord, encode: encodeUnregisterBrokerRecord }],
+  ['UnregisterControllerRecord', { name: 'UnregisterControllerRecord', apiKey: 29, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeUnregisterControllerRecord, encode: encodeUnregisterControllerRecord }],
   ['UserScramCredentialRecord', { name: 'UserScramCredentialRecord', apiKey: 11, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeUserScramCredentialRecord, encode: encodeUserScramCredentialRecord }],
   ['ZkMigrationStateRecord', { name: 'ZkMigrationStateRecord', apiKey: 21, minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, decode: decodeZkMigrationStateRecord, encode: encodeZkMigrationStateRecord }],
 ]);
@@ -93,6 +97,8 @@ export enum RecordType {
   AbortTransactionRecord = 25,
   RemoveDelegationTokenRecord = 26,
   RegisterControllerRecord = 27,
+  ClearElrRecord = 28,
+  UnregisterControllerRecord = 29,
 }
 
 export const recordsByType: ReadonlyMap<number, RecordDescriptor> = new Map(

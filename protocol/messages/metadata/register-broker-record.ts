@@ -14,6 +14,7 @@ export interface RegisterBrokerRecord {
   fenced: boolean;
   inControlledShutdown: boolean;
   logDirs: string[];
+  cordonedLogDirs: string[] | null;
 }
 
 export function makeRegisterBrokerRecord(fields?: Partial<RegisterBrokerRecord>): RegisterBrokerRecord {
@@ -28,6 +29,7 @@ export function makeRegisterBrokerRecord(fields?: Partial<RegisterBrokerRecord>)
     fenced: true,
     inControlledShutdown: false,
     logDirs: [],
+    cordonedLogDirs: null,
   };
   return fields === undefined ? m : Object.assign(m, fields);
 }
@@ -85,11 +87,15 @@ function footprintOfRegisterBrokerRecord(m: RegisterBrokerRecord, version: numbe
     const size = (sizeOfUvarint(m.logDirs.length + 1)) + m.logDirs.length * 16;
     n += 1 + sizeOfUvarint(size) + size;
   }
+  if (version >= 4 && m.cordonedLogDirs !== null) {
+    const size = m.cordonedLogDirs === null ? 1 : ((sizeOfUvarint(m.cordonedLogDirs.length + 1)) + m.cordonedLogDirs.length * 16);
+    n += 1 + sizeOfUvarint(size) + size;
+  }
   return n;
 }
 
 export function encodeRegisterBrokerRecord(w: Writer, m: RegisterBrokerRecord, version: number): void {
-  if (!(version >= 0 && version <= 3)) {
+  if (!(version >= 0 && version <= 4)) {
     throw new EncodeError(`RegisterBrokerRecord: unsupported version ${version}`);
   }
   w.reserve(footprintOfRegisterBrokerRecord(m, version));
@@ -132,9 +138,16 @@ export function encodeRegisterBrokerRecord(w: Writer, m: RegisterBrokerRecord, v
       throw new EncodeError(`RegisterBrokerRecord: attempted to write a non-default logDirs at version ${version}`);
     }
   }
+  if (!(version >= 4)) {
+    if (m.cordonedLogDirs !== null) {
+      throw new EncodeError(`RegisterBrokerRecord: attempted to write a non-default cordonedLogDirs at version ${version}`);
+    }
+  }
   let tagged = 0;
   const tagged0 = version >= 3 && m.logDirs.length !== 0;
   if (tagged0) tagged++;
+  const tagged1 = version >= 4 && m.cordonedLogDirs !== null;
+  if (tagged1) tagged++;
   w.uvarint(tagged);
   if (tagged0) {
     const size = (sizeOfUvarint(m.logDirs.length + 1)) + m.logDirs.length * 16;
@@ -144,58 +157,71 @@ export function encodeRegisterBrokerRecord(w: Writer, m: RegisterBrokerRecord, v
       w.uuid(e6);
     }
   }
+  if (tagged1) {
+    const size = m.cordonedLogDirs === null ? 1 : ((sizeOfUvarint(m.cordonedLogDirs.length + 1)) + m.cordonedLogDirs.length * 16);
+    w.uvarint(1).uvarint(size);
+    if (m.cordonedLogDirs === null) {
+      w.uvarint(0);
+    } else {
+      w.compactArrayLength(m.cordonedLogDirs.length);
+      for (const e7 of m.cordonedLogDirs) {
+        w.uuid(e7);
+      }
+    }
+  }
 }
 
 export function decodeRegisterBrokerRecord(r: Reader, version: number): RegisterBrokerRecord {
-  if (!(version >= 0 && version <= 3)) {
+  if (!(version >= 0 && version <= 4)) {
     throw new DecodeError(`RegisterBrokerRecord: unsupported version ${version}`);
   }
-  let at7 = r.take(28 + (version >= 2 ? 1 : 0));
-  const $brokerId: number = r.getInt32(at7);
-  at7 += 4;
+  let at8 = r.take(28 + (version >= 2 ? 1 : 0));
+  const $brokerId: number = r.getInt32(at8);
+  at8 += 4;
   let $isMigratingZkBroker: boolean;
   if (version >= 2) {
-    $isMigratingZkBroker = r.getBoolean(at7);
-    at7 += 1;
+    $isMigratingZkBroker = r.getBoolean(at8);
+    at8 += 1;
   } else {
     $isMigratingZkBroker = false;
   }
-  const $incarnationId: string = r.getUuid(at7);
-  const $brokerEpoch: bigint = r.getInt64(at7 + 16);
+  const $incarnationId: string = r.getUuid(at8);
+  const $brokerEpoch: bigint = r.getInt64(at8 + 16);
   let $endPoints: RegisterBrokerRecordBrokerEndpoint[];
-  const n8 = r.compactArrayLength(7);
-  if (n8 < 0) {
+  const n9 = r.compactArrayLength(7);
+  if (n9 < 0) {
     throw new DecodeError('non-nullable field endPoints was serialized as null');
   } else {
-    const a8: RegisterBrokerRecordBrokerEndpoint[] = [];
-    for (let i8 = 0; i8 < n8; i8++) {
-      a8.push(readRegisterBrokerRecordBrokerEndpoint(r, version));
+    const a9: RegisterBrokerRecordBrokerEndpoint[] = [];
+    for (let i9 = 0; i9 < n9; i9++) {
+      a9.push(readRegisterBrokerRecordBrokerEndpoint(r, version));
     }
-    $endPoints = a8;
+    $endPoints = a9;
   }
   let $features: RegisterBrokerRecordBrokerFeature[];
-  const n9 = r.compactArrayLength(6);
-  if (n9 < 0) {
+  const n10 = r.compactArrayLength(6);
+  if (n10 < 0) {
     throw new DecodeError('non-nullable field features was serialized as null');
   } else {
-    const a9: RegisterBrokerRecordBrokerFeature[] = [];
-    for (let i9 = 0; i9 < n9; i9++) {
-      a9.push(readRegisterBrokerRecordBrokerFeature(r, version));
+    const a10: RegisterBrokerRecordBrokerFeature[] = [];
+    for (let i10 = 0; i10 < n10; i10++) {
+      a10.push(readRegisterBrokerRecordBrokerFeature(r, version));
     }
-    $features = a9;
+    $features = a10;
   }
   const $rack: string | null = r.compactNullableString();
   let $logDirs: string[] = [];
-  let at10 = r.take(1 + (version >= 1 ? 1 : 0));
-  const $fenced: boolean = r.getBoolean(at10);
-  at10 += 1;
+  let $cordonedLogDirs: string[] | null = null;
+  let at11 = r.take(1 + (version >= 1 ? 1 : 0));
+  const $fenced: boolean = r.getBoolean(at11);
+  at11 += 1;
   let $inControlledShutdown: boolean;
   if (version >= 1) {
-    $inControlledShutdown = r.getBoolean(at10);
+    $inControlledShutdown = r.getBoolean(at11);
   } else {
     $inControlledShutdown = false;
   }
-  const m: RegisterBrokerRecord = { brokerId: $brokerId, isMigratingZkBroker: $isMigratingZkBroker, incarnationId: $incarnationId, brokerEpoch: $brokerEpoch, endPoints: $endPoints, features: $features, rack: $rack, fenced: $fenced, inControlledShutdown: $inControlledShutdown, logDirs: $logDirs };
+  const m: RegisterBrokerRecord = { brokerId: $brokerId, isMigratingZkBroker: $isMigratingZkBroker, incarnationId: $incarnationId, brokerEpoch: $brokerEpoch, endPoints: $endPoints, features: $features, rack: $rack, fenced: $fenced, inControlledShutdown: $inControlledShutdown, logDirs: $logDirs, cordonedLogDirs: $cordonedLogDirs };
   r.taggedFields(readRegisterBrokerRecordTagged, m, version);
   return m;
 }
@@ -204,19 +230,35 @@ function readRegisterBrokerRecordTagged(tag: number, r: Reader, m: RegisterBroke
   switch (tag) {
     case 0: {
       if (version >= 3) {
-        const n11 = r.compactArrayLength(16);
-        if (n11 < 0) {
+        const n12 = r.compactArrayLength(16);
+        if (n12 < 0) {
           throw new DecodeError('non-nullable field logDirs was serialized as null');
         } else {
-          const a11: string[] = [];
-          for (let i11 = 0; i11 < n11; i11++) {
-            a11.push(r.uuid());
+          const a12: string[] = [];
+          for (let i12 = 0; i12 < n12; i12++) {
+            a12.push(r.uuid());
           }
-          m.logDirs = a11;
+          m.logDirs = a12;
         }
         return true;
       }
       throw new DecodeError(`RegisterBrokerRecord: tag 0 is not valid for version ${version}`);
+    }
+    case 1: {
+      if (version >= 4) {
+        const n13 = r.compactArrayLength(16);
+        if (n13 < 0) {
+          m.cordonedLogDirs = null;
+        } else {
+          const a13: string[] = [];
+          for (let i13 = 0; i13 < n13; i13++) {
+            a13.push(r.uuid());
+          }
+          m.cordonedLogDirs = a13;
+        }
+        return true;
+      }
+      throw new DecodeError(`RegisterBrokerRecord: tag 1 is not valid for version ${version}`);
     }
     default:
       return false;
@@ -233,18 +275,18 @@ function footprintOfRegisterBrokerRecordBrokerEndpoint(m: RegisterBrokerRecordBr
 function writeRegisterBrokerRecordBrokerEndpoint(w: Writer, m: RegisterBrokerRecordBrokerEndpoint, version: number): void {
   w.compactString(m.name);
   w.compactString(m.host);
-  const at12 = w.claim(4);
-  w.putUint16(at12, m.port);
-  w.putInt16(at12 + 2, m.securityProtocol);
+  const at14 = w.claim(4);
+  w.putUint16(at14, m.port);
+  w.putInt16(at14 + 2, m.securityProtocol);
   w.uvarint(0);
 }
 
 function readRegisterBrokerRecordBrokerEndpoint(r: Reader, version: number): RegisterBrokerRecordBrokerEndpoint {
   const $name: string = r.compactString();
   const $host: string = r.compactString();
-  const at13 = r.take(4);
-  const $port: number = r.getUint16(at13);
-  const $securityProtocol: number = r.getInt16(at13 + 2);
+  const at15 = r.take(4);
+  const $port: number = r.getUint16(at15);
+  const $securityProtocol: number = r.getInt16(at15 + 2);
   r.taggedFields();
   return { name: $name, host: $host, port: $port, securityProtocol: $securityProtocol };
 }
@@ -257,17 +299,17 @@ function footprintOfRegisterBrokerRecordBrokerFeature(m: RegisterBrokerRecordBro
 
 function writeRegisterBrokerRecordBrokerFeature(w: Writer, m: RegisterBrokerRecordBrokerFeature, version: number): void {
   w.compactString(m.name);
-  const at14 = w.claim(4);
-  w.putInt16(at14, m.minSupportedVersion);
-  w.putInt16(at14 + 2, m.maxSupportedVersion);
+  const at16 = w.claim(4);
+  w.putInt16(at16, m.minSupportedVersion);
+  w.putInt16(at16 + 2, m.maxSupportedVersion);
   w.uvarint(0);
 }
 
 function readRegisterBrokerRecordBrokerFeature(r: Reader, version: number): RegisterBrokerRecordBrokerFeature {
   const $name: string = r.compactString();
-  const at15 = r.take(4);
-  const $minSupportedVersion: number = r.getInt16(at15);
-  const $maxSupportedVersion: number = r.getInt16(at15 + 2);
+  const at17 = r.take(4);
+  const $minSupportedVersion: number = r.getInt16(at17);
+  const $maxSupportedVersion: number = r.getInt16(at17 + 2);
   r.taggedFields();
   return { name: $name, minSupportedVersion: $minSupportedVersion, maxSupportedVersion: $maxSupportedVersion };
 }

@@ -1,8 +1,8 @@
 /**
  * Eligible leader replicas (KIP-966) on three real Sluice nodes, seen through
  * DescribeTopicPartitions as Kafka's admin client and kafka-topics --describe see them: a
- * replica fenced while the ISR is below min ISR stays eligible to lead, and once it is back in
- * the ISR there is no ELR.
+ * replica fenced while the ISR is below min ISR stays eligible to lead, a change of the topic's
+ * min.insync.replicas clears the ELR, and once the replica is back in the ISR there is none.
  */
 import assert from 'node:assert/strict';
 import kafkajs from 'kafkajs';
@@ -19,7 +19,7 @@ import { runCaptured } from '../../helpers/cli-targets.ts';
 import { type ClusterProcesses, startCluster } from '../../helpers/cluster.ts';
 import { eventually } from '../../helpers/wait.ts';
 
-const { Kafka, logLevel } = kafkajs;
+const { ConfigResourceTypes, Kafka, logLevel } = kafkajs;
 
 /** Short failure detection, as in replication.test.ts: a fencing takes seconds. */
 const FAST_FAILOVER = {
@@ -54,7 +54,7 @@ describe('cluster: eligible leader replicas (KIP-966)', function () {
     cluster = null;
   });
 
-  it('DescribeTopicPartitions shows a fenced replica in the ELR below min ISR, and no ELR once it is back in sync', async () => {
+  it('DescribeTopicPartitions shows a fenced replica in the ELR below min ISR, cleared by setting min.insync.replicas, and no ELR once it is back in sync', async () => {
     cluster = await startCluster({ nodes: 3, overrides: FAST_FAILOVER });
     const kafka = new Kafka({ clientId: 'elr', brokers: cluster.bootstrap.split(','), logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
@@ -97,6 +97,19 @@ describe('cluster: eligible leader replicas (KIP-966)', function () {
       );
       assert.equal(described.code, 0, described.stderr);
       assert.match(described.stdout, /\tIsr: (1,2|2,1)\tElr: 3\tLastKnownElr: \t/);
+
+      // Setting min.insync.replicas again, even to its value, clears the topic's ELR
+      // (ClearElrRecord): the ELR was kept for the min ISR before the change.
+      await admin.alterConfigs({
+        validateOnly: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'min.insync.replicas', value: '3' }] }],
+      });
+      let cleared: DescribeTopicPartitionsResponsePartition | undefined;
+      await eventually('the ELR cleared', async () => {
+        cleared = await describePartition(live(), topic);
+        return cleared !== undefined && cleared.eligibleLeaderReplicas?.length === 0;
+      });
+      assert.deepEqual([...cleared!.isrNodes].sort(), [1, 2]);
 
       await victim.start();
       let back: DescribeTopicPartitionsResponsePartition | undefined;

@@ -372,6 +372,55 @@ describe('cluster control: heartbeats and fencing', () => {
     assert.deepEqual(c.partition('t').isr, [1, 2]);
   });
 
+  it('clears the ELR of a topic whose min.insync.replicas changes, and of every topic for a cluster-wide change (ClearElrRecord)', async () => {
+    const c = new Cluster();
+    await c.start([1, 2, 3]);
+    await c.createManual('a', [[1, 2, 3]], { 'min.insync.replicas': '3' });
+    await c.createManual('b', [[1, 2, 3]], { 'min.insync.replicas': '3' });
+    for (const t of ['a', 'b']) assert.equal((await c.alterIsr(t, [1, 2])).errorCode, 0);
+    assert.deepEqual([c.partition('a').elr, c.partition('b').elr], [[3], [3]]);
+    const alter = (resourceType: number, resourceName: string, value: string | null) =>
+      c.controller.incrementalAlterConfigs(
+        [{ resourceType, resourceName, configs: [{ name: 'min.insync.replicas', configOperation: value === null ? 1 : 0, value }] }],
+        false,
+      );
+
+    const epochOfB = c.partition('b').partitionEpoch;
+    const [topicLevel] = await alter(ConfigResourceType.TOPIC, 'a', '2');
+    assert.equal(topicLevel!.errorCode, 0);
+    assert.deepEqual(
+      c.sink.written.at(-1)?.map((r) => r.type),
+      ['ConfigRecord', 'ClearElrRecord'],
+    );
+    assert.deepEqual([c.partition('a').elr, c.partition('a').lastKnownElr], [[], []]);
+    assert.deepEqual(c.partition('b').elr, [3], 'another topic keeps its ELR');
+    assert.equal(c.partition('b').partitionEpoch, epochOfB);
+
+    // Even the value it already has: Kafka clears every ELR on any cluster-level write.
+    const [clusterLevel] = await alter(ConfigResourceType.BROKER, '', '1');
+    assert.equal(clusterLevel!.errorCode, 0);
+    assert.deepEqual(c.partition('b').elr, []);
+    assert.equal(c.partition('b').partitionEpoch, epochOfB + 1, 'a cleared partition moves to a new partition epoch');
+  });
+
+  it('keeps the ELR under the cluster-wide dynamic min.insync.replicas when the topic sets none', async () => {
+    const c = new Cluster();
+    await c.start([1, 2, 3]);
+    await c.controller.incrementalAlterConfigs(
+      [
+        {
+          resourceType: ConfigResourceType.BROKER,
+          resourceName: '',
+          configs: [{ name: 'min.insync.replicas', configOperation: 0, value: '3' }],
+        },
+      ],
+      false,
+    );
+    await c.createManual('t', [[1, 2, 3]]);
+    assert.equal((await c.alterIsr('t', [1, 2])).errorCode, 0);
+    assert.deepEqual(c.partition('t').elr, [3], 'below the cluster min ISR of 3 the replica the ISR lost stays eligible');
+  });
+
   it('elects an out-of-sync live replica when unclean.leader.election.enable is on for the topic', async () => {
     const c = new Cluster();
     await c.start([1, 2]);
