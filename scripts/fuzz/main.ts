@@ -6,12 +6,30 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runFuzz, type FuzzSummary } from './runner.ts';
 
+const USAGE = `usage: npm run fuzz -- [options]
+  --duration S               how long to fuzz (default 60)
+  --seed N                   the run's seed (default random; the summary names it)
+  --out DIR                  where reproducers go (default .cache/fuzz)
+  --connections N            concurrent connections per batch, half valid, half mutated (default 4)
+  --frames-per-connection N  frames per valid connection per batch (default 48)
+  --max-frames N             stop after this many frames even if time remains
+  --restart-every S          restart the broker this often, to check what survives (default 60)
+  --no-heavy                 leave out decompression bombs and the CreateTopics storm
+Exits 1 when anything was found.`;
+
+const OPTIONS = new Set(['duration', 'seed', 'out', 'connections', 'frames-per-connection', 'max-frames', 'restart-every', 'no-heavy']);
+
+class UsageError extends Error {}
+
 function parseArgs(argv: string[]): Map<string, string> {
   const out = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
+    if (a === '--help' || a === '-h') out.set('help', 'true');
+    if (out.has('help')) continue;
+    if (!a.startsWith('--')) throw new UsageError(`unexpected argument ${a}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
+    if (!OPTIONS.has(k)) throw new UsageError(`unknown option --${k}`);
     if (inline !== undefined) out.set(k, inline);
     else if (k.startsWith('no-')) out.set(k, 'true');
     else out.set(k, argv[++i] ?? '');
@@ -55,7 +73,19 @@ export function formatSummary(s: FuzzSummary): string {
 }
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  let args: Map<string, string>;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`fuzz: ${err.message}\n${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (args.has('help')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const summary = await runFuzz({
     durationS: num(args, 'duration', 60)!,
     seed: num(args, 'seed', Math.floor(Math.random() * 2 ** 31))!,
