@@ -271,8 +271,19 @@ export async function fetchRecords(
   return { records: out, highWatermark: toSafeNumber(data.highWatermark) };
 }
 
-/** Every record of a partition below its high watermark, read from its leader; undefined if the leader cannot be read. */
-export async function readFinalLog(ctx: ClientContext, topic: string, partition: number): Promise<Map<number, string> | undefined> {
+/**
+ * Every record of a partition below its high watermark, read from its leader, once that high
+ * watermark reaches `endOffset`; undefined if the leader cannot be read. A new leader may
+ * hold acknowledged records above its high watermark until a follower rejoins its ISR (the
+ * high watermark does not move under min.insync.replicas): they are committed, and become
+ * readable once the cluster has healed.
+ */
+export async function readFinalLog(
+  ctx: ClientContext,
+  topic: string,
+  partition: number,
+  endOffset: number,
+): Promise<Map<number, string> | undefined> {
   const cluster = clusterOf(ctx);
   const out = new Map<number, string>();
   let position = 0;
@@ -286,8 +297,9 @@ export async function readFinalLog(ctx: ClientContext, topic: string, partition:
           position = offset + 1;
         }
         if (got.records.size === 0 || position >= got.highWatermark) {
-          if (position >= got.highWatermark) return out;
-          position = got.highWatermark;
+          if (position >= got.highWatermark && position >= endOffset) return out;
+          if (position >= got.highWatermark) await sleep(ctx.clock, 200);
+          else position = got.highWatermark;
         }
       } catch (err) {
         failures++;

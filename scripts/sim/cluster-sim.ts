@@ -436,7 +436,8 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
       let read = false;
       void Promise.all([
         ...Array.from({ length: PARTITIONS }, async (_, p) => {
-          logs.set(p, await readFinalLog(reader, TOPIC, p));
+          const ackedEnd = Math.max(0, ...producers.flatMap((pr) => pr.acked.filter((a) => a.partition === p).map((a) => a.offset + 1)));
+          logs.set(p, await readFinalLog(reader, TOPIC, p, ackedEnd));
         }),
         consumer.committedNow(reader).then(
           (c) => {
@@ -451,7 +452,7 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
       });
       await run(scheduler.nowMs + 30_000, () => read);
       const acked = producers.flatMap((p) => p.acked);
-      checker.checkAcked(acked, (_topic, p) => (read ? logs.get(p) : undefined));
+      checker.checkAcked(acked, (_topic, p) => logs.get(p));
       for (const [p, seen] of consumer.records) {
         const log = logs.get(p);
         if (log === undefined) continue;

@@ -260,7 +260,10 @@ export class InvariantChecker {
       if (!logs.has(tp)) logs.set(tp, read(a.topic, a.partition));
       const log = logs.get(tp);
       if (log === undefined) {
-        this.fail('no acknowledged record lost', `${tp}: no leader to read the final log from`);
+        this.fail(
+          'no acknowledged record lost',
+          `${tp}: no leader served the final log up to its acknowledged records within 30 s of healing`,
+        );
         continue;
       }
       const v = log.get(a.offset);
