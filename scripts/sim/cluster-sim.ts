@@ -225,7 +225,7 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
     net.crashed(node.owner);
     if (power) node.disk.crash(() => diskRandom.float());
     if (node.roles.includes('broker')) powerBound.shutDownUncleanly(node.id, power);
-    checker.brokerRestarted(node.id);
+    checker.brokerRestarted(node.id, node.incarnation);
     scheduler.trace.add(scheduler.nowMs, 'nemesis', `${power ? 'power failure of' : 'kill'} n${node.id}`);
   };
   for (const n of nodes) start(n);

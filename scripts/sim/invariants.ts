@@ -90,8 +90,8 @@ export class InvariantChecker {
   private readonly partitionCommitted = new Map<string, number>();
   /** Per partition: the highest leader epoch a leader was seen in. */
   private readonly latestLeaderEpoch = new Map<string, number>();
-  /** Per partition: brokers that restarted while in its ISR and were not yet out of it. */
-  private readonly tainted = new Map<string, Set<number>>();
+  /** Per partition: brokers that crashed while in its ISR or on their way in, by the incarnation that crashed. */
+  private readonly tainted = new Map<string, Map<number, number>>();
   private readonly seen = new Set<string>();
   /** "group@generation" -> partition -> the member its SyncGroup gave it to. */
   private readonly owners = new Map<string, Map<string, string>>();
@@ -179,9 +179,14 @@ export class InvariantChecker {
     }
   }
 
-  /** A broker process restarted: where it was in an ISR, it may lack records until it leaves it. */
-  brokerRestarted(brokerId: number): void {
-    for (const set of this.tainted.values()) set.add(brokerId);
+  /**
+   * Incarnation `incarnation` of a broker crashed: where it was in an ISR, it may lack records
+   * until it leaves it. An AlterPartition it earned before the crash may still add it after
+   * (the controller accepts its broker epoch until the restart registers anew, and Kafka's does
+   * too), so it is excused until a leader's ISR leaves out a later incarnation of it.
+   */
+  brokerRestarted(brokerId: number, incarnation: number): void {
+    for (const crashed of this.tainted.values()) crashed.set(brokerId, Math.max(incarnation, crashed.get(brokerId) ?? -1));
   }
 
   /** Partitions: one leader per leader epoch, HW <= LEO, the leader's HW never backwards, ISR holds the HW. */
@@ -230,12 +235,14 @@ export class InvariantChecker {
   private checkIsr(tp: string, list: readonly ReplicaView[]): void {
     let tainted = this.tainted.get(tp);
     if (tainted === undefined) {
-      tainted = new Set();
+      tainted = new Map();
       this.tainted.set(tp, tainted);
     }
     const leader = list.find((r) => r.isLeader);
     if (leader === undefined) return;
-    for (const b of [...tainted]) if (!leader.isr.includes(b)) tainted.delete(b);
+    for (const [b, crashed] of [...tainted]) {
+      if (!leader.isr.includes(b) && list.some((r) => r.brokerId === b && r.incarnation > crashed)) tainted.delete(b);
+    }
     for (const member of leader.isr) {
       if (member === leader.brokerId || tainted.has(member)) continue;
       const replica = list.find((r) => r.brokerId === member);
