@@ -3,6 +3,7 @@
  * requests, corked response writes, back-pressure (per connection, and broker-wide through the
  * request memory pool) and idle expiry.
  */
+import { KafkaError } from '../../protocol/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ReadBufferLease, ReadBufferPool } from '../../storage/read-buffers.ts';
 import { ChunkQueue } from './chunk-queue.ts';
@@ -356,6 +357,19 @@ export class Connection {
       this.logger.info(
         { client: this.session.clientAddress, apiKey: err.apiKey, apiVersion: err.apiVersion, reason: boundedReason(err.reason) },
         'closing connection: protocol violation',
+      );
+    } else if (err instanceof RequestFailedError && err.cause instanceof KafkaError) {
+      // A refused request that gets no response (Produce with acks=0): closing the connection
+      // is how Kafka tells the client, and it logs that at info level too.
+      this.logger.info(
+        {
+          client: this.session.clientAddress,
+          apiKey: err.apiKey,
+          apiVersion: err.apiVersion,
+          error: err.cause.error.name,
+          reason: boundedReason(err.cause.message),
+        },
+        'closing connection: a request without a response was refused',
       );
     } else if (err instanceof RequestFailedError) {
       this.logger.error(

@@ -20,7 +20,12 @@ import {
   type FetchResponse,
 } from '../../../protocol/messages/fetch.ts';
 import { MAX_STRING_BYTES, utf8Length } from '../../../protocol/primitives.ts';
-import { legacyRecords, NO_TIMESTAMP } from '../../../protocol/records/index.ts';
+import {
+  makeProduceRequest,
+  makeProduceRequestPartitionProduceData,
+  makeProduceRequestTopicProduceData,
+} from '../../../protocol/messages/produce.ts';
+import { buildRecordBatch, legacyRecords, NO_TIMESTAMP } from '../../../protocol/records/index.ts';
 import {
   makeWriteTxnMarkersRequest,
   makeWriteTxnMarkersRequestWritableTxnMarker,
@@ -188,6 +193,31 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
     }
     await servesNext();
     await logThrough(/"apiKey":65,"apiVersion":0,"reason":"malformed request: string: 32767 bytes that are not UTF-8/);
+  });
+
+  it('Produce v5 with acks=0 of transactional records without a transactional id: the connection is closed, as Kafka tells an acks=0 producer, and logged at info', async () => {
+    const records = await buildRecordBatch({ isTransactional: true, producerId: 5n, producerEpoch: 0, baseSequence: 0 }, [
+      { value: Buffer.from('no transactional id'), timestamp: Date.now() },
+    ]);
+    const request = makeProduceRequest({
+      transactionalId: null,
+      acks: 0,
+      timeoutMs: 5000,
+      topicData: [
+        makeProduceRequestTopicProduceData({ name: TOPIC, partitionData: [makeProduceRequestPartitionProduceData({ index: 0, records })] }),
+      ],
+    });
+    const own = await RawClient.connect(broker.port, broker.host);
+    try {
+      own.send(frame(ApiKey.Produce, 5, request).bytes);
+      await own.whenClosed();
+    } finally {
+      own.close();
+    }
+    await servesNext();
+    await logThrough(
+      /"apiKey":0,"apiVersion":5,"error":"TRANSACTIONAL_ID_AUTHORIZATION_FAILED","reason":"Transactional records were sent without a transactional id","msg":"closing connection: a request without a response was refused"/,
+    );
   });
 
   it('Fetch v2 of records with a timestamp below 0 (accepted from a producer, as Kafka does): down-converted with no timestamp, nothing lost', async () => {
