@@ -19,6 +19,7 @@ const javaSourceDir = join(here, 'java');
 const cacheDir = join(repoRoot, '.cache/oracle');
 const libDir = join(cacheDir, 'lib');
 const newerLibDir = join(cacheDir, 'lib-newer');
+const newestLibDir = join(cacheDir, 'lib-newest');
 const installStamp = join(cacheDir, 'install.stamp');
 
 export class OracleError extends Error {
@@ -250,6 +251,7 @@ export class KafkaOracle {
       [classes, join(libDir, '*')].join(':'),
       'sluice.oracle.Oracle',
       newerLibDir,
+      newestLibDir,
     ];
     // Should the test process die without its after hooks, the oracle's stdin ends with it.
     const child = spawn('java', args, { stdio: ['pipe', 'pipe', 'pipe'] });

@@ -51,8 +51,8 @@ import java.util.Map;
  * Messages are found by class name (org.apache.kafka.common.message.NameData and
  * NameDataJsonConverter, or Name for data records, in the few packages Kafka generates
  * into), so one program covers every API and record schema the jars know. Each argument is
- * a directory of newer kafka-clients jars, loaded in a class loader of its own and
- * consulted only for versions the jars on the class path predate.
+ * a directory of newer Kafka jars, loaded in a class loader of its own and consulted, in
+ * order, only for versions the jars before it predate.
  * In JSON sent back, int64 values become decimal strings: JavaScript numbers lose
  * precision above 2^53, and the caller knows from its schema which fields are int64.
  */
@@ -125,7 +125,9 @@ public final class Oracle {
     private static final class Kafka {
         final String label;
         final ClassLoader loader;
+        /** MessageUtil.toByteBuffer, which Kafka 4.3 replaced by toByteBufferAccessor (null then). */
         final Method toByteBuffer;
+        final Method toByteBufferAccessor;
         final Class<?> readable;
         final Class<?> accessor;
 
@@ -133,10 +135,25 @@ public final class Oracle {
             this.label = label;
             this.loader = loader;
             Class<?> message = loader.loadClass("org.apache.kafka.common.protocol.Message");
-            this.toByteBuffer = loader.loadClass("org.apache.kafka.common.protocol.MessageUtil")
-                .getMethod("toByteBuffer", message, short.class);
+            Class<?> util = loader.loadClass("org.apache.kafka.common.protocol.MessageUtil");
+            Method legacy;
+            try {
+                legacy = util.getMethod("toByteBuffer", message, short.class);
+            } catch (NoSuchMethodException e) {
+                legacy = null;
+            }
+            this.toByteBuffer = legacy;
+            this.toByteBufferAccessor = legacy != null ? null : util.getMethod("toByteBufferAccessor", message, short.class);
             this.readable = loader.loadClass("org.apache.kafka.common.protocol.Readable");
             this.accessor = loader.loadClass("org.apache.kafka.common.protocol.ByteBufferAccessor");
+        }
+
+        /** The message's bytes at `version`, read to their end. */
+        ByteBuffer serialize(Object message, short version) throws ReflectiveOperationException {
+            if (toByteBuffer != null) return (ByteBuffer) toByteBuffer.invoke(null, message, version);
+            Object written = toByteBufferAccessor.invoke(null, message, version);
+            ByteBuffer buffer = (ByteBuffer) accessor.getMethod("buffer").invoke(written);
+            return buffer.position() == 0 ? buffer : buffer.flip();
         }
 
         /** The kafka-clients jar these classes come from, e.g. kafka-clients-3.9.1. */
@@ -170,6 +187,8 @@ public final class Oracle {
     }
 
     private record MessageClasses(Kafka kafka, Class<?> data, Method read, Method write, short lowest, short highest) { }
+
+    private static final String METADATA_PACKAGE = "org.apache.kafka.common.metadata";
 
     /** Where each kind of generated message class lives across the Kafka modules. */
     private static final String[] MESSAGE_PACKAGES = {
@@ -209,9 +228,15 @@ public final class Oracle {
         return null;
     }
 
-    /** The first Kafka that knows the message at this version; the newest one's classes when version is -1. */
+    /**
+     * The first Kafka that knows the message at this version; the newest one's classes when
+     * version is -1. Metadata records come from the newest Kafka that knows the version, as
+     * the project generates them from Kafka 4.4's definitions: an older jar's JSON reader would
+     * drop the fields a later version added instead of refusing them.
+     */
     private MessageClasses classesFor(String name, int version) throws Exception {
         MessageClasses fallback = null;
+        MessageClasses newestMetadata = null;
         for (Kafka kafka : kafkas) {
             String key = kafka.label + "/" + name;
             MessageClasses c = classes.get(key);
@@ -220,9 +245,12 @@ public final class Oracle {
                 classes.put(key, c);
             }
             if (c == null) continue;
-            if (version >= c.lowest && version <= c.highest) return c;
+            boolean knows = version >= c.lowest && version <= c.highest;
+            if (knows && c.data.getPackageName().equals(METADATA_PACKAGE)) newestMetadata = c;
+            else if (knows) return c;
             if (fallback == null || c.highest > fallback.highest) fallback = c;
         }
+        if (newestMetadata != null) return newestMetadata;
         if (fallback == null) throw new ClassNotFoundException("no Kafka message class for " + name);
         if (version == -1) return fallback;
         throw new UnsupportedVersionError(name + " v" + version + " is unknown to every Kafka jar on hand");
@@ -260,7 +288,7 @@ public final class Oracle {
         short version = (short) request.get("version").asInt();
         MessageClasses c = classesFor(request.get("name").asText(), version);
         Object message = c.read.invoke(null, request.get("json"), version);
-        ByteBuffer buffer = (ByteBuffer) c.kafka.toByteBuffer.invoke(null, message, version);
+        ByteBuffer buffer = c.kafka.serialize(message, version);
         answer.put("kafka", c.kafka.version());
         answer.put("bytes", Base64.getEncoder().encodeToString(toArray(buffer)));
     }
