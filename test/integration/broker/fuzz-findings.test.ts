@@ -76,6 +76,25 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
     assert.equal(broker.child.exitCode, null, 'the broker process is alive');
   }
 
+  /** Fetch v2 (message format v1) of partition 0 of `topic` from `fetchOffset`, without waiting. */
+  const fetchV2 = (topic: string, fetchOffset: bigint) =>
+    call<FetchResponse>(
+      client,
+      ApiKey.Fetch,
+      2,
+      makeFetchRequest({
+        replicaId: -1,
+        maxWaitMs: 0,
+        minBytes: 0,
+        topics: [
+          makeFetchRequestFetchTopic({
+            topic,
+            partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset, partitionMaxBytes: 1 << 20 })],
+          }),
+        ],
+      }),
+    );
+
   const marker = (producerId: bigint, producerEpoch: number, partitionIndexes: number[]) =>
     makeWriteTxnMarkersRequestWritableTxnMarker({
       producerId,
@@ -224,18 +243,7 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
     const topic = `${TOPIC}-timestamps`;
     await autoCreateTopic(client, topic, Buffer.from('first'));
     assert.equal(await produceToPartition0(client, topic, await negativeTimestampBatch()), Errors.NONE.code);
-    const request = makeFetchRequest({
-      replicaId: -1,
-      maxWaitMs: 0,
-      minBytes: 0,
-      topics: [
-        makeFetchRequestFetchTopic({
-          topic,
-          partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: 1n, partitionMaxBytes: 1 << 20 })],
-        }),
-      ],
-    });
-    const response = await call<FetchResponse>(client, ApiKey.Fetch, 2, request);
+    const response = await fetchV2(topic, 1n);
     const partition = response.responses[0]!.partitions[0]!;
     assert.equal(partition.errorCode, Errors.NONE.code);
     const messages = await legacyRecords(partition.records ?? Buffer.alloc(0));
@@ -283,18 +291,7 @@ describe('requests the fuzzer found failing inside the broker (real broker proce
       async () => (await produceToPartition0(client, unbounded, await timestampedBatch(farAhead))) === Errors.NONE.code,
       10_000,
     );
-    const request = makeFetchRequest({
-      replicaId: -1,
-      maxWaitMs: 0,
-      minBytes: 0,
-      topics: [
-        makeFetchRequestFetchTopic({
-          topic: unbounded,
-          partitions: [makeFetchRequestFetchPartition({ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 })],
-        }),
-      ],
-    });
-    const response = await call<FetchResponse>(client, ApiKey.Fetch, 2, request);
+    const response = await fetchV2(unbounded, 0n);
     const partition = response.responses[0]!.partitions[0]!;
     assert.equal(partition.errorCode, Errors.NONE.code);
     const set = partition.records ?? Buffer.alloc(0);
