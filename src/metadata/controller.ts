@@ -57,6 +57,7 @@ export const METADATA_VERSION_LEVEL = 23;
 const ELR_METADATA_VERSION_LEVEL = 23;
 /** KIP-966's feature, at level 1 on a new cluster as Kafka 4.1 bootstraps it. */
 export const ELIGIBLE_LEADER_REPLICAS_FEATURE = 'eligible.leader.replicas.version';
+const MIN_INSYNC_REPLICAS = 'min.insync.replicas';
 export const ELIGIBLE_LEADER_REPLICAS_LEVEL = 1;
 /** Size of the producer id blocks handed to brokers (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */
 export const PRODUCER_ID_BLOCK_SIZE = 1000;
@@ -736,7 +737,10 @@ export class QuorumController {
           default:
             throw new KafkaError(Errors.INVALID_REQUEST, `Unknown alter config operation type ${op.configOperation}`);
         }
-        records.push(this.configChange(resource, op.name, value));
+        // A broker resource gets its record even unchanged, to make brokers reload (KAFKA-14136).
+        if (value !== (current.get(op.name) ?? null) || resource.resourceType === ConfigResourceType.BROKER) {
+          records.push(this.configChange(resource, op.name, value));
+        }
       }
       return records;
     });
@@ -779,6 +783,7 @@ export class QuorumController {
         try {
           this.checkResource(image, resource);
           const planned = plan(image, resource);
+          if (isElrEnabled(image)) refuseElrMinIsrChanges(planned);
           if (!validateOnly) records.push(...planned, ...clearElrRecordsAsNeeded(image, planned));
         } catch (err) {
           if (!(err instanceof KafkaError)) throw err;
@@ -1152,7 +1157,26 @@ export class QuorumController {
 
   /** What an empty log starts with: the metadata.version feature, then the records `sluice storage format` left. */
   private bootstrapRecords(): MetadataRecord[] {
-    return [...bootstrapFeatureRecords(), ...this.formatRecords];
+    return [...bootstrapFeatureRecords(), ...this.elrSafetyRecords(this.formatRecords), ...this.formatRecords];
+  }
+
+  /**
+   * Kafka's maybeGenerateElrSafetyRecords, written as ELR is turned on: a partition's ELR is
+   * kept under one min ISR for the whole cluster, so the cluster-level min.insync.replicas is
+   * set (to this controller's static value) where none is, and it may then be neither removed
+   * nor overridden per broker (elrMinIsrRefusal).
+   */
+  private elrSafetyRecords(pending: readonly MetadataRecord[]): MetadataRecord[] {
+    const clusterMinIsrSet = pending.some(
+      (r) =>
+        r.type === 'ConfigRecord' &&
+        r.data.resourceType === ConfigResourceType.BROKER &&
+        r.data.resourceName === '' &&
+        r.data.name === MIN_INSYNC_REPLICAS &&
+        r.data.value !== null,
+    );
+    if (clusterMinIsrSet) return [];
+    return [configRecord(ConfigResourceType.BROKER, '', MIN_INSYNC_REPLICAS, String(this.config.minInsyncReplicas?.() ?? 1))];
   }
 
   /** The records `sluice storage format` left for a new cluster (bootstrap-records.ts), written with the first metadata.version. */
@@ -1572,10 +1596,23 @@ export function isElrEnabled(image: MetadataImage): boolean {
 function clearElrRecordsAsNeeded(image: MetadataImage, planned: readonly MetadataRecord[]): MetadataRecord[] {
   if (!isElrEnabled(image)) return [];
   return planned.flatMap((record): MetadataRecord[] => {
-    if (record.type !== 'ConfigRecord' || record.data.name !== 'min.insync.replicas') return [];
+    if (record.type !== 'ConfigRecord' || record.data.name !== MIN_INSYNC_REPLICAS) return [];
     const topicName = record.data.resourceType === ConfigResourceType.TOPIC ? record.data.resourceName : '';
     return [{ type: 'ClearElrRecord', data: { topicName } }];
   });
+}
+
+/**
+ * Kafka's isDisallowedBrokerMinIsrTransition and isDisallowedClusterMinIsrTransition, checked
+ * while ELR is on: min.insync.replicas may change at the cluster or a topic, never at one
+ * broker, and the cluster's may not be removed.
+ */
+function refuseElrMinIsrChanges(planned: readonly MetadataRecord[]): void {
+  for (const r of planned) {
+    if (r.type !== 'ConfigRecord' || r.data.name !== MIN_INSYNC_REPLICAS || r.data.resourceType !== ConfigResourceType.BROKER) continue;
+    check(r.data.resourceName === '', Errors.INVALID_CONFIG, `Broker-level ${MIN_INSYNC_REPLICAS} cannot be altered while ELR is enabled.`);
+    check(r.data.value !== null, Errors.INVALID_CONFIG, `Cluster-level ${MIN_INSYNC_REPLICAS} cannot be removed while ELR is enabled.`);
+  }
 }
 
 /** Written at a version without cordoned log dirs (KIP-1066), which Sluice does not have. */

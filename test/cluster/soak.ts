@@ -70,7 +70,12 @@ const PARTITIONS = 3;
 /** The node whose log dir is a small tmpfs (disk-full), and the one on the EIO filesystem (disk-eio). */
 const FULL_DISK_NODE = 3;
 const EIO_DISK_NODE = 2;
-const TMPFS_MB = 64;
+/**
+ * Room for an hour of the workload's records (it filled 64 MiB in about half an hour) besides
+ * the filler: a tmpfs the workload itself fills leaves the node unable to restart, a fault the
+ * schedule never meant.
+ */
+const TMPFS_MB = 512;
 
 export type ClientName = 'kafkajs' | 'librdkafka' | 'java';
 

@@ -135,6 +135,24 @@ againstEachBroker('sluice configs', (bootstrap) => {
     }
   });
 
+  it('keeps the cluster-level min.insync.replicas a new cluster gets with eligible leader replicas (KIP-966)', async () => {
+    const defaults = ['--entity-type', 'brokers', '--entity-default'];
+    const cluster = await run('describe', ...defaults);
+    assert.equal(cluster.code, 0, cluster.stderr);
+    assert.match(
+      cluster.stdout,
+      /^ {2}min\.insync\.replicas=\d+ sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:min\.insync\.replicas=\d+\}$/m,
+    );
+
+    const removed = await run('alter', ...defaults, '--delete-config', 'min.insync.replicas');
+    assert.equal(removed.code, 1);
+    assert.match(removed.stderr, /INVALID_CONFIG \(Cluster-level min\.insync\.replicas cannot be removed while ELR is enabled\.\)/);
+    const id = await brokerId();
+    const perBroker = await run('alter', '--entity-type', 'brokers', '--entity-name', id, '--add-config', 'min.insync.replicas=1');
+    assert.equal(perBroker.code, 1);
+    assert.match(perBroker.stderr, /INVALID_CONFIG \(Broker-level min\.insync\.replicas cannot be altered while ELR is enabled\.\)/);
+  });
+
   it("alter and describe a broker's own config and the brokers' default", async () => {
     const id = await brokerId();
     const broker = ['--entity-type', 'brokers', '--entity-name', id];

@@ -403,6 +403,59 @@ describe('cluster control: heartbeats and fencing', () => {
     assert.equal(c.partition('b').partitionEpoch, epochOfB + 1, 'a cleared partition moves to a new partition epoch');
   });
 
+  it('bootstraps a cluster-level min.insync.replicas from its own config, then refuses its removal and any broker-level one (KIP-966)', async () => {
+    const c = new Cluster({ minInsyncReplicas: () => 2 });
+    await c.start([1, 2, 3]);
+    assert.equal(c.sink.current.resourceConfigs(ConfigResourceType.BROKER, '').get('min.insync.replicas'), '2');
+    const incremental = (resourceName: string, name: string, value: string | null) =>
+      c.controller.incrementalAlterConfigs(
+        [{ resourceType: ConfigResourceType.BROKER, resourceName, configs: [{ name, configOperation: value === null ? 1 : 0, value }] }],
+        false,
+      );
+    const refusals = [
+      await incremental('', 'min.insync.replicas', null),
+      await incremental('1', 'min.insync.replicas', '1'),
+      await incremental('1', 'min.insync.replicas', null),
+      // The legacy AlterConfigs replaces the resource's configs: leaving it out removes it.
+      await c.controller.legacyAlterConfigs(
+        [{ resourceType: ConfigResourceType.BROKER, resourceName: '', configs: [{ name: 'log.cleaner.backoff.ms', value: '15000' }] }],
+        false,
+      ),
+    ].map(([r]) => [r!.errorCode, r!.errorMessage]);
+    assert.deepEqual(refusals, [
+      [Errors.INVALID_CONFIG.code, 'Cluster-level min.insync.replicas cannot be removed while ELR is enabled.'],
+      [Errors.INVALID_CONFIG.code, 'Broker-level min.insync.replicas cannot be altered while ELR is enabled.'],
+      [Errors.INVALID_CONFIG.code, 'Broker-level min.insync.replicas cannot be altered while ELR is enabled.'],
+      [Errors.INVALID_CONFIG.code, 'Cluster-level min.insync.replicas cannot be removed while ELR is enabled.'],
+    ]);
+    assert.equal(c.sink.current.resourceConfigs(ConfigResourceType.BROKER, '').get('min.insync.replicas'), '2');
+    const [changed] = await incremental('', 'min.insync.replicas', '1');
+    assert.equal(changed!.errorCode, 0, 'the cluster-level value itself may change');
+    const [otherConfig] = await incremental('1', 'log.cleaner.backoff.ms', '15000');
+    assert.equal(otherConfig!.errorCode, 0, 'other broker-level configs may change');
+  });
+
+  it('writes no record, and so clears no ELR, for a topic config set to the value it has', async () => {
+    const c = new Cluster();
+    await c.start([1, 2, 3]);
+    await c.createManual('t', [[1, 2, 3]], { 'min.insync.replicas': '3' });
+    assert.equal((await c.alterIsr('t', [1, 2])).errorCode, 0);
+    const written = c.sink.written.length;
+    const [r] = await c.controller.incrementalAlterConfigs(
+      [
+        {
+          resourceType: ConfigResourceType.TOPIC,
+          resourceName: 't',
+          configs: [{ name: 'min.insync.replicas', configOperation: 0, value: '3' }],
+        },
+      ],
+      false,
+    );
+    assert.equal(r!.errorCode, 0);
+    assert.equal(c.sink.written.length, written);
+    assert.deepEqual(c.partition('t').elr, [3]);
+  });
+
   it('keeps the ELR under the cluster-wide dynamic min.insync.replicas when the topic sets none', async () => {
     const c = new Cluster();
     await c.start([1, 2, 3]);

@@ -115,7 +115,7 @@ describe('SCRAM credentials in the metadata log', () => {
     const { sink, controller } = await activeController([admin]);
     assert.deepEqual(
       sink.records().map((r) => r.type),
-      ['NoOpRecord', 'FeatureLevelRecord', 'FeatureLevelRecord', 'UserScramCredentialRecord'],
+      ['NoOpRecord', 'FeatureLevelRecord', 'FeatureLevelRecord', 'ConfigRecord', 'UserScramCredentialRecord'],
     );
     const stored = sink.current.scramCredential(2, 'admin')!;
     assert.equal(stored.iterations, 8192);
