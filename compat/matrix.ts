@@ -1,9 +1,41 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-// The client x scenario results of a compat run, one table per target.
+// The client x scenario results of a compat run, one table per target. Each target's suite
+// runs in a process of its own and leaves its part in PARTS_DIR; the run's end joins them.
 
 export type Outcome = 'PASS' | 'FAIL' | 'not yet' | 'n/a' | 'SKIP';
+
+const PARTS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '.cache', 'compat-matrix-parts');
+
+/** One target's results, as its suite leaves them. */
+export interface MatrixPart {
+  readonly targets: readonly string[];
+  readonly clients: readonly string[];
+  readonly scenarios: readonly string[];
+  readonly cells: readonly (readonly [string, Outcome])[];
+  readonly notes: readonly string[];
+}
+
+export function clearMatrixParts(): void {
+  rmSync(PARTS_DIR, { recursive: true, force: true });
+}
+
+export function writeMatrixPart(key: string, matrix: Matrix): void {
+  mkdirSync(PARTS_DIR, { recursive: true });
+  writeFileSync(join(PARTS_DIR, `${key}.json`), JSON.stringify(matrix.part()));
+}
+
+/** The parts left by this run's suites, in the order of `keys`, by key. */
+export function readMatrixParts(keys: readonly string[]): Map<string, MatrixPart> {
+  const present = existsSync(PARTS_DIR) ? new Set(readdirSync(PARTS_DIR)) : new Set<string>();
+  const parts = new Map<string, MatrixPart>();
+  for (const key of keys) {
+    if (present.has(`${key}.json`)) parts.set(key, JSON.parse(readFileSync(join(PARTS_DIR, `${key}.json`), 'utf8')) as MatrixPart);
+  }
+  return parts;
+}
 
 export class Matrix {
   private readonly cells = new Map<string, Outcome>();
@@ -17,6 +49,24 @@ export class Matrix {
 
   set(target: string, client: string, scenario: string, outcome: Outcome): void {
     this.cells.set(`${target}\0${client}\0${scenario}`, outcome);
+  }
+
+  /** One matrix of the parts' targets, in their order; clients and scenarios as the first part lists them. */
+  static join(parts: readonly MatrixPart[]): Matrix {
+    const matrix = new Matrix(
+      parts.flatMap((p) => p.targets),
+      parts[0]?.clients ?? [],
+      parts[0]?.scenarios ?? [],
+    );
+    for (const p of parts) {
+      for (const [key, outcome] of p.cells) matrix.cells.set(key, outcome);
+      for (const note of p.notes) matrix.noteOnce(note);
+    }
+    return matrix;
+  }
+
+  part(): MatrixPart {
+    return { targets: this.targets, clients: this.clients, scenarios: this.scenarios, cells: [...this.cells], notes: this.notes };
   }
 
   note(text: string): void {

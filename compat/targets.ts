@@ -266,21 +266,30 @@ function externalTarget(bootstrap: string): Target {
   };
 }
 
-/** The names COMPAT_TARGETS selects by, in the order of a full run. */
+/** The names COMPAT_TARGETS selects by, in the order of a full run's matrix. */
 export const TARGET_KEYS = ['sluice', 'kafka', 'sluice-cluster', 'kafka-cluster'] as const;
+/** A target's key: one of TARGET_KEYS, or `bootstrap` for the broker COMPAT_BOOTSTRAP names. */
+export type TargetKey = (typeof TARGET_KEYS)[number] | 'bootstrap';
 
-export function selectTargets(env: NodeJS.ProcessEnv): Target[] {
-  if (env.COMPAT_BOOTSTRAP) return [externalTarget(env.COMPAT_BOOTSTRAP)];
-  const ci = env.CI === 'true';
-  const all: Record<(typeof TARGET_KEYS)[number], () => Target> = {
-    sluice: sluiceTarget,
-    kafka: () => kafkaTarget(ci),
-    'sluice-cluster': sluiceClusterTarget,
-    'kafka-cluster': () => kafkaClusterTarget(ci),
-  };
+/** The target `key` names, or null when this run does not select it. */
+export function selectTarget(env: NodeJS.ProcessEnv, key: TargetKey): Target | null {
+  if (env.COMPAT_BOOTSTRAP) return key === 'bootstrap' ? externalTarget(env.COMPAT_BOOTSTRAP) : null;
+  if (key === 'bootstrap') return null;
   const only = env.COMPAT_TARGETS?.split(',').map((t) => t.trim());
-  for (const key of only ?? []) {
-    if (!(TARGET_KEYS as readonly string[]).includes(key)) throw new Error(`COMPAT_TARGETS: no target ${key} (${TARGET_KEYS.join(', ')})`);
+  for (const name of only ?? []) {
+    if (!(TARGET_KEYS as readonly string[]).includes(name))
+      throw new Error(`COMPAT_TARGETS: no target ${name} (${TARGET_KEYS.join(', ')})`);
   }
-  return TARGET_KEYS.filter((key) => !only || only.includes(key)).map((key) => all[key]());
+  if (only && !only.includes(key)) return null;
+  const ci = env.CI === 'true';
+  switch (key) {
+    case 'sluice':
+      return sluiceTarget();
+    case 'kafka':
+      return kafkaTarget(ci);
+    case 'sluice-cluster':
+      return sluiceClusterTarget();
+    case 'kafka-cluster':
+      return kafkaClusterTarget(ci);
+  }
 }

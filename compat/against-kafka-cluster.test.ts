@@ -1,0 +1,3 @@
+import { compatSuite } from './suite.ts';
+
+compatSuite('kafka-cluster');
