@@ -350,7 +350,10 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
     };
 
     // A node cut off from any peer may miss the metadata that moved its offsets partitions
-    // away, and so answer as a deposed coordinator, until a session after it is healed.
+    // away, and so answer as a deposed coordinator, until a session after it is healed. Both
+    // ends of a cut link count: whichever of the two led the metadata quorum, the other could
+    // not fetch from it while the third node kept a majority committing. An isolated node's
+    // peers miss nothing: with the leader isolated, nothing commits until they elect another.
     const cutLinks = new Map<string, number>();
     const healedAtMs = new Map<string, number>();
     checker.mayAnswerStale = (host) =>
@@ -387,12 +390,17 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
         const others = [...nodes.filter((n) => n !== node).map((n) => n.host), ...(kind === 'isolate' ? clientHosts(clientIds) : [])];
         const cut = kind === 'isolate' ? others : [faults.pick(others)];
         for (const h of cut) net.cut(node.host, h);
-        cutLinks.set(node.host, (cutLinks.get(node.host) ?? 0) + 1);
+        const cutOff = kind === 'isolate' ? [node.host] : [node.host, ...cut];
+        for (const h of cutOff) cutLinks.set(h, (cutLinks.get(h) ?? 0) + 1);
         scheduler.trace.add(scheduler.nowMs, 'nemesis', `cut ${node.host} from ${cut.join(' ')}`);
         scheduler.schedule(nemesis, 'fault', faults.range(500, 6000), 'heal', () => {
+          // Healing every link at the end of the run healed this one already.
+          if (!active) return;
           for (const h of cut) net.heal(node.host, h);
-          cutLinks.set(node.host, (cutLinks.get(node.host) ?? 1) - 1);
-          healedAtMs.set(node.host, scheduler.nowMs);
+          for (const h of cutOff) {
+            cutLinks.set(h, (cutLinks.get(h) ?? 1) - 1);
+            healedAtMs.set(h, scheduler.nowMs);
+          }
           scheduler.trace.add(scheduler.nowMs, 'nemesis', `heal ${node.host}`);
         });
       } else if (kind === 'reset') {
@@ -418,6 +426,8 @@ export async function runClusterSim(options: ClusterSimOptions): Promise<SimResu
     // Heal: no cut links, every node up; the clients finish their work in flight.
     active = false;
     net.healAll();
+    for (const [h, n] of cutLinks) if (n > 0) healedAtMs.set(h, scheduler.nowMs);
+    cutLinks.clear();
     for (const n of nodes) if (!n.owner.alive) start(n);
     scheduler.trace.add(scheduler.nowMs, 'nemesis', 'heal all');
     let clientsFinished = false;
