@@ -341,7 +341,11 @@ function checkLogOrder(history: History, resent: ReadonlySet<LogRecord>, v: Viol
  */
 function checkMonotonic(samples: readonly Sample[], kind: ViolationKind, what: string, v: Violations): void {
   const byPartition = new Map<number, Sample[]>();
-  for (const s of samples) byPartition.set(s.partition, [...(byPartition.get(s.partition) ?? []), s]);
+  for (const s of samples) {
+    const list = byPartition.get(s.partition);
+    if (list === undefined) byPartition.set(s.partition, [s]);
+    else list.push(s);
+  }
   for (const list of byPartition.values()) {
     const byStart = list.filter((s) => s.floor !== true).sort((a, b) => a.atMs - b.atMs);
     const byEnd = [...list].sort((a, b) => (a.untilMs ?? a.atMs) - (b.untilMs ?? b.atMs));
