@@ -8,10 +8,11 @@
  * which the counters read when scraped: prom-client hashes label values into a key on every
  * count, a cost paid per request and per append on the produce path.
  */
-import { Counter, Gauge, Registry, collectDefaultMetrics, type RegistryContentType } from 'prom-client';
+import { Counter, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { apis } from '../../protocol/messages/index.ts';
 import { errorByCode, isKnownErrorCode } from '../../protocol/errors.ts';
 import { CountedHistogram, type HistogramSeries } from './counted-histogram.ts';
+import { collectProcessMetrics } from './process-metrics.ts';
 import { DeadLetterMetrics } from './dead-letter-metrics.ts';
 
 /** Records and bytes a topic took in and gave out; called by the data path. */
@@ -163,7 +164,7 @@ export class BrokerMetrics implements TopicTraffic, RequestObserver {
     });
     this.deadLetters = new DeadLetterMetrics(this.registry, options.onCountError ?? (() => undefined));
     this.registerStateGauges(options.partitionSeriesMax);
-    collectDefaultMetrics({ register: this.registry, prefix: 'sluice_', eventLoopMonitoringPrecision: 10 });
+    collectProcessMetrics(this.registry, 'sluice_');
   }
 
   /** Where scrape-time gauges read the node's state; until set they are empty. */

@@ -68,6 +68,29 @@ describe('BrokerMetrics', () => {
     assert.equal(m.value('sluice_request_duration_seconds_count', { api: 'Produce' }), 2);
   });
 
+  it("exports prom-client's process and Node.js metrics, all but the per-collection GC histogram", async () => {
+    const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
+    const types = (await metrics.exposition(false)).body
+      .split('\n')
+      .filter((l) => l.startsWith('# TYPE sluice_process') || l.startsWith('# TYPE sluice_nodejs'));
+    for (const name of [
+      'sluice_process_cpu_seconds_total',
+      'sluice_process_resident_memory_bytes',
+      'sluice_process_open_fds',
+      'sluice_nodejs_eventloop_lag_seconds',
+      'sluice_nodejs_heap_size_used_bytes',
+      'sluice_nodejs_heap_space_size_used_bytes',
+      'sluice_nodejs_active_handles',
+      'sluice_nodejs_version_info',
+    ]) {
+      assert.ok(
+        types.some((t) => t.startsWith(`# TYPE ${name} `)),
+        name,
+      );
+    }
+    assert.ok(!types.some((t) => t.includes('gc_duration')));
+  });
+
   it('names counters the same in both formats, whichever was scraped before', async () => {
     const metrics = new BrokerMetrics({ partitionSeriesMax: 10 });
     metrics.attach(idleMetricsSource());
