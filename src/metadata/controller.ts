@@ -57,8 +57,8 @@ export const METADATA_VERSION_LEVEL = 23;
 const ELR_METADATA_VERSION_LEVEL = 23;
 /** KIP-966's feature, at level 1 on a new cluster as Kafka 4.1 bootstraps it. */
 export const ELIGIBLE_LEADER_REPLICAS_FEATURE = 'eligible.leader.replicas.version';
-const MIN_INSYNC_REPLICAS = 'min.insync.replicas';
 export const ELIGIBLE_LEADER_REPLICAS_LEVEL = 1;
+const MIN_INSYNC_REPLICAS = 'min.insync.replicas';
 /** Size of the producer id blocks handed to brokers (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */
 export const PRODUCER_ID_BLOCK_SIZE = 1000;
 /**
@@ -855,8 +855,8 @@ export class QuorumController {
    * min.insync.replicas, else the cluster's, capped by its replication factor).
    */
   private elrSettings(image: MetadataImage, topic: TopicImage): { eligibleLeaderReplicasEnabled: boolean; minIsr: number } {
-    const own = Number.parseInt(image.topicConfigs(topic.name).get('min.insync.replicas') ?? '', 10);
-    const cluster = Number.parseInt(image.resourceConfigs(ConfigResourceType.BROKER, '').get('min.insync.replicas') ?? '', 10);
+    const own = Number.parseInt(image.topicConfigs(topic.name).get(MIN_INSYNC_REPLICAS) ?? '', 10);
+    const cluster = Number.parseInt(image.resourceConfigs(ConfigResourceType.BROKER, '').get(MIN_INSYNC_REPLICAS) ?? '', 10);
     const configured = Number.isInteger(own) ? own : Number.isInteger(cluster) ? cluster : (this.config.minInsyncReplicas?.() ?? 1);
     const replicationFactor = topic.partitions.get(0)?.replicas.length ?? configured;
     return { eligibleLeaderReplicasEnabled: isElrEnabled(image), minIsr: Math.min(configured, replicationFactor) };
@@ -1164,7 +1164,7 @@ export class QuorumController {
    * Kafka's maybeGenerateElrSafetyRecords, written as ELR is turned on: a partition's ELR is
    * kept under one min ISR for the whole cluster, so the cluster-level min.insync.replicas is
    * set (to this controller's static value) where none is, and it may then be neither removed
-   * nor overridden per broker (elrMinIsrRefusal).
+   * nor overridden per broker (refuseElrMinIsrChanges).
    */
   private elrSafetyRecords(pending: readonly MetadataRecord[]): MetadataRecord[] {
     const clusterMinIsrSet = pending.some(

@@ -7,30 +7,16 @@
  * still show what the collector keeps.
  */
 import { createRequire } from 'node:module';
-import type { Registry, RegistryContentType } from 'prom-client';
+import { collectDefaultMetrics, type Registry, type RegistryContentType } from 'prom-client';
 
 type DefaultMetric = (registry: Registry<RegistryContentType>, config: { prefix: string; eventLoopMonitoringPrecision: number }) => void;
 
 const require = createRequire(import.meta.url);
 
-/** prom-client's own modules, as lib/defaultMetrics.js lists them, less gc. */
-const METRICS = [
-  'processCpuTotal',
-  'processStartTime',
-  'osMemoryHeap',
-  'processOpenFileDescriptors',
-  'processMaxFileDescriptors',
-  'eventLoopLag',
-  ...(typeof process.getActiveResourcesInfo === 'function' ? ['processResources'] : []),
-  'processHandles',
-  'processRequests',
-  'heapSizeAndUsed',
-  'heapSpacesSizeAndUsed',
-  'version',
-];
-
 export function collectProcessMetrics(registry: Registry<RegistryContentType>, prefix: string): void {
-  for (const name of METRICS) {
+  // prom-client's own list of its default metrics, each a module of its lib/metrics.
+  for (const name of collectDefaultMetrics.metricsList) {
+    if (name === 'gc') continue;
     const metric = require(`prom-client/lib/metrics/${name}`) as DefaultMetric;
     metric(registry, { prefix, eventLoopMonitoringPrecision: 10 });
   }
